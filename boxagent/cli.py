@@ -1,0 +1,63 @@
+"""`rgt-agent` / `python3 rgt-agent.pyz`: argparse over plain functions.
+
+Each concern registers its own subcommands (`register(subparsers)` in the modules below), so
+the folders stay independent. A handler takes the parsed args and returns an exit code.
+Users never see a traceback: AgentError becomes `Error:` + `Hint:` (STYLE 8); --debug shows more.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import List, Optional
+
+from boxagent import __version__
+from boxagent.errors import EXIT_ERROR, EXIT_USAGE, AgentError
+
+COMMAND_MODULES = (
+    "boxagent.commands",          # core: start daemon stop submit cancel resume status version exec-stage
+    "boxagent.health.cli",        # probe
+    "boxagent.triage.cli",        # triage
+    "boxagent.notify.cli",        # notify-set notify-test
+    "boxagent.artifacts.cli",     # manifest
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # exit 2 with a hint, not argparse's bare usage dump
+        sys.stderr.write("Error: %s\nHint: run `%s --help`\n" % (message, self.prog))
+        sys.exit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rgt-agent", description="rgt box agent")
+    parser.add_argument("--version", action="version", version="rgt-agent " + __version__)
+    parser.add_argument("--home", help="state directory (default $RGT_HOME or ~/.rgt)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except AgentError as exc:
+        sys.stderr.write("Error: %s\n" % exc.message)
+        if exc.hint:
+            sys.stderr.write("Hint: %s\n" % exc.hint)
+        return exc.code
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
+        if getattr(args, "debug", False):
+            raise
+        sys.stderr.write("Error: internal error: %s: %s\n" % (type(exc).__name__, exc))
+        sys.stderr.write("Hint: run again with --debug and report the traceback\n")
+        return EXIT_ERROR

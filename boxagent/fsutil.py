@@ -1,0 +1,72 @@
+"""Files a client or a human may read mid-write: tmp -> fsync -> os.replace (STYLE 7)."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any
+
+
+def atomic_write_bytes(path: str, data: bytes, mode: int = 0o644) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(directory)
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+def atomic_write_text(path: str, text: str, mode: int = 0o644) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=1, sort_keys=False, ensure_ascii=False, default=str)
+
+
+def atomic_write_json(path: str, obj: Any, mode: int = 0o644) -> None:
+    atomic_write_text(path, dumps(obj) + "\n", mode)
+
+
+def read_json(path: str, default: Any = None) -> Any:
+    """Read a JSON file; a missing or corrupt file gives `default` (the caller decides)."""
+    try:
+        with open(path, "rb") as fh:
+            return json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return default
+
+
+def append_jsonl(path: str, obj: Any, fsync: bool = False) -> None:
+    """Append one JSON object as one line with a single write (O_APPEND keeps lines whole)."""
+    line = (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)

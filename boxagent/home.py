@@ -1,0 +1,63 @@
+"""The box layout under RGT_HOME (DESIGN.md "On the box"). One place names every path."""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+
+class Home:
+    def __init__(self, root: str):
+        self.root = os.path.abspath(os.path.expanduser(root))
+
+    @classmethod
+    def from_env(cls, override: Optional[str] = None) -> "Home":
+        return cls(override or os.environ.get("RGT_HOME") or "~/.rgt")
+
+    def _p(self, *parts: str) -> str:
+        return os.path.join(self.root, *parts)
+
+    @property
+    def pyz(self) -> str: return self._p("rgt-agent.pyz")
+    @property
+    def agent_sha256(self) -> str: return self._p("agent.sha256")
+    @property
+    def config(self) -> str: return self._p("config.json")
+    @property
+    def secrets(self) -> str: return self._p("secrets.json")
+    @property
+    def lock(self) -> str: return self._p("daemon.lock")
+    @property
+    def pidfile(self) -> str: return self._p("daemon.pid")
+    @property
+    def daemon_log(self) -> str: return self._p("daemon.log")
+    @property
+    def status(self) -> str: return self._p("status.json")
+    @property
+    def events(self) -> str: return self._p("events.jsonl")
+    @property
+    def outbox(self) -> str: return self._p("outbox")
+    @property
+    def runs(self) -> str: return self._p("runs")
+    @property
+    def inbox(self) -> str:
+        """Requests from `submit`/`cancel`/`resume` to the daemon (the daemon has no socket)."""
+        return self._p("inbox")
+
+    def run_dir(self, run: str) -> str: return self._p("runs", run)
+    def run_spec(self, run: str) -> str: return self._p("runs", run, "spec.json")
+    def run_state(self, run: str) -> str: return self._p("runs", run, "state.json")
+    def handbook(self, run: str) -> str: return self._p("runs", run, "HANDBOOK.md")
+    def manifest(self, run: str) -> str: return self._p("runs", run, "manifest.json")
+    def marker(self, run: str, stage: str) -> str: return self._p("runs", run, "markers", stage + ".done")
+    def stage_log(self, run: str, stage: str, attempt: int) -> str:
+        return self._p("runs", run, "logs", "%s.%d.log" % (stage, attempt))
+    def stage_exit(self, run: str, stage: str, attempt: int) -> str:
+        return self._p("runs", run, "stages", "%s.%d.exit" % (stage, attempt))
+
+    def ensure(self) -> None:
+        for d in (self.root, self.outbox, self.runs, self.inbox):
+            os.makedirs(d, exist_ok=True)
+        try:
+            os.chmod(self.root, 0o700)
+        except OSError:
+            pass

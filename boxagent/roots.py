@@ -1,0 +1,51 @@
+"""Where the agent reads the machine from. Overridable so tests use temp roots (DESIGN: seams).
+
+Environment overrides (tests and odd containers):
+  RGT_PROC_ROOT     default /proc
+  RGT_CGROUP_ROOT   default /sys/fs/cgroup
+  RGT_BOOT_ID_PATH  default <proc>/sys/kernel/random/boot_id
+  RGT_KMSG_PATH     default /dev/kmsg
+"""
+from __future__ import annotations
+
+import os
+from typing import Mapping, Optional
+
+
+class Roots:
+    def __init__(self, proc: str = "/proc", cgroup: str = "/sys/fs/cgroup",
+                 boot_id_path: Optional[str] = None, kmsg: str = "/dev/kmsg"):
+        self.proc = proc
+        self.cgroup = cgroup
+        self.boot_id_path = boot_id_path or os.path.join(proc, "sys/kernel/random/boot_id")
+        self.kmsg = kmsg
+
+    @classmethod
+    def from_env(cls, env: Optional[Mapping[str, str]] = None) -> "Roots":
+        env = os.environ if env is None else env
+        return cls(proc=env.get("RGT_PROC_ROOT", "/proc"),
+                   cgroup=env.get("RGT_CGROUP_ROOT", "/sys/fs/cgroup"),
+                   boot_id_path=env.get("RGT_BOOT_ID_PATH") or None,
+                   kmsg=env.get("RGT_KMSG_PATH", "/dev/kmsg"))
+
+    def boot_id(self) -> Optional[str]:
+        try:
+            with open(self.boot_id_path) as fh:
+                return fh.read().strip() or None
+        except OSError:
+            return None
+
+    def process_start_ticks(self, pid: int) -> Optional[int]:
+        """Field 22 of /proc/PID/stat: start time in clock ticks since boot. With the pid it
+        identifies a process across pid reuse (never trust a pid alone)."""
+        try:
+            with open(os.path.join(self.proc, str(pid), "stat"), "rb") as fh:
+                data = fh.read().decode("ascii", "replace")
+        except OSError:
+            return None
+        # comm (field 2) may hold spaces and parens: split after the LAST ')'.
+        rest = data[data.rfind(")") + 2:].split()
+        try:
+            return int(rest[19])
+        except (IndexError, ValueError):
+            return None

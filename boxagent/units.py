@@ -1,0 +1,69 @@
+"""Durations ("90", "90s", "20m", "12h", "2d") and sizes ("50G"), parsed and formatted."""
+from __future__ import annotations
+
+import re
+from typing import Union
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_DUR_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.I)
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+
+
+def parse_duration(value: Union[int, float, str]) -> float:
+    """Seconds from 90 / "90" / "90s" / "20m" / "12h" / "2d". ValueError says what was expected."""
+    if isinstance(value, bool):
+        raise ValueError('expected a duration like "90m", got %r' % (value,))
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError("expected a non-negative duration, got %r" % (value,))
+        return float(value)
+    if isinstance(value, str):
+        m = _DURATION.match(value)
+        if m:
+            return float(m.group(1)) * _DUR_UNITS[m.group(2)]
+    raise ValueError('expected a duration like "90m", got %s' % (_short_repr(value),))
+
+
+def parse_size(value: Union[int, str]) -> int:
+    """Bytes from 1024 / "50G" / "512M" / "1.5TiB" (binary multiples)."""
+    if isinstance(value, bool):
+        raise ValueError('expected a size like "50G", got %r' % (value,))
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("expected a non-negative size, got %r" % (value,))
+        return value
+    if isinstance(value, str):
+        m = _SIZE.match(value)
+        if m:
+            return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+    raise ValueError('expected a size like "50G", got %s' % (_short_repr(value),))
+
+
+def format_duration(seconds: Union[int, float, None]) -> str:
+    if seconds is None:
+        return "-"
+    s = int(round(seconds))
+    if s < 60:
+        return "%ds" % s
+    if s < 3600:
+        return "%dm%02ds" % (s // 60, s % 60)
+    if s < 86400:
+        return "%dh%02dm" % (s // 3600, (s % 3600) // 60)
+    return "%dd%02dh" % (s // 86400, (s % 86400) // 3600)
+
+
+def format_bytes(n: Union[int, float, None]) -> str:
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(value) < 1000 or unit == "TB":
+            return ("%d %s" % (value, unit)) if unit == "B" else ("%.1f %s" % (value, unit))
+        value /= 1000.0
+    return "%.1f PB" % value
+
+
+def _short_repr(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,61 @@
+"""rgt-client: thin click commands over plain functions (pip-tools style).
+
+Each concern keeps its commands in its own module and lists them in COMMANDS; this file
+only assembles the group and turns ClientError into `Error:` + `Hint:` with its exit code.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from rgt_client import __version__, exitcodes
+from rgt_client.errors import ClientError
+
+COMMAND_MODULES = (
+    "rgt_client.commands",        # install run attach status logs cancel resume handbook watch patrol demo
+    "rgt_client.profiles_cmd",    # profiles
+    "rgt_client.notify_cmd",      # notify-set notify-test
+    "rgt_client.triage_cmd",      # triage
+    "rgt_client.pull_cmd",        # pull verify
+)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except ClientError as exc:
+            click.echo("Error: %s" % exc.message, err=True)
+            if exc.hint:
+                click.echo("Hint: %s" % exc.hint, err=True)
+            ctx.exit(exc.code)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="rgt-client")
+@click.option("--ssh-config", envvar="RGT_SSH_CONFIG", type=click.Path(dir_okay=False),
+              help="ssh config file passed as -F to every ssh call (env RGT_SSH_CONFIG).")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.pass_context
+def cli(ctx: click.Context, ssh_config: str | None, debug: bool) -> None:
+    """rgt: keep long GPU jobs on rented boxes finishing on their own."""
+    ctx.ensure_object(dict)
+    ctx.obj["ssh_config"] = ssh_config
+    ctx.obj["debug"] = debug
+
+
+for _name in COMMAND_MODULES:
+    for _cmd in importlib.import_module(_name).COMMANDS:
+        cli.add_command(_cmd)
+
+
+def main() -> None:
+    try:
+        cli(obj={})
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+__all__ = ["cli", "main", "exitcodes"]

@@ -1,0 +1,12 @@
+"""One error type at the root of the client: printed as `Error:` + `Hint:`, never a traceback."""
+from __future__ import annotations
+
+from rgt_client import exitcodes
+
+
+class ClientError(Exception):
+    def __init__(self, message: str, hint: str | None = None, code: int = exitcodes.ERROR):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.code = code

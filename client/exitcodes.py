@@ -1,0 +1,8 @@
+"""rgt-client exit codes: one place, documented in the README."""
+OK = 0
+ERROR = 1
+USAGE = 2
+AGENT_DOWN = 3        # agent not running, or its heartbeat is stale
+RUN_FAILED = 4        # a run failed (or verify found a mismatch)
+UNREACHABLE = 5       # ssh could not reach the host
+GAVE_UP = 6           # watch: gave up waiting

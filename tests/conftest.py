@@ -1,0 +1,59 @@
+"""Shared fixtures. Each area keeps its own in tests/<area>/conftest.py."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # `tests.sshd` importable
+
+
+def pytest_collection_modifyitems(config, items):
+    is_root = os.geteuid() == 0
+    for item in items:
+        if "root" in item.keywords and not is_root:
+            item.add_marker(pytest.mark.skip(reason="needs root (cgroups, tmpfs mounts, /dev/kmsg)"))
+
+
+@pytest.fixture(scope="session")
+def agent_pyz(tmp_path_factory) -> Path:
+    """The agent built once per session as the single file users ship."""
+    from rgt_client.bundle import build_agent
+    path, _sha = build_agent(tmp_path_factory.mktemp("pyz") / "rgt-agent.pyz")
+    return path
+
+
+@pytest.fixture
+def rgt_home(tmp_path) -> Path:
+    home = tmp_path / "rgt-home"
+    home.mkdir()
+    return home
+
+
+@pytest.fixture
+def agent(rgt_home):
+    """Run the agent from the source tree: agent("status", "--json") -> CompletedProcess."""
+    def run(*args: str, stdin: bytes | None = None, env: dict | None = None, timeout: float = 60,
+            bare: bool = False) -> subprocess.CompletedProcess:
+        e = dict(os.environ, RGT_HOME=str(rgt_home), PYTHONPATH=str(REPO))
+        e.update(env or {})
+        py = [sys.executable, "-S"] if bare else [sys.executable]
+        return subprocess.run(py + ["-m", "boxagent", *args], input=stdin, capture_output=True,
+                              env=e, timeout=timeout, cwd=str(REPO))
+    return run
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory):
+    """A real sshd on 127.0.0.1 with aliases rgt-box, rgt-box2..4 in its ssh config."""
+    from tests.sshd import sshd_binary, start_sshd
+    if not sshd_binary():
+        pytest.skip("openssh-server is not installed (apt-get install openssh-server)")
+    server = start_sshd(tmp_path_factory.mktemp("sshd"),
+                        aliases=("rgt-box", "rgt-box2", "rgt-box3", "rgt-box4"))
+    yield server
+    server.stop()
