@@ -1,6 +1,129 @@
-"""Subcommands of this concern (see boxagent/cli.py). Filled in by its issue."""
+"""Agent subcommands of the artifacts concern.
+
+    manifest RUN [--json] [--force]   build/refresh runs/<run>/manifest.json, print a summary
+    pull-info RUN [--force]           (for `rgt-client pull`) one header line, then the manifest
+    pull-stream RUN                   (for `rgt-client pull` without rsync) stdin wants, stdout bytes
+
+pull-info answers everything pull needs in one ssh round trip: does this box have rsync, the
+manifest's exact bytes (their sha256 is what the laptop records as verified), the run state
+and the profile's teardown facts for the gate.
+"""
 from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from typing import Any, Dict
+
+from boxagent.artifacts import stream
+from boxagent.artifacts.manifest import build_manifest, summary
+from boxagent.errors import UsageError
+from boxagent.fsutil import read_json
+from boxagent.home import Home
+from boxagent.units import format_bytes
+
+_RUN_NAME = re.compile(r"^[A-Za-z0-9._@+-]{1,200}$")
 
 
 def register(sub) -> None:
-    pass
+    p = sub.add_parser("manifest", help="build or refresh a run's artifact manifest")
+    p.add_argument("run")
+    p.add_argument("--json", action="store_true", help="print the manifest itself")
+    p.add_argument("--force", action="store_true", help="even while the writing stage runs")
+    p.add_argument("--workers", type=int, default=None, help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_manifest)
+    p = sub.add_parser("pull-info", help="(internal, for rgt-client pull) manifest + capabilities")
+    p.add_argument("run")
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(func=cmd_pull_info)
+    p = sub.add_parser("pull-stream", help="(internal, for rgt-client pull) stream manifest files")
+    p.add_argument("run")
+    p.set_defaults(func=cmd_pull_stream)
+
+
+def _home(args) -> Home:
+    return Home.from_env(getattr(args, "home", None))
+
+
+def load_run_spec(home: Home, run: str) -> Dict[str, Any]:
+    if not _RUN_NAME.match(run) or run in (".", ".."):
+        raise UsageError("%r is not a run name" % run, "list runs with `rgt-agent status`")
+    spec = read_json(home.run_spec(run), None)
+    if not isinstance(spec, dict):
+        raise UsageError("no run %r in %s" % (run, home.runs), "list runs with `rgt-agent status`")
+    spec.setdefault("name", run)
+    return spec
+
+
+def cmd_manifest(args) -> int:
+    home = _home(args)
+    spec = load_run_spec(home, args.run)
+    t0 = time.monotonic()
+    m = build_manifest(home, args.run, spec, force=args.force, workers=args.workers)
+    took = time.monotonic() - t0
+    if args.json:
+        with open(home.manifest(args.run), "rb") as fh:
+            sys.stdout.buffer.write(fh.read())
+        return 0
+    s = summary(home, args.run)
+    t = m["totals"]
+    print("manifest %s: %d files, %s, %d symlinks, %d skipped (hashed %d in %.2fs)"
+          % (args.run, t["files"], format_bytes(t["bytes"]), t["symlinks"], t["skipped"], m["hashed"], took))
+    print("  %s  sha256 %s" % (home.manifest(args.run), s["sha256"]))
+    for w in m["warnings"]:
+        print("  warning: %s" % w)
+    for sk in m["skipped"][:20]:
+        print("  skipped: %s (%s)" % (sk["path"], sk["reason"]))
+    return 0
+
+
+def _profile_facts(home: Home) -> Dict[str, Any]:
+    """The profile the box was installed with: its name and the teardown facts the gate needs."""
+    cfg = read_json(home.config, {}) or {}
+    prof = cfg.get("profile") if isinstance(cfg, dict) else None
+    status = read_json(home.status, {}) or {}
+    prof = prof if isinstance(prof, dict) else {}
+    name = prof.get("name") or (status.get("profile") if isinstance(status, dict) else None)
+    return {"name": name, "teardown": prof.get("teardown"), "danger_clock": prof.get("danger_clock")}
+
+
+def _run_state(home: Home, run: str) -> Any:
+    state = read_json(home.run_state(run), {}) or {}
+    return state.get("state") if isinstance(state, dict) else None
+
+
+def cmd_pull_info(args) -> int:
+    home = _home(args)
+    spec = load_run_spec(home, args.run)
+    m = build_manifest(home, args.run, spec, force=args.force)
+    with open(home.manifest(args.run), "rb") as fh:
+        raw = fh.read()
+    head = {"schema": "rgt.pullinfo/1", "run": args.run, "root": m["root"],
+            "rsync": shutil.which("rsync"), "manifest_bytes": len(raw),
+            "manifest_sha256": hashlib.sha256(raw).hexdigest(), "run_state": _run_state(home, args.run),
+            "profile": _profile_facts(home), "host": os.uname()[1]}
+    out = sys.stdout.buffer
+    out.write((json.dumps(head, ensure_ascii=False) + "\n").encode("utf-8"))
+    out.write(raw)
+    out.flush()
+    return 0
+
+
+def cmd_pull_stream(args) -> int:
+    home = _home(args)
+    load_run_spec(home, args.run)
+    m = read_json(home.manifest(args.run), None)
+    if not isinstance(m, dict) or not isinstance(m.get("files"), list):
+        raise UsageError("run %s has no manifest yet" % args.run, "run `rgt-agent manifest %s`" % args.run)
+    allowed = set(f.get("path") for f in m["files"] if isinstance(f, dict))
+    try:
+        reqs = stream.read_requests(sys.stdin.buffer)
+    except ValueError:
+        raise UsageError("pull-stream wants a JSON list of {path, offset} on stdin")
+    stream.serve(m.get("root") or "", allowed, reqs, stream.stdout_binary())
+    return 0

@@ -1,16 +1,217 @@
-"""manifest.json (`rgt.manifest/1`). CONTRACT stub; issue 7 fills it in."""
+"""manifest.json (`rgt.manifest/1`): what a run's declared artifacts are, byte for byte.
+
+"Synced" is a claim; the manifest is the evidence the laptop checks its copy against. It is
+incremental (a file whose size and mtime_ns are unchanged keeps its hash, so refreshing a
+100,000-file manifest after one checkpoint costs a walk and one hash), written atomically,
+and laid out one file per line so a 100,000-file manifest stays a few MB and diffable.
+
+    {"schema": "rgt.manifest/1", "run", "created_at", "root", "include", "exclude",
+     "totals": {"files", "bytes", "symlinks", "skipped"},
+     "files": [{"path", "bytes", "mtime_ns", "sha256"}],      # POSIX paths relative to root
+     "symlinks": [{"path", "target"}],                         # recorded, never followed
+     "skipped": [{"path", "reason"}], "warnings": [str]}
+"""
 from __future__ import annotations
 
-from typing import Any, Dict
+import hashlib
+import json
+import os
+import time
+from typing import Any, Dict, List, Optional, Tuple
 
+from boxagent.artifacts import globs, hashing
+from boxagent.errors import AgentError, UsageError
+from boxagent.fsutil import atomic_write_bytes, read_json
 from boxagent.home import Home
 
+SCHEMA = "rgt.manifest/1"
+_ENC = json.encoder.encode_basestring  # type: ignore[attr-defined]  # the C one when available
+_RUNNING = ("running", "starting", "waiting")
 
-def build_manifest(home: Home, run: str, spec: Dict[str, Any], force: bool = False) -> Dict[str, Any]:
-    """Build/refresh runs/<run>/manifest.json from spec["artifacts"]; return the manifest."""
-    return {"schema": "rgt.manifest/1", "run": run, "files": [], "totals": {"files": 0, "bytes": 0}}
+
+def artifact_spec(spec: Dict[str, Any]) -> Tuple[str, List[str], List[str], Optional[str]]:
+    """(workdir, include, exclude, writer stage) from a job spec; UsageError when unusable."""
+    art = spec.get("artifacts")
+    if isinstance(art, (str, list)):
+        art = {"include": art}
+    if not isinstance(art, dict) or not art.get("include"):
+        raise UsageError("run %r declares no artifacts" % spec.get("name", "?"),
+                         'add to the job: [artifacts] include = ["checkpoints/**", "results/*.json"]')
+    inc, exc = _strings(art.get("include")), _strings(art.get("exclude") or [])
+    workdir = spec.get("workdir")
+    if not isinstance(workdir, str) or not workdir:
+        raise UsageError("run %r has no workdir to take artifacts from" % spec.get("name", "?"),
+                         "set workdir in the job")
+    workdir = os.path.abspath(os.path.expanduser(workdir))
+    stage = art.get("stage")
+    return workdir, inc, exc, stage if isinstance(stage, str) else None
+
+
+def _strings(value: Any) -> List[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return list(value)  # globs.check_pattern names any non-string item
+    raise UsageError("artifact patterns must be a string or a list, got %r" % (value,))
+
+
+def running_stages(state: Any) -> List[str]:
+    """Names of stages state.json says are running (tolerates a list or a name-keyed dict)."""
+    stages = state.get("stages") if isinstance(state, dict) else None
+    if isinstance(stages, dict):
+        stages = [dict(v, name=k) for k, v in stages.items() if isinstance(v, dict)]
+    if not isinstance(stages, list):
+        return []
+    return [str(s.get("name")) for s in stages
+            if isinstance(s, dict) and s.get("state") in _RUNNING]
+
+
+def check_quiet(home: Home, run: str, writer: Optional[str], force: bool) -> None:
+    """Refuse while the stage writing the artifacts runs: a half-written checkpoint would be
+    hashed, pulled, verified against itself and called safe."""
+    if force:
+        return
+    busy = running_stages(read_json(home.run_state(run), {}) or {})
+    if writer:
+        busy = [s for s in busy if s == writer]
+    if busy:
+        raise AgentError("stage %s of run %s is still running and may be writing its artifacts"
+                         % (busy[0], run),
+                         "wait for it to finish, or pass --force to take the files as they are now")
+
+
+def _read_old(path: str) -> Tuple[bytes, Dict[str, Any]]:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        old = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError):
+        return b"", {}
+    return raw, old if isinstance(old, dict) and old.get("schema") == SCHEMA else {}
+
+
+def _old_hashes(old: Dict[str, Any], root: str) -> Dict[str, Tuple[int, int, str]]:
+    if old.get("root") != root:
+        return {}
+    out = {}
+    for f in old.get("files") or []:
+        try:
+            out[f["path"]] = (int(f["bytes"]), int(f["mtime_ns"]), str(f["sha256"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def _hash_entries(root: str, todo: List[globs.Entry], workers: Optional[int]
+                  ) -> Dict[str, hashing.Hashed]:
+    full = {os.path.join(root, e.path): e for e in todo}
+    got = hashing.hash_many(((p, e.size) for p, e in full.items()), workers)
+    # A file that changed while it was read gets one more try; a writer still at work will
+    # show up as unstable again and be flagged.
+    again = [p for p, h in got.items() if h.sha256 and not h.stable]
+    if again:
+        got.update(hashing.hash_many(((p, full[p].size) for p in again), workers))
+    return {full[p].path: h for p, h in got.items()}
+
+
+def collect(root: str, include: List[str], exclude: List[str], old: Dict[str, Tuple[int, int, str]],
+            workers: Optional[int] = None) -> Dict[str, Any]:
+    """files/symlinks/skipped/warnings for the workdir, reusing old hashes where size+mtime match."""
+    if not os.path.isdir(root):
+        raise UsageError("workdir %s does not exist on this box" % root,
+                         "check the job's workdir, or that the disk holding it is mounted")
+    entries, skipped = globs.expand(root, include, exclude)
+    links = [{"path": e.path, "target": e.target} for e in entries if e.target is not None]
+    regular = [e for e in entries if e.target is None]
+    todo = [e for e in regular if old.get(e.path, (None, None))[:2] != (e.size, e.mtime_ns)]
+    fresh = _hash_entries(root, todo, workers)
+    files, warnings = [], []
+    for e in regular:
+        h = fresh.get(e.path)
+        if h is None:
+            files.append({"path": e.path, "bytes": e.size, "mtime_ns": e.mtime_ns, "sha256": old[e.path][2]})
+        elif h.sha256 is None:
+            skipped.append({"path": e.path, "reason": h.error or "unreadable"})
+        else:
+            files.append({"path": e.path, "bytes": h.size, "mtime_ns": h.mtime_ns, "sha256": h.sha256})
+            if not h.stable:
+                warnings.append("%s changed while it was hashed (still being written?)" % e.path)
+    return {"files": files, "symlinks": links, "skipped": skipped, "warnings": warnings,
+            "hashed": len(todo)}
+
+
+def serialize(m: Dict[str, Any]) -> bytes:
+    """The manifest as UTF-8 JSON with one file entry per line (fast for 100,000 files)."""
+    head = ",\n".join(" %s: %s" % (json.dumps(k), json.dumps(m[k], ensure_ascii=False))
+                      for k in m if k not in ("files", "symlinks", "skipped"))
+    rows = ['  {"path":%s,"bytes":%d,"mtime_ns":%d,"sha256":"%s"}'
+            % (_ENC(f["path"]), f["bytes"], f["mtime_ns"], f["sha256"]) for f in m["files"]]
+    parts = [head, _list("files", rows)]
+    for key in ("symlinks", "skipped"):
+        parts.append(_list(key, ["  " + json.dumps(x, ensure_ascii=False, separators=(",", ":"))
+                                 for x in m.get(key, [])]))
+    return ("{\n" + ",\n".join(parts) + "\n}\n").encode("utf-8")
+
+
+def _list(key: str, rows: List[str]) -> str:
+    return ' "%s": [\n%s\n ]' % (key, ",\n".join(rows)) if rows else ' "%s": []' % key
+
+
+def iso_now(now: Optional[float] = None) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if now is None else now))
+
+
+def build_manifest(home: Home, run: str, spec: Dict[str, Any], force: bool = False,
+                   workers: Optional[int] = None, now: Optional[float] = None) -> Dict[str, Any]:
+    """Build/refresh runs/<run>/manifest.json from spec["artifacts"]; return the manifest.
+
+    Refuses (AgentError) while the stage writing the artifacts is running unless force: the
+    daemon, which calls this once it has recorded the last stage's success, may pass force."""
+    root, include, exclude, writer = artifact_spec(spec)
+    check_quiet(home, run, writer, force)
+    path = home.manifest(run)
+    old_raw, old = _read_old(path)
+    got = collect(root, include, exclude, _old_hashes(old, root), workers)
+    m = {"schema": SCHEMA, "run": run, "created_at": old.get("created_at") or iso_now(now), "root": root,
+         "include": include, "exclude": exclude,
+         "totals": {"files": len(got["files"]), "bytes": sum(f["bytes"] for f in got["files"]),
+                    "symlinks": len(got["symlinks"]), "skipped": len(got["skipped"])},
+         "warnings": got["warnings"],
+         "files": got["files"], "symlinks": got["symlinks"], "skipped": got["skipped"]}
+    # Nothing changed: keep the file as it is, so its sha256 (in the run_succeeded notification)
+    # stays the one the laptop's PULL_VERIFIED.json records.
+    if serialize(m) != old_raw:
+        m["created_at"] = iso_now(now)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        atomic_write_bytes(path, serialize(m))
+    m["hashed"] = got["hashed"]  # how many files this refresh hashed (not stored)
+    return m
+
+
+_SUMMARY_CACHE: Dict[str, Tuple[Tuple[int, int], Dict[str, Any]]] = {}
 
 
 def summary(home: Home, run: str) -> Dict[str, Any]:
-    """status.json runs[].artifacts: {files, bytes, manifest (path or null), sha256}."""
-    return {"files": 0, "bytes": 0, "manifest": None}
+    """status.json runs[].artifacts: {files, bytes, manifest (path or null), sha256}.
+
+    Cached on the file's (size, mtime_ns): the daemon asks every status write, and re-reading
+    a 10 MB manifest each tick would be the agent's biggest cost."""
+    path = home.manifest(run)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {"files": 0, "bytes": 0, "manifest": None, "sha256": None}
+    key = (st.st_size, st.st_mtime_ns)
+    hit = _SUMMARY_CACHE.get(path)
+    if hit and hit[0] == key:
+        return dict(hit[1])
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        totals = json.loads(raw.decode("utf-8")).get("totals") or {}
+    except (OSError, ValueError, AttributeError):
+        return {"files": 0, "bytes": 0, "manifest": path, "sha256": None, "error": "unreadable manifest"}
+    out = {"files": int(totals.get("files") or 0), "bytes": int(totals.get("bytes") or 0),
+           "manifest": path, "sha256": hashlib.sha256(raw).hexdigest()}
+    _SUMMARY_CACHE[path] = (key, out)
+    return dict(out)
