@@ -14,7 +14,9 @@ from rgt_client import __version__, exitcodes
 from rgt_client.errors import ClientError
 
 COMMAND_MODULES = (
-    "rgt_client.commands",        # install run attach status logs cancel resume handbook watch patrol demo
+    "rgt_client.commands",        # install run attach
+    "rgt_client.commands_status",  # status logs cancel resume handbook watch patrol
+    "rgt_client.demo",            # demo
     "rgt_client.profiles_cmd",    # profiles
     "rgt_client.notify_cmd",      # notify-set notify-test
     "rgt_client.triage_cmd",      # triage
@@ -31,6 +33,14 @@ class _Group(click.Group):
             if exc.hint:
                 click.echo("Hint: %s" % exc.hint, err=True)
             ctx.exit(exc.code)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback
+            if (ctx.obj or {}).get("debug"):
+                raise
+            click.echo("Error: internal error: %s: %s" % (type(exc).__name__, exc), err=True)
+            click.echo("Hint: run again with --debug and report the traceback", err=True)
+            ctx.exit(exitcodes.ERROR)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

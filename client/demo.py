@@ -1,0 +1,193 @@
+"""`demo`: the whole product on this machine in under a minute, nothing to set up.
+
+A `local` box in a temp home, the real built agent file installed into it, a real 3-stage job
+(a small training script printing epochs and writing checkpoints, eval, aggregate) in a temp
+workdir, a file:// notification sink shown live, the final status, then pull + verify where
+this client has them. The daemon is stopped at the end; everything stays on disk to look at.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from rgt_client import exitcodes
+from rgt_client.errors import ClientError
+from rgt_client.transport import Target, run_agent
+
+COMMANDS: list = []
+
+TRAIN = '''import json, os, sys, time
+epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+
+def save(path, obj):  # checkpoints written atomically: tmp -> fsync -> rename
+    with open(path + ".tmp", "w") as fh:
+        json.dump(obj, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(path + ".tmp", path)
+
+os.makedirs("ckpt", exist_ok=True)
+loss = 2.0
+for epoch in range(1, epochs + 1):
+    time.sleep(0.6)
+    loss *= 0.62
+    save("ckpt/epoch_%d.pt" % epoch, {"epoch": epoch, "loss": round(loss, 4)})
+    save("ckpt/best.pt", {"epoch": epoch, "loss": round(loss, 4)})
+    print("epoch %d/%d loss %.4f" % (epoch, epochs, loss), flush=True)
+print("Training completed")
+'''
+EVAL = '''import json, os
+ck = json.load(open("ckpt/best.pt"))
+os.makedirs("results", exist_ok=True)
+metrics = {"epoch": ck["epoch"], "loss": ck["loss"], "accuracy": round(1 - ck["loss"] / 2, 4)}
+json.dump(metrics, open("results/metrics.json", "w"))
+print("eval: accuracy %.4f" % metrics["accuracy"])
+'''
+AGG = '''import json
+m = json.load(open("results/metrics.json"))
+open("results/report.md", "w").write("# demo run\\n\\naccuracy %.4f after %d epochs\\n" % (m["accuracy"], m["epoch"]))
+print("report written: results/report.md")
+'''
+
+
+def write_workdir(work: Path) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    for name, text in (("train.py", TRAIN), ("eval.py", EVAL), ("aggregate.py", AGG)):
+        (work / name).write_text(text)
+
+
+def demo_job(work: Path, epochs: int) -> dict[str, Any]:
+    py = shlex.quote(sys.executable)
+    return {
+        "name": "demo",
+        "workdir": str(work),
+        "stage": [
+            {"name": "train", "run": "%s train.py %d" % (py, epochs), "expect": ["ckpt/best.pt"],
+             "success_pattern": "Training completed", "timeout": "5m"},
+            {"name": "eval", "run": "%s eval.py" % py, "expect": ["results/metrics.json"], "timeout": "2m"},
+            {"name": "aggregate", "run": "%s aggregate.py" % py, "expect": ["results/report.md"],
+             "timeout": "2m"},
+        ],
+        "artifacts": {"include": ["ckpt/best.pt", "results/**"]},
+    }
+
+
+def run_demo(base: Path, epochs: int = 5, max_wait_s: float = 90.0,
+             say: Callable[[str], None] = click.echo) -> int:
+    from rgt_client.install import InstallOptions, install
+    from rgt_client.ops import fetch_status, submit
+    from rgt_client.render import render_status
+    home, work, sink = base / "box-home", base / "work", base / "notifications.jsonl"
+    write_workdir(work)
+    target = Target("local", home=str(home))
+    say("== rgt demo in %s" % base)
+    say("-- install the agent into a local box (home %s)" % home)
+    rep = install(target, InstallOptions(profile="local", sample_every=1.0, remember=False,
+                                         notify={"notify": [{"url": "file://%s" % sink}]}), say=say)
+    say("   agent sha256 %s, daemon started" % rep.sha256[:16])
+    try:
+        say("-- submit a 3-stage job: train (%d epochs) -> eval -> aggregate" % epochs)
+        submit(target, demo_job(work, epochs))
+        state = _follow(target, sink, max_wait_s, say)
+        say("-- final status")
+        hs = fetch_status(target, events=5)
+        say(render_status(hs.status or {}, hs.client) if hs.status else str(hs.error))
+        _pull_and_verify(target, base, say)
+    finally:
+        run_agent(target, ["stop"], timeout=60)
+    say("-- done; the daemon is stopped. Everything is still there:")
+    for label, path in (("box home", home), ("workdir", work), ("notifications", sink),
+                        ("stage logs", home / "runs" / "demo" / "logs")):
+        say("   %-14s %s" % (label, path))
+    return exitcodes.OK if state == "succeeded" else exitcodes.RUN_FAILED
+
+
+def _follow(target: Target, sink: Path, max_wait_s: float, say: Callable[[str], None]) -> str | None:
+    """Stage transitions and notification lines as they happen, until the run ends."""
+    from rgt_client.ops import fetch_status, find_run
+    seen: dict[str, str] = {}
+    offset, state, deadline = 0, None, time.monotonic() + max_wait_s
+    while time.monotonic() < deadline:
+        offset = _show_notifications(sink, offset, say)
+        hs = fetch_status(target, events=0)
+        run = find_run(hs.status or {}, "demo") or {}
+        for st in run.get("stages") or []:
+            key = "%s:%s" % (st.get("state"), (st.get("progress") or {}).get("done"))
+            if seen.get(st.get("name")) != key and st.get("state") not in ("pending", None):
+                seen[st.get("name")] = key
+                say("   stage %-10s %s%s" % (st.get("name"), st.get("state"), _progress(st)))
+        state = run.get("state")
+        if state in ("succeeded", "failed", "cancelled", "interrupted"):
+            time.sleep(0.5)  # let the last notification reach the sink
+            _show_notifications(sink, offset, say)
+            return state
+        time.sleep(0.3)
+    say("   the demo run did not finish within %ds" % max_wait_s)
+    return state
+
+
+def _progress(st: dict[str, Any]) -> str:
+    p = st.get("progress") or {}
+    if p.get("done") is None:
+        return ""
+    return "  %s/%s" % (p.get("done"), p.get("total") or "?")
+
+
+def _show_notifications(sink: Path, offset: int, say: Callable[[str], None]) -> int:
+    try:
+        with open(sink, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read()
+    except OSError:
+        return offset
+    complete = data[: data.rfind(b"\n") + 1]
+    for line in complete.decode("utf-8", "replace").splitlines():
+        say("   notify > %s" % _one_line(line))
+    return offset + len(complete)
+
+
+def _one_line(line: str) -> str:
+    try:
+        ev = json.loads(line)
+    except ValueError:
+        return line[:160]
+    if not isinstance(ev, dict):
+        return line[:160]
+    ev = ev.get("event", ev) if isinstance(ev.get("event"), dict) else ev
+    return "[%s] %s %s" % (ev.get("severity", "-"), ev.get("type", "?"), ev.get("summary") or ev.get("text") or "")
+
+
+def _pull_and_verify(target: Target, base: Path, say: Callable[[str], None]) -> None:
+    try:
+        from rgt_client import pull_cmd
+    except ImportError:
+        return
+    pull, verify = getattr(pull_cmd, "pull_run", None), getattr(pull_cmd, "verify_dir", None)
+    if pull is None or verify is None:
+        say("-- pull/verify: not in this client yet")
+        return
+    dest = base / "pulled"
+    try:
+        say("-- pull the artifacts to %s and verify them" % dest)
+        pull(target, "demo", dest)
+        say("   %s" % verify(dest))
+    except ClientError as exc:
+        say("   pull/verify failed: %s" % exc.message)
+
+
+@COMMANDS.append
+@click.command()
+@click.option("--dir", "base_dir", type=click.Path(file_okay=False), help="Where to put the demo (default: a new temp dir).")
+@click.option("--epochs", type=click.IntRange(1, 50), default=5, show_default=True)
+def demo(base_dir: str | None, epochs: int) -> None:
+    """Run the whole thing on this machine: local agent, 3-stage job, live notifications."""
+    base = Path(base_dir).resolve() if base_dir else Path(tempfile.mkdtemp(prefix="rgt-demo-"))
+    base.mkdir(parents=True, exist_ok=True)
+    raise SystemExit(run_demo(base, epochs))

@@ -1,0 +1,171 @@
+"""`install HOST`: the one-line bootstrap, in two ssh round trips.
+
+1. upload: the agent file streams over the ssh exec channel's stdin (no scp/sftp/rsync: RunPod's
+   proxied SSH has none); the box checks its sha256, replaces the old copy atomically, writes
+   agent.sha256, optionally pip-installs the extras (time-bounded), and answers with `probe --json`.
+2. start: with the profile chosen from that probe, `configure` (config JSON on stdin),
+   `notify-set` (secrets on stdin, never argv), `stop` + `start` (running stages are re-adopted).
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from rgt_client import build_cache, exitcodes, hosts
+from rgt_client.errors import ClientError
+from rgt_client.remote_scripts import START, UPLOAD, parse_result
+from rgt_client.transport import Target, run_python
+
+UPLOAD_TIMEOUT_S = 600.0
+
+
+@dataclass
+class InstallOptions:
+    profile: str | None = None
+    deps: bool = False
+    deps_timeout_s: float = 120.0
+    notify_file: str | None = None
+    notify: dict[str, Any] | None = None       # secrets.json form, given directly (demo, tests)
+    sample_every: float | None = None
+    remember: bool = True
+    extra_config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class InstallReport:
+    target: Target
+    sha256: str
+    upload: dict[str, Any]
+    start: dict[str, Any]
+    profile: dict[str, Any]
+    profile_reason: str
+    warnings: list[str]
+    upload_s: float
+    start_s: float
+
+
+def install(target: Target, opts: InstallOptions, say: Callable[[str], None] = lambda s: None) -> InstallReport:
+    """Install or upgrade the agent on target; raise ClientError on anything that stops it."""
+    profile = _explicit_profile(opts.profile)          # bad input fails before the box is touched
+    notify = opts.notify if opts.notify is not None else _notify_config(opts.notify_file)
+    data, sha = build_cache.agent_bytes()
+    say("uploading rgt-agent.pyz (%d KB, sha256 %s) to %s" % (len(data) // 1024, sha[:12], target.host))
+    t0 = time.monotonic()
+    res = run_python(target, UPLOAD, [sha, str(len(data)), "1" if opts.deps else "0",
+                                      str(int(opts.deps_timeout_s))], stdin=data,
+                     timeout=UPLOAD_TIMEOUT_S + opts.deps_timeout_s)
+    up = parse_result(res.text, "the upload on %s" % target.host, res.err)
+    upload_s = time.monotonic() - t0
+    if up.get("error"):
+        raise ClientError("install on %s failed: %s" % (target.host, up["error"]),
+                          "run the install again; if it repeats, check the disk on the box")
+    reason = "chosen with --profile"
+    if profile is None:
+        profile, reason = _detect_profile(up.get("probe") or {}, target)
+    config = _config(target, profile, opts)
+    t1 = time.monotonic()
+    res = run_python(target, START, stdin=json.dumps({"config": config, "notify": notify}).encode(),
+                     timeout=300)
+    started = parse_result(res.text, "the start on %s" % target.host, res.err)
+    report = InstallReport(target, sha, up, started, profile, reason, [], upload_s, time.monotonic() - t1)
+    _check_started(report, notify is not None)
+    if opts.remember:
+        hosts.remember(target.host, home=up.get("home"), python=target.python, sha256=sha,
+                       profile=profile.get("name"), installed_at=_now_iso())
+    return report
+
+
+def _now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _explicit_profile(name: str | None) -> dict[str, Any] | None:
+    if not name:
+        return None
+    profiles = _profiles_module()
+    loader = getattr(profiles, "load_profile", None) if profiles else None
+    if loader is None:
+        return {"name": name}
+    try:
+        prof = loader(name)
+    except ClientError as exc:
+        raise ClientError(exc.message, exc.hint or "list them: rgt-client profiles", exitcodes.USAGE)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ClientError("profile %s: %s" % (name, exc), "list them: rgt-client profiles", exitcodes.USAGE)
+    return dict(prof, name=prof.get("name") or name)
+
+
+def _profiles_module():
+    try:
+        from rgt_client import profiles  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return profiles
+
+
+def _detect_profile(probe: dict[str, Any], target: Target) -> tuple[dict[str, Any], str]:
+    profiles = _profiles_module()
+    detect = getattr(profiles, "detect", None) if profiles else None
+    loader = getattr(profiles, "load_profile", None) if profiles else None
+    if detect is None or loader is None:
+        name = "local" if target.is_local else "generic-ssh"
+        return {"name": name}, "no profile detection available in this client"
+    try:
+        name, reason = detect(probe)
+        if target.is_local and name == getattr(profiles, "FALLBACK", "generic-ssh"):
+            name, reason = "local", "the `local` host is this machine (no platform marker found)"
+        prof = loader(name)
+    except Exception as exc:  # noqa: BLE001 - detection is a guess; a bad guess must not stop install
+        return {"name": "generic-ssh"}, "detection failed (%s); using generic-ssh" % exc
+    return dict(prof, name=prof.get("name") or name), reason
+
+
+def _notify_config(path: str | None) -> dict[str, Any] | None:
+    if not path:
+        return None
+    try:
+        from rgt_client.notify_cmd import load_notify_file  # type: ignore[attr-defined]
+    except ImportError:
+        load_notify_file = None
+    if load_notify_file is None:
+        raise ClientError("this client cannot read notification files yet",
+                          "install without --notify, then use rgt-client notify-set", exitcodes.USAGE)
+    try:
+        return load_notify_file(path)
+    except ClientError as exc:
+        raise ClientError(exc.message, exc.hint, exitcodes.USAGE)
+
+
+def _config(target: Target, profile: dict[str, Any], opts: InstallOptions) -> dict[str, Any]:
+    config: dict[str, Any] = {"profile": profile, "host": target.host}
+    if opts.sample_every is not None:
+        config["sample_every"] = opts.sample_every
+    config.update(opts.extra_config)
+    return config
+
+
+def _check_started(report: InstallReport, want_notify: bool) -> None:
+    steps = report.start.get("steps") or {}
+    if report.start.get("error"):
+        raise ClientError("install on %s failed: %s" % (report.target.host, report.start["error"]),
+                          "check the agent log: rgt-client logs is for runs; see $RGT_HOME/daemon.log")
+    start = steps.get("start") or {}
+    if start.get("rc") != 0:
+        raise ClientError("the daemon on %s did not start: %s" % (report.target.host,
+                                                                  start.get("err") or "exit %s" % start.get("rc")),
+                          "look at %s/daemon.log on the box" % report.upload.get("home"))
+    if want_notify and (steps.get("notify-set") or {}).get("rc") != 0:
+        raise ClientError("notifications were not set on %s: %s"
+                          % (report.target.host, (steps.get("notify-set") or {}).get("err")),
+                          "check the file, then: rgt-client notify-set %s FILE" % report.target.host)
+    status = report.start.get("status") or {}
+    box_sha = (status.get("agent") or {}).get("build_sha256")
+    if box_sha and box_sha != report.sha256:
+        report.warnings.append("the daemon reports build %s, not the one just installed (%s)"
+                               % (box_sha[:12], report.sha256[:12]))
+    deps = report.upload.get("deps_install")
+    if deps and not deps.get("ok"):
+        report.warnings.append("pip install of psutil/requests/watchdog failed (the agent works "
+                               "without them): %s" % (deps.get("detail") or "")[-200:])

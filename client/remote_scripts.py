@@ -1,0 +1,241 @@
+"""Python scripts the client runs ON THE BOX (`python3 -c`, base64-wrapped by the transport).
+
+They run under the box's interpreter, which may be Python 3.8 with nothing installed: stdlib
+only, 3.8 syntax (tests run them under a real 3.8). Each prints one last line
+`RGT-RESULT {json}` that the client parses; secrets arrive on stdin, never in argv.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rgt_client.errors import ClientError
+
+RESULT_PREFIX = "RGT-RESULT "
+
+_COMMON = r'''
+import hashlib, json, os, subprocess, sys, tempfile
+HOME = os.path.abspath(os.path.expanduser(os.environ["RGT_HOME"]))
+PYZ = os.path.join(HOME, "rgt-agent.pyz")
+OUT = {"home": HOME, "python": sys.executable,
+       "python_version": "%d.%d.%d" % tuple(sys.version_info[:3])}
+
+def done(**kw):
+    OUT.update(kw)
+    sys.stdout.write("\nRGT-RESULT " + json.dumps(OUT) + "\n")
+    sys.stdout.flush()
+    sys.exit(0)
+
+def tail(b, n=800):
+    return b.decode("utf-8", "replace")[-n:].strip()
+
+def atomic(path, data, mode):
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=HOME)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+def agent(args, stdin=b"", timeout=60):
+    try:
+        p = subprocess.run([sys.executable, PYZ] + args, input=stdin, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"rc": None, "out": "", "err": "timed out after %ds" % timeout}
+    return {"rc": p.returncode, "out": tail(p.stdout, 200000), "err": tail(p.stderr)}
+
+def as_json(res):
+    try:
+        return json.loads(res["out"]) if res["rc"] == 0 else None
+    except ValueError:
+        return None
+'''
+
+# argv: sha256 size deps(0|1) deps_timeout_s ; stdin: the agent file's bytes
+UPLOAD = _COMMON + r'''
+def sha_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+def deps(timeout):
+    cmd = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    if sys.prefix == getattr(sys, "base_prefix", sys.prefix):
+        cmd.append("--user")  # a venv refuses --user; a system python needs it
+    try:
+        p = subprocess.run(cmd + ["psutil", "requests", "watchdog"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "detail": "pip did not finish within %ds" % timeout}
+    except OSError as exc:
+        return {"ok": False, "detail": str(exc)}
+    return {"ok": p.returncode == 0, "detail": tail(p.stderr, 300)}
+
+def main():
+    sha, size, want_deps, deps_timeout = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", float(sys.argv[4])
+    if sys.version_info < (3, 8):
+        done(error="python %s is too old: the agent needs >= 3.8" % OUT["python_version"])
+    data = sys.stdin.buffer.read()
+    got = hashlib.sha256(data).hexdigest()
+    if len(data) != size or got != sha:
+        done(error="the agent file arrived damaged: %d bytes, sha256 %s (sent %d bytes, %s)"
+             % (len(data), got, size, sha))
+    os.makedirs(HOME, exist_ok=True)
+    os.chmod(HOME, 0o700)
+    sha_path = os.path.join(HOME, "agent.sha256")
+    prev = None
+    if os.path.exists(PYZ):
+        prev = sha_file(PYZ)
+    if prev != sha:
+        atomic(PYZ, data, 0o755)
+    installed = sha_file(PYZ)  # the copy on disk, not the bytes in memory
+    if installed != sha:
+        done(error="the installed agent file has sha256 %s, expected %s" % (installed, sha))
+    atomic(sha_path, (sha + "\n").encode(), 0o644)
+    OUT["deps_install"] = deps(deps_timeout) if want_deps else None
+    OUT["version"] = as_json(agent(["version", "--json"], timeout=30))
+    probe = agent(["probe", "--json"], timeout=90)
+    OUT["probe"] = as_json(probe)
+    if OUT["probe"] is None:
+        OUT["probe_error"] = probe["err"] or "probe gave no JSON"
+    done(ok=True, sha256=installed, previous_sha256=prev, replaced=prev != sha)
+
+main()
+'''
+
+# stdin: {"config": {...}, "notify": {...} | null, "restart": bool}
+START = _COMMON + r'''
+def main():
+    req = json.loads(sys.stdin.buffer.read().decode("utf-8") or "{}")
+    steps = {}
+    steps["configure"] = agent(["configure"], json.dumps(req.get("config") or {}).encode())
+    if steps["configure"]["rc"] != 0:
+        done(error="configure failed: " + (steps["configure"]["err"] or "exit %s" % steps["configure"]["rc"]),
+             steps=steps)
+    if req.get("notify") is not None:
+        res = agent(["notify-set"], json.dumps(req["notify"]).encode())
+        steps["notify-set"] = {"rc": res["rc"], "out": res["out"][-300:], "err": res["err"]}
+    if req.get("restart", True):
+        # stop leaves running stages alone: the new daemon re-adopts them (DESIGN: upgrades)
+        steps["stop"] = agent(["stop"], timeout=90)
+        steps["start"] = agent(["start"], timeout=60)
+    status = agent(["status", "--json", "--events", "0"], timeout=30)
+    OUT["status"] = as_json(status)
+    for s in steps.values():
+        s["out"] = s["out"][-300:]
+    done(ok=True, steps=steps)
+
+main()
+'''
+
+# argv: run stage n max_wait_s poll_s ; streams the run's stage logs until it ends
+FOLLOW = _COMMON + r'''
+import time
+
+def done(**kw):  # the result goes to stderr here: stdout carries the log bytes untouched
+    OUT.update(kw)
+    sys.stdout.flush()
+    sys.stderr.write("\nRGT-RESULT " + json.dumps(OUT) + "\n")
+    sys.stderr.flush()
+    sys.exit(0)
+TERMINAL = ("succeeded", "failed", "cancelled", "interrupted")
+
+def read_status():
+    try:
+        with open(os.path.join(HOME, "status.json"), "rb") as fh:
+            return json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+
+def find_run(status, name):
+    for run in (status or {}).get("runs") or []:
+        if run.get("name") == name:
+            return run
+    return None
+
+def pump(path, offset):
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read(1 << 20)
+    except OSError:
+        return offset
+    if data:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    return offset + len(data)
+
+def start_offset(path, n):
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - 65536))
+            lines = fh.read().split(b"\n")
+    except OSError:
+        return 0
+    keep = b"\n".join(lines[-(n + 1):])
+    return size - len(keep)
+
+def stage_logs(run, only):
+    out = []
+    for st in run.get("stages") or []:
+        log = st.get("log")
+        if not log or (only and st.get("name") != only) or st.get("state") in ("pending", "skipped"):
+            continue
+        out.append(log if os.path.isabs(log) else os.path.join(HOME, log))
+    return out
+
+def end_offset(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+def main():
+    name, only, n, max_wait, poll = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+    deadline, offsets, first = time.time() + max_wait, {}, True
+    while True:
+        run = find_run(read_status(), name)
+        if run is None:
+            done(error="no run %s" % name, state=None)
+        state = run.get("state")
+        logs = stage_logs(run, only)
+        if first and logs:
+            # the last N lines of the stage running now; earlier stages' logs are history
+            for log in logs[:-1]:
+                offsets[log] = end_offset(log)
+            offsets[logs[-1]] = start_offset(logs[-1], n)
+            first = False
+        for log in logs:
+            offsets[log] = pump(log, offsets.get(log, 0))
+        if state in TERMINAL:
+            done(state=state)
+        if time.time() >= deadline:
+            done(state=state, gave_up=True)
+        time.sleep(poll)
+
+main()
+'''
+
+
+def parse_result(stdout: str, what: str, stderr: str = "") -> dict[str, Any]:
+    """The `RGT-RESULT {json}` line of a box-side script; ClientError if it never came."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            try:
+                return json.loads(line[len(RESULT_PREFIX):])
+            except ValueError:
+                break
+    detail = (stderr.strip().splitlines() or ["no output"])[-1]
+    raise ClientError("%s gave no result: %s" % (what, detail),
+                      "run again with --debug; check the box's python3 works")
