@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import os
+import signal
 import subprocess
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
@@ -159,13 +160,19 @@ def rules(profile: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def proxy_env(profile: Dict[str, Any], timeout: float = 5.0) -> Dict[str, str]:
-    """Proxy variables for notifications: the profile's [proxy].env, plus what its hook
-    exports (AutoDL: `source /etc/network_turbo`; Slack/Telegram/Discord need it from CN)."""
+    """Proxy variables for notifications: what the profile's hook exports (AutoDL:
+    `source /etc/network_turbo`; Slack/Telegram/Discord need it from CN), then its
+    url/http/https/no_proxy keys, then its [proxy.env] table (later wins)."""
     proxy = _table(profile, "proxy")
     out: Dict[str, str] = {}
     hook = proxy.get("hook")
     if isinstance(hook, str) and hook.strip():
         out.update(hook_env(hook, timeout))
+    for key, names in (("url", ("http_proxy", "https_proxy")), ("http", ("http_proxy",)),
+                       ("https", ("https_proxy",)), ("no_proxy", ("no_proxy",))):
+        value = proxy.get(key)
+        if isinstance(value, str) and value.strip():
+            out.update((n, value) for n in names)
     env = proxy.get("env")
     for key, value in (env.items() if isinstance(env, dict) else []):
         if isinstance(key, str) and isinstance(value, str):
@@ -185,18 +192,34 @@ def hook_env(hook: str, timeout: float = 5.0) -> Dict[str, str]:
         return {}
     # A clean env: whatever proxy variable shows up was set by the hook, not inherited.
     base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/")}
-    try:
-        done = subprocess.run(["bash", "-c", '. "$1" >/dev/null 2>&1; env -0', "rgt-proxy-hook", path],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, env=base, timeout=timeout)
-    except (OSError, subprocess.SubprocessError):
-        return {}
+    stdout = _run_bounded(["bash", "-c", '. "$1" >/dev/null 2>&1; env -0', "rgt-proxy-hook", path],
+                          base, timeout)
     out = {}
-    for item in done.stdout.split(b"\0"):
+    for item in stdout.split(b"\0"):
         key, sep, value = item.decode("utf-8", "replace").partition("=")
         if sep and key in PROXY_VARS and value:
             out[key] = value
     return out
+
+
+def _run_bounded(argv: List[str], env: Dict[str, str], timeout: float) -> bytes:
+    """stdout of argv, or b"" on any failure. Own session, killed as a group on timeout:
+    subprocess.run(timeout=) would then wait for a backgrounded grandchild holding the pipe."""
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    except OSError:
+        return b""
+    try:
+        out, _err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.communicate()
+        return b""
+    return out if proc.returncode == 0 else b""
 
 
 def _pid1_env_names(proc_root: str) -> Set[str]:

@@ -78,6 +78,22 @@ def _ident(v: Any, where: str) -> None:
         raise _Problem(where, "expected a snake_case name like cuda_oom")
 
 
+def known_thresholds() -> Tuple[str, ...]:
+    """The agent's alert thresholds (boxagent.health.alerts.DEFAULTS); () when unknown."""
+    try:
+        from boxagent.health.alerts import DEFAULTS
+    except Exception:  # noqa: BLE001 - an agent mid-change must not stop profile loading
+        return ()
+    return tuple(DEFAULTS)
+
+
+def _threshold(v: Any, where: str) -> None:
+    _ident(v, where)
+    known = known_thresholds()
+    if known and v not in known:
+        raise _Problem(where, "unknown threshold", "known thresholds: %s" % ", ".join(known))
+
+
 def _name(v: Any, where: str) -> None:
     if not isinstance(v, str) or not _NAME.match(v):
         raise _Problem(where, "expected a lowercase name like my-box")
@@ -153,7 +169,8 @@ DANGER = {"what": (_str, True), "after": (_duration, True)}
 SPOT = {"grace_s": (_number, True), "signal": (_str, True), "notice": (_str, False)}
 RULE = {"class": (_ident, True), "pattern": (_regex, True), "remediation": (_str, True),
         "severity": (_enum(*SEVERITIES), False), "retryable": (_bool, False)}
-PROXY = {"hook": (_str, False), "env": (_map(_str, _envname), False)}
+PROXY = {"hook": (_str, False), "env": (_map(_str, _envname), False), "url": (_str, False),
+         "http": (_str, False), "https": (_str, False), "no_proxy": (_str, False)}
 HF = {"home": (_str, False), "endpoint": (_str, False)}
 DETECT = {"env": (_strlist, False), "paths": (_strlist, False), "weak_paths": (_strlist, False),
           "min_paths": (_count, False), "priority": (_int, False)}
@@ -164,7 +181,7 @@ TOP: Dict[str, Tuple[Check, bool]] = {
     "ssh": (_table(SSH), False), "python": (_str, False),
     "state_dir": (_str, False), "data_dir": (_str, False), "durable_dir": (_str, False),
     "watch": (_strlist, False), "inode_caps": (_map(_count), False),
-    "thresholds": (_map(_number, _ident), False),
+    "thresholds": (_map(_number, _threshold), False),
     "proxy": (_table(PROXY), False), "hf": (_table(HF), False), "tensorboard_dir": (_str, False),
     "survival": (_array(SURVIVAL), False), "teardown": (_array(TEARDOWN), False),
     "danger_clock": (_array(DANGER), False), "conveniences": (_strlist, False),
