@@ -52,6 +52,34 @@ class SshServer:
                 self.proc.kill()
 
 
+def alias_names(n: int, prefix: str = "rgt-box") -> tuple[str, ...]:
+    """rgt-box, rgt-box2, ... rgt-boxN (benchmarks use many aliases of the one sshd)."""
+    return tuple(prefix if i == 1 else "%s%d" % (prefix, i) for i in range(1, n + 1))
+
+
+def add_alias(server: "SshServer", alias: str, port: int | None = None, config: Path | None = None) -> Path:
+    """Append an alias to (a copy of) the server's ssh config; port=a closed one for unreachable tests."""
+    cfg = config or server.config
+    block = "\n".join([
+        "Host %s" % alias, "  HostName 127.0.0.1", "  Port %d" % (port or server.port), "  User %s" % _user(),
+        "  IdentityFile %s" % server.key, "  IdentitiesOnly yes", "  StrictHostKeyChecking no",
+        "  UserKnownHostsFile /dev/null", "  LogLevel ERROR", "  ControlMaster no", "  ConnectTimeout 5",
+    ])
+    text = cfg.read_text() if cfg.exists() else server.config.read_text()
+    cfg.write_text(text + "\n" + block + "\n")
+    return cfg
+
+
+def counting_ssh(bin_dir: Path, count_file: Path) -> Path:
+    """A `ssh` wrapper for the front of PATH that appends one line per invocation, then execs ssh."""
+    real = shutil.which("ssh")
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    wrapper = bin_dir / "ssh"
+    wrapper.write_text("#!/bin/sh\necho x >> '%s'\nexec '%s' \"$@\"\n" % (count_file, real))
+    wrapper.chmod(0o755)
+    return bin_dir
+
+
 def start_sshd(tmp: Path, sftp: bool = True, aliases: tuple[str, ...] = ("rgt-box",)) -> SshServer:
     binary = sshd_binary()
     if not binary:

@@ -1,0 +1,38 @@
+"""The client remembers each host's home and python; parallel installs never lose an entry."""
+from __future__ import annotations
+
+import threading
+
+from rgt_client import hosts
+
+
+def test_remember_then_target_uses_it_and_flags_win():
+    hosts.remember("box1", home="/data/rgt", python="/opt/py/bin/python3")
+    t = hosts.target_for("box1", "/cfg")
+    assert (t.home, t.python, t.ssh_config) == ("/data/rgt", "/opt/py/bin/python3", "/cfg")
+    t = hosts.target_for("box1", None, home="/other", python="python3.9")
+    assert (t.home, t.python) == ("/other", "python3.9")
+    assert hosts.target_for("never-seen").home is None
+
+
+def test_parallel_remember_keeps_every_host():
+    threads = [threading.Thread(target=hosts.remember, args=("h%d" % i,), kwargs={"home": "/h%d" % i})
+               for i in range(16)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert sorted(hosts.load_all()) == sorted("h%d" % i for i in range(16))
+
+
+def test_local_uses_rgt_home_env(monkeypatch):
+    monkeypatch.setenv("RGT_HOME", "/tmp/x-home")
+    assert hosts.target_for("local").local_home() == "/tmp/x-home"
+
+
+def test_corrupt_hosts_file_is_ignored(client_config):
+    client_config.mkdir(parents=True, exist_ok=True)
+    (client_config / "hosts.json").write_text("{not json")
+    assert hosts.get("box") == {}
+    hosts.remember("box", home="/r")
+    assert hosts.get("box")["home"] == "/r"

@@ -1,0 +1,111 @@
+"""Human status text and the patrol decision table, from named status scenarios."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from rgt_client import exitcodes
+from rgt_client.errors import ClientError
+from rgt_client.ops import HostStatus
+from rgt_client.poll import patrol_exit, patrol_verdict
+from rgt_client.render import render_status, run_line, sparkline
+from rgt_client.transport import Target
+
+BASE = {
+    "schema": "rgt.status/1", "observed_at": "2025-01-02T10:00:00Z", "host": "box", "profile": "autodl",
+    "agent": {"version": "0.1.0", "build_sha256": "a" * 64, "pid": 42, "running": True, "heartbeat_age_s": 3},
+    "health": {"memory": {"cgroup": "v1", "used_pct": 41.0, "max_bytes": 16e9, "peak_bytes": 9e9, "oom_kill": 0},
+               "cpu": {"quota_cores": 4}, "gpu_source": "none", "gpu_unavailable_reason": "no NVML", "gpus": [],
+               "disks": [{"path": "/root/.rgt", "role": "state", "bytes_used_pct": 40.0, "bytes_total": 5e10,
+                          "inodes_used_pct": 3.0}]},
+    "history": {"mem_used_pct": [10, 20, 40, 80, 100, None, 50]},
+    "runs": [], "alerts": [], "notifications": {"sent": 3, "pending": 0, "failed": 1, "last_error": "HTTP 500"},
+}
+
+
+def scenario(runs=(), **agent):
+    s = copy.deepcopy(BASE)
+    s["runs"] = list(runs)
+    s["agent"].update(agent)
+    return s
+
+
+RUNNING = {"name": "a3", "state": "running", "workdir": "/w", "ended_at": None, "stages": [
+    {"name": "train", "state": "succeeded", "attempt": 1, "duration_s": 3720},
+    {"name": "eval", "state": "running", "attempt": 1, "duration_s": 60,
+     "progress": {"done": 45, "total": 100, "fraction": 0.45, "eta_s": 900}},
+    {"name": "agg", "state": "pending"}]}
+FAILED = {"name": "b1", "state": "failed", "ended_at": "2025-01-02T09:00:00Z", "stages": [
+    {"name": "train", "state": "failed", "attempt": 2, "duration_s": 180,
+     "cause": {"class": "cgroup_oom", "summary": "killed by the cgroup OOM killer",
+               "remediation": "size DataLoader workers against memory.max", "evidence": ["oom_kill 0 -> 1"]}}]}
+DONE = {"name": "c1", "state": "succeeded", "ended_at": "2025-01-02T08:00:00Z",
+        "stages": [{"name": "train", "state": "succeeded"}]}
+
+
+def test_sparkline_scales_0_to_100_and_keeps_gaps():
+    assert sparkline([0, 50, 100, None]) == "▁▅█ "
+    assert sparkline(range(100), width=5) == sparkline([95, 96, 97, 98, 99])
+
+
+def test_scenario_running_run_with_progress():
+    text = render_status(scenario([RUNNING]), {"host": "box", "local_build_sha256": "a" * 64})
+    assert "box · profile autodl · agent 0.1.0 (pid 42, heartbeat 3s ago)" in text
+    assert "▶ eval" in text and "45% (45/100) eta 15m00s" in text and "✓ train" in text
+    assert "memory  41% of 16.0 GB (cgroup v1" in text and "▁▂▄▇█ ▅" in text
+    assert "gpus    none (no NVML)" in text
+    assert "notifications sent 3, pending 0, failed 1 (last error: HTTP 500)" in text
+    assert "NOT running" not in text and "build" not in text
+
+
+def test_scenario_failed_stage_shows_cause_and_fix():
+    text = render_status(scenario([FAILED]), {"host": "box"})
+    assert "cause: cgroup_oom: killed by the cgroup OOM killer" in text
+    assert "fix:   size DataLoader workers" in text and "evidence: oom_kill 0 -> 1" in text
+
+
+def test_scenario_dead_daemon_and_build_mismatch():
+    text = render_status(scenario(running=False, heartbeat_age_s=400), {"host": "box", "local_build_sha256": "b" * 64})
+    assert "agent NOT running (heartbeat 6m40s ago)" in text
+    assert "rgt-client install box" in text and "builds bbbbbbbbbbbb" in text
+
+
+def hs(status=None, error=None):
+    return HostStatus(Target("box"), status=status, error=error)
+
+
+@pytest.mark.parametrize("host_status, word, code", [
+    (hs(error=ClientError("cannot reach box", None, exitcodes.UNREACHABLE)), "UNREACHABLE", 5),
+    (hs(error=ClientError("not installed", None, exitcodes.AGENT_DOWN)), "AGENT-DOWN", 3),
+    (hs(scenario([RUNNING], running=False)), "AGENT-DOWN", 3),
+    (hs(scenario([RUNNING], heartbeat_age_s=1000)), "AGENT-DOWN", 3),
+    (hs(scenario([RUNNING, FAILED])), "RUN-FAILED", 4),
+    (hs(scenario([RUNNING])), "HEALTHY", 0),
+    (hs(scenario([DONE])), "DONE", 0),
+    (hs(scenario([])), "IDLE", 0),
+    (hs(error=ClientError("the agent gave no status")), "ERROR", 1),
+])
+def test_patrol_decision_table(host_status, word, code):
+    got_word, got_code, detail = patrol_verdict(host_status, since_s=86400)
+    assert (got_word, got_code) == (word, code), detail
+
+
+def test_patrol_old_failure_expires_after_since():
+    later = dict(DONE, ended_at="2025-01-02T09:30:00Z")
+    word, code, _ = patrol_verdict(hs(scenario([FAILED, later])), since_s=1800)
+    assert (word, code) == ("DONE", 0)
+    word, code, _ = patrol_verdict(hs(scenario([FAILED, DONE])), since_s=1800)
+    assert (word, code) == ("IDLE", 0)  # the last run to end failed, long ago: nothing to pull
+
+
+def test_patrol_exit_priority():
+    assert patrol_exit([0, 5, 3, 4]) == 4
+    assert patrol_exit([0, 5, 3]) == 3
+    assert patrol_exit([0, 5]) == 5
+    assert patrol_exit([0, 0]) == 0
+
+
+def test_run_line_names_where_it_is():
+    assert run_line(RUNNING) == "a3 running stage eval (2/3) 45% eta 15m00s"
+    assert run_line(FAILED) == "b1 failed at stage train: cgroup_oom"
