@@ -21,7 +21,7 @@ import time
 from typing import Any, Dict
 
 from boxagent.artifacts import stream
-from boxagent.artifacts.manifest import build_manifest, summary
+from boxagent.artifacts.manifest import artifact_spec, build_manifest, summary
 from boxagent.errors import UsageError
 from boxagent.fsutil import read_json
 from boxagent.home import Home
@@ -57,6 +57,7 @@ def load_run_spec(home: Home, run: str) -> Dict[str, Any]:
     if not isinstance(spec, dict):
         raise UsageError("no run %r in %s" % (run, home.runs), "list runs with `rgt-agent status`")
     spec.setdefault("name", run)
+    artifact_spec(spec)  # a run without [artifacts] is named here, with the fix
     return spec
 
 

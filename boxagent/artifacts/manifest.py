@@ -167,6 +167,12 @@ def build_manifest(home: Home, run: str, spec: Dict[str, Any], force: bool = Fal
 
     Refuses (AgentError) while the stage writing the artifacts is running unless force: the
     daemon, which calls this once it has recorded the last stage's success, may pass force."""
+    art = spec.get("artifacts")
+    if isinstance(art, dict) and not art.get("include"):
+        # A run that declares no artifacts: nothing to build, and nothing for the daemon to log.
+        return {"schema": SCHEMA, "run": run, "declared": False, "files": [], "symlinks": [],
+                "skipped": [], "warnings": [], "hashed": 0,
+                "totals": {"files": 0, "bytes": 0, "symlinks": 0, "skipped": 0}}
     root, include, exclude, writer = artifact_spec(spec)
     check_quiet(home, run, writer, force)
     path = home.manifest(run)
