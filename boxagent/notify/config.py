@@ -1,0 +1,260 @@
+"""Notifier configs: parse and validate the `notify` entries of secrets.json, and redact them.
+
+An entry is what the user wrote in `[[notify]]` (client TOML) after it crossed ssh stdin as JSON:
+`{"url", "format"?, "min_severity"?, "events"?, "heartbeat"?, "deadman"?, "secret"?,
+"repeat_after"?, "base_url"?, "timeout"?, "id"?}`. The URL (and `secret`) are the secrets: they
+stay in memory and secrets.json; everything written elsewhere names a notifier by its `id` and
+shows its target through `redact()` only.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, List, Optional
+from urllib.parse import unquote, urlsplit
+
+from boxagent.units import parse_duration
+
+SEVERITIES = ("info", "warning", "critical")
+SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+FORMATS = ("ntfy", "slack", "discord", "telegram", "json", "healthchecks", "file", "apprise")
+KEYS = ("url", "format", "min_severity", "events", "heartbeat", "deadman", "secret", "repeat_after",
+        "base_url", "timeout", "id", "name")
+DEADMAN_FORMATS = ("ntfy", "healthchecks")
+DEFAULT_REPEAT_AFTER_S = 3600.0
+DEFAULT_TIMEOUT_S = 10.0
+SUPPORTED_HINT = ("supported: ntfy://[token@]host/topic, ntfys://..., slack://T/B/X or "
+                  "https://hooks.slack.com/services/..., discord://ID/TOKEN or "
+                  "https://discord.com/api/webhooks/ID/TOKEN, tgram://BOTTOKEN/CHATID, json:// or "
+                  "jsons://host/path, https://hc-ping.com/UUID, file:///path.jsonl; any http(s) URL with "
+                  "format = \"ntfy\" | \"json\" | \"healthchecks\" | \"slack\" | \"discord\"; other schemes "
+                  "need Apprise installed on the box")
+_PUBLIC_PIECES = frozenset(("services", "api", "webhooks", "sendMessage", "token", "ping"))
+_ID_OK = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+
+
+class NotifyConfigError(ValueError):
+    """A notifier entry that cannot be used; `hint` says how to fix it."""
+
+    def __init__(self, message: str, hint: Optional[str] = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint or SUPPORTED_HINT
+
+
+class Notifier:
+    """One validated notifier. `url` and `secret` are secret; `target` is the redacted form."""
+
+    def __init__(self, index: int, entry: Dict[str, Any], fmt: str):
+        self.index = index
+        self.entry = entry
+        self.url = str(entry["url"])
+        self.format = fmt
+        self.id = str(entry.get("id") or "%s%d" % (fmt, index))
+        self.name = str(entry.get("name") or "")
+        self.min_severity = str(entry.get("min_severity") or "info")
+        self.events = list(entry["events"]) if entry.get("events") is not None else None
+        self.heartbeat_s = _dur(entry, "heartbeat")
+        self.deadman_s = _dur(entry, "deadman")
+        self.repeat_after_s = _dur(entry, "repeat_after")
+        if self.repeat_after_s is None:
+            self.repeat_after_s = DEFAULT_REPEAT_AFTER_S
+        self.timeout_s = _dur(entry, "timeout") or DEFAULT_TIMEOUT_S
+        self.secret = entry.get("secret")
+        self.base_url = entry.get("base_url")
+        self.target = redact(self.url, fmt)
+
+    def secret_strings(self) -> List[str]:
+        """Every string whose appearance in a log/error/status would leak this notifier."""
+        return secret_parts(self.url, self.secret)
+
+    def scrub(self, text: str) -> str:
+        """`text` (an exception message, a response body) with this notifier's secrets masked."""
+        for s in sorted(self.secret_strings(), key=len, reverse=True):
+            text = text.replace(s, "***")
+        return text
+
+    def public(self) -> Dict[str, Any]:
+        out = {"id": self.id, "format": self.format, "target": self.target,
+               "min_severity": self.min_severity}
+        if self.events is not None:
+            out["events"] = self.events
+        for key in ("heartbeat_s", "deadman_s"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        return out
+
+
+def _dur(entry: Dict[str, Any], key: str) -> Optional[float]:
+    value = entry.get(key)
+    if value is None or value == "" or value is False:
+        return None
+    return parse_duration(value)
+
+
+def infer_format(url: str) -> Optional[str]:
+    """The format a URL names by itself (Apprise-style schemes and well-known webhook hosts)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if scheme in ("ntfy", "ntfys"):
+        return "ntfy"
+    if scheme == "slack":
+        return "slack"
+    if scheme == "discord":
+        return "discord"
+    if scheme in ("tgram", "telegram"):
+        return "telegram"
+    if scheme in ("json", "jsons"):
+        return "json"
+    if scheme == "file":
+        return "file"
+    if scheme in ("http", "https"):
+        if host == "hooks.slack.com":
+            return "slack"
+        if host in ("discord.com", "discordapp.com", "ptb.discord.com", "canary.discord.com") \
+                and parts.path.startswith("/api/webhooks/"):
+            return "discord"
+        if host == "hc-ping.com" or host.endswith(".hc-ping.com"):
+            return "healthchecks"
+        if host == "ntfy.sh":
+            return "ntfy"
+        if host == "api.telegram.org":
+            return "telegram"
+        return None
+    return "apprise" if scheme else None
+
+
+def apprise_importable() -> bool:
+    try:
+        import apprise  # noqa: F401  (optional: only for schemes we do not speak ourselves)
+    except Exception:  # noqa: BLE001 - a broken apprise install is "not available", not a crash
+        return False
+    return True
+
+
+def parse_entry(index: int, entry: Any, apprise_ok: Optional[bool] = None) -> Notifier:
+    """Validate one entry; NotifyConfigError names the entry and what to change."""
+    where = "notify entry %d" % (index + 1)
+    if not isinstance(entry, dict):
+        raise NotifyConfigError("%s is not a table" % where, "write each notifier as a [[notify]] table")
+    unknown = sorted(set(entry) - set(KEYS))
+    if unknown:
+        raise NotifyConfigError("%s: unknown key %s" % (where, ", ".join(unknown)),
+                                "known keys: " + ", ".join(KEYS))
+    url = entry.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise NotifyConfigError("%s has no url" % where, 'add url = "ntfys://ntfy.sh/your-topic"')
+    fmt = _entry_format(where, url, entry, apprise_ok)
+    _check_fields(where, entry, fmt)
+    clean = dict(entry, url=url.strip())
+    notifier = Notifier(index, clean, fmt)
+    if fmt != "apprise" or apprise_importable():   # the client may validate for a box that has it
+        _check_url_shape(where, notifier)
+    return notifier
+
+
+def _entry_format(where: str, url: str, entry: Dict[str, Any], apprise_ok: Optional[bool]) -> str:
+    fmt = entry.get("format")
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise NotifyConfigError("%s: unknown format %r" % (where, fmt), "formats: " + ", ".join(FORMATS))
+    else:
+        fmt = infer_format(url)
+        if fmt is None:
+            raise NotifyConfigError("%s: cannot tell the service from the URL %s" % (where, redact(url)),
+                                    'set format = "json" (or ntfy, healthchecks, slack, discord); '
+                                    + SUPPORTED_HINT)
+    if fmt == "apprise":
+        available = apprise_importable() if apprise_ok is None else apprise_ok
+        if not available:
+            raise NotifyConfigError("%s: %s is not a scheme rgt speaks, and Apprise is not installed here"
+                                    % (where, redact(url)),
+                                    "pip install apprise on the box, or use one of the built-in formats; "
+                                    + SUPPORTED_HINT)
+    return fmt
+
+
+def _check_fields(where: str, entry: Dict[str, Any], fmt: str) -> None:
+    sev = entry.get("min_severity")
+    if sev is not None and sev not in SEVERITIES:
+        raise NotifyConfigError("%s: min_severity %r" % (where, sev), "use one of: info, warning, critical")
+    events = entry.get("events")
+    if events is not None and (not isinstance(events, list) or not all(isinstance(e, str) for e in events)):
+        raise NotifyConfigError("%s: events must be a list of event types" % where,
+                                'e.g. events = ["run_succeeded", "stage_failed", "oom_kill"]')
+    for key in ("heartbeat", "deadman", "repeat_after", "timeout"):
+        try:
+            _dur(entry, key)
+        except ValueError as exc:
+            raise NotifyConfigError("%s: %s: %s" % (where, key, exc), '%s = "20m" (s, m, h, d)' % key)
+    if entry.get("deadman") and fmt not in DEADMAN_FORMATS:
+        raise NotifyConfigError("%s: deadman needs a service that speaks when the box cannot" % where,
+                                "use deadman with ntfy (a scheduled message) or healthchecks (missed pings)")
+    for key in ("secret", "base_url", "name"):
+        if entry.get(key) is not None and not isinstance(entry.get(key), str):
+            raise NotifyConfigError("%s: %s must be a string" % (where, key))
+    nid = entry.get("id")
+    if nid is not None and not (isinstance(nid, str) and _ID_OK.match(nid)):
+        raise NotifyConfigError("%s: id must be 1-40 letters, digits, - or _" % where)
+
+
+def _check_url_shape(where: str, n: Notifier) -> None:
+    from boxagent.notify.formats import endpoint  # late: formats imports this module
+    try:
+        endpoint(n)
+    except ValueError as exc:
+        raise NotifyConfigError("%s: %s" % (where, exc))
+
+
+def parse_notifiers(entries: Any, apprise_ok: Optional[bool] = None) -> List[Notifier]:
+    """Validate a whole `notify` list (or {"notify": [...]}); ids must be unique."""
+    if isinstance(entries, dict):
+        entries = entries.get("notify", [])
+    if entries is None:
+        entries = []
+    if not isinstance(entries, list):
+        raise NotifyConfigError("notify must be a list of notifier tables", "write [[notify]] tables")
+    out = [parse_entry(i, e, apprise_ok) for i, e in enumerate(entries)]
+    seen = set()
+    for n in out:
+        if n.id in seen:
+            raise NotifyConfigError("two notifiers share the id %r" % n.id, "give each a distinct id, or none")
+        seen.add(n.id)
+    return out
+
+
+def secret_parts(url: str, secret: Any = None) -> List[str]:
+    """The URL, its userinfo, and every path/query piece long enough to matter (topics, tokens)."""
+    parts = [secret] if isinstance(secret, str) and secret else []
+    sp = urlsplit(url)
+    if sp.scheme == "file":  # a local path is not a secret; the status shows it
+        return parts
+    parts.append(url)
+    pieces = [sp.username, sp.password]
+    if sp.scheme in ("tgram", "telegram", "slack", "discord"):  # there the "host" is a token
+        pieces.append(sp.netloc)
+    pieces += re.split(r"[/?&=#]", sp.path + "?" + sp.query)
+    for p in pieces:
+        if p and len(p) >= 4 and p not in _PUBLIC_PIECES:
+            parts.append(p)
+            if unquote(p) != p:
+                parts.append(unquote(p))
+    return sorted(set(parts), key=len, reverse=True)
+
+
+def redact(url: str, fmt: Optional[str] = None) -> str:
+    """`ntfys://ntfy.sh/***`: scheme and host stay (they say where), the rest never leaves."""
+    try:
+        sp = urlsplit(url)
+    except ValueError:
+        return "***"
+    scheme = sp.scheme.lower() or "?"
+    if scheme == "file":
+        return "file://" + sp.path
+    if scheme in ("tgram", "telegram", "slack", "discord"):
+        return "%s://***" % scheme
+    host = sp.hostname or ""
+    if sp.port:
+        host = "%s:%d" % (host, sp.port)
+    return "%s://%s/***" % (scheme, host) if host else "%s://***" % scheme

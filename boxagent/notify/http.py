@@ -1,0 +1,161 @@
+"""The HTTP seam: one request, through requests when importable, urllib otherwise.
+
+Proxies come from the environment (both paths honour http_proxy/https_proxy/no_proxy) and from
+the profile: `proxy = "http://..."` or `[proxy] url|http|https|no_proxy|hook`, where `hook` is a
+shell file of `export https_proxy=...` lines (AutoDL's /etc/network_turbo) read, not sourced.
+Redirects are not followed: a webhook that redirects is misconfigured, and following it would
+send the body (and the token) to another host. `RGT_NOTIFY_HTTP=urllib` forces the stdlib path.
+Errors are returned as text, never raised: the caller scrubs secrets from them.
+"""
+from __future__ import annotations
+
+import email.utils
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+from typing import Any, Dict, Optional
+
+from boxagent.notify.formats import Req, Result
+
+_EXPORT = re.compile(r"(?:^|[\s;&])(?:export\s+)?(https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY)=(['\"]?)([^'\"\s;&]+)\2")
+MAX_RETRY_AFTER_S = 3600.0
+
+
+def profile_proxies(profile: Optional[Dict[str, Any]]) -> Dict[str, str]:
+    """{"http": ..., "https": ..., "no": ...} from the profile; {} when it names none."""
+    p = (profile or {}).get("proxy")
+    if isinstance(p, str) and p:
+        return {"http": p, "https": p}
+    if not isinstance(p, dict):
+        return {}
+    out = {}
+    if isinstance(p.get("hook"), str):
+        out.update(_read_hook(p["hook"]))
+    for key in ("http", "https"):
+        val = p.get(key) or p.get("url")
+        if isinstance(val, str) and val:
+            out[key] = val
+    if isinstance(p.get("no_proxy"), str):
+        out["no"] = p["no_proxy"]
+    return out
+
+
+def _read_hook(path: str) -> Dict[str, str]:
+    try:
+        with open(os.path.expanduser(path), "r", encoding="utf-8", errors="replace") as fh:
+            text = fh.read(65536)
+    except OSError:
+        return {}
+    out = {}
+    for m in _EXPORT.finditer(text):
+        out[m.group(1).lower().split("_")[0]] = m.group(3)
+    return out
+
+
+def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
+    """Seconds from `Retry-After: 120` or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return min(MAX_RETRY_AFTER_S, max(0.0, float(value)))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return min(MAX_RETRY_AFTER_S, max(0.0, when - (now if now is not None else time.time())))
+
+
+def _requests() -> Any:
+    if os.environ.get("RGT_NOTIFY_HTTP", "").lower() == "urllib":
+        return None
+    try:
+        import requests
+    except Exception:  # noqa: BLE001 - a broken requests install means "use urllib"
+        return None
+    return requests
+
+
+class HttpClient:
+    """One per delivery thread (a requests Session is not shared across threads)."""
+
+    def __init__(self, proxies: Optional[Dict[str, str]] = None, backend: Optional[str] = None):
+        self.proxies = dict(proxies or {})
+        mod = None if backend == "urllib" else _requests()
+        self.backend = "requests" if mod is not None else "urllib"
+        self._session = None
+        if mod is not None:
+            self._session = mod.Session()
+            self._requests = mod
+        else:
+            self._opener = self._build_opener()
+
+    def _build_opener(self) -> Any:
+        handlers = [_NoRedirect()]
+        if self.proxies:
+            handlers.append(urllib.request.ProxyHandler(
+                {k: v for k, v in self.proxies.items() if k in ("http", "https")}))
+        return urllib.request.build_opener(*handlers)
+
+    def send(self, req: Req, timeout: float) -> Result:
+        if self._session is not None:
+            return self._send_requests(req, timeout)
+        return self._send_urllib(req, timeout)
+
+    def _proxy_map(self) -> Optional[Dict[str, str]]:
+        out = {k: v for k, v in self.proxies.items() if k in ("http", "https")}
+        if self.proxies.get("no"):
+            out["no_proxy"] = self.proxies["no"]
+        return out or None
+
+    def _send_requests(self, req: Req, timeout: float) -> Result:
+        try:
+            r = self._session.request(req.method, req.url, data=req.body or None, headers=req.headers,
+                                      timeout=timeout, allow_redirects=False, proxies=self._proxy_map())
+            body = r.content[:65536]
+            return _result(r.status_code, r.headers.get("Retry-After"), body)
+        except Exception as exc:  # noqa: BLE001 - any transport failure is one failed attempt
+            return Result(False, error="%s: %s" % (type(exc).__name__, exc))
+
+    def _send_urllib(self, req: Req, timeout: float) -> Result:
+        r = urllib.request.Request(req.url, data=req.body if req.method != "DELETE" or req.body else None,
+                                   headers=req.headers, method=req.method)
+        try:
+            with self._opener.open(r, timeout=timeout) as resp:
+                return _result(resp.status, resp.headers.get("Retry-After"), resp.read(65536))
+        except urllib.error.HTTPError as exc:
+            try:
+                body = exc.read(65536)
+            except Exception:  # noqa: BLE001
+                body = b""
+            return _result(exc.code, exc.headers.get("Retry-After") if exc.headers else None, body)
+        except Exception as exc:  # noqa: BLE001 - URLError, timeouts, resets: one failed attempt
+            reason = getattr(exc, "reason", exc)
+            return Result(False, error="%s: %s" % (type(exc).__name__, reason))
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: D401 - urllib's hook
+        return None
+
+
+def _result(status: int, retry_after: Optional[str], body: bytes) -> Result:
+    if 200 <= status < 300:
+        return Result(True, status, body=body)
+    permanent = 300 <= status < 500 and status not in (408, 425, 429)
+    return Result(False, status, "HTTP %d%s" % (status, _snippet(body)), parse_retry_after(retry_after),
+                  permanent, body)
+
+
+def _snippet(body: bytes) -> str:
+    text = body[:300].decode("utf-8", "replace").strip()
+    text = " ".join(text.split())
+    return (": " + text[:160]) if text else ""

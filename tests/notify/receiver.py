@@ -1,0 +1,161 @@
+"""Real HTTP receivers on 127.0.0.1 for the notification tests (http.server in a thread).
+
+`Receiver` records every request and answers from a script of responses (default 200); it can
+go down (connection refused) and come back on the same port. `NtfyReceiver` also implements
+the part of ntfy the dead-man uses: `In:` schedules a message, a publish with the same
+X-Sequence-ID replaces a pending scheduled one, DELETE /<topic>/<sid> cancels it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+
+class Request:
+    def __init__(self, method: str, path: str, headers: Any, body: bytes):
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+        self.at = time.monotonic()
+
+    def json(self) -> Any:
+        return json.loads(self.body.decode("utf-8"))
+
+    def text(self) -> str:
+        return self.body.decode("utf-8")
+
+
+class Receiver:
+    def __init__(self) -> None:
+        self.requests: List[Request] = []
+        self.responses: List[tuple] = []        # (status, headers, body) consumed in order
+        self.default = (200, {}, b'{"ok":true}')
+        self.lock = threading.Lock()
+        self.port = 0
+        self.server: Optional[ThreadingHTTPServer] = None
+        self.handler_hook: Optional[Callable[[Request], Optional[tuple]]] = None
+        self.up()
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:%d" % self.port
+
+    def up(self) -> None:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _any(self) -> None:
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else b""
+                # http.server's headers object: case-insensitive, like HTTP (urllib sends "X-sequence-id")
+                req = Request(self.command, self.path, self.headers, body)
+                status, headers, out = receiver._answer(req)
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            do_POST = do_PUT = do_GET = do_DELETE = _any
+
+            def log_message(self, *a: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def down(self) -> None:
+        if self.server:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    def _answer(self, req: Request) -> tuple:
+        with self.lock:
+            self.requests.append(req)
+            if self.handler_hook:
+                hooked = self.handler_hook(req)
+                if hooked:
+                    return hooked
+            if self.responses:
+                return self.responses.pop(0)
+            return self.default
+
+    def wait_for(self, n: int, timeout: float = 10.0, pred: Optional[Callable[[Request], bool]] = None) -> List[Request]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = self.matching(pred)
+            if len(got) >= n:
+                return got
+            time.sleep(0.01)
+        raise AssertionError("expected %d requests, got %d: %r" % (
+            n, len(self.matching(pred)), [(r.method, r.path) for r in self.requests]))
+
+    def matching(self, pred: Optional[Callable[[Request], bool]] = None) -> List[Request]:
+        with self.lock:
+            return [r for r in self.requests if pred is None or pred(r)]
+
+
+class NtfyReceiver(Receiver):
+    """Honours `In:` (seconds as "Ns"), replaces scheduled messages by X-Sequence-ID, fires them."""
+
+    def __init__(self) -> None:
+        self.scheduled: Dict[str, Dict[str, Any]] = {}   # sid -> {"due", "body", "headers"}
+        self.fired: List[Dict[str, Any]] = []
+        self.published: List[Request] = []
+        super().__init__()
+        self.handler_hook = self._ntfy
+
+    def _ntfy(self, req: Request) -> tuple:
+        self._fire_due()
+        parts = [p for p in req.path.split("/") if p]
+        if req.method == "DELETE" and len(parts) == 2:
+            self.scheduled.pop(parts[1], None)
+            return (200, {}, b'{"deleted":true}')
+        sid = req.headers.get("X-Sequence-ID")
+        delay = req.headers.get("In") or req.headers.get("X-Delay")
+        if delay:
+            secs = float(delay.rstrip("s"))
+            self.scheduled[sid or "id%d" % len(self.requests)] = {
+                "due": time.monotonic() + secs, "body": req.text(), "headers": req.headers}
+        else:
+            self.published.append(req)
+        return (200, {}, json.dumps({"id": "m%d" % len(self.requests), "event": "message",
+                                     "sequence_id": sid}).encode())
+
+    def _fire_due(self) -> None:
+        now = time.monotonic()
+        for sid, msg in list(self.scheduled.items()):
+            if msg["due"] <= now:
+                self.fired.append(dict(msg, sid=sid))
+                del self.scheduled[sid]
+
+    def poll(self) -> None:
+        with self.lock:
+            self._fire_due()
+
+
+def write_secrets(home: Path, entries: list) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "secrets.json"
+    path.write_text(json.dumps({"notify": entries}))
+    os.chmod(path, 0o600)
+
+
+def event(eid: str, etype: str = "stage_failed", severity: str = "critical", **extra) -> dict:
+    ev = {"id": eid, "type": etype, "severity": severity, "run": "resnet-a3", "stage": "train",
+          "summary": "cgroup OOM kill", "evidence": ["memory.max 32 GB reached"], "host": "box1",
+          "at": "2025-01-01T00:00:00Z"}
+    ev.update(extra)
+    return ev
