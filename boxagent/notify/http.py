@@ -1,8 +1,8 @@
 """The HTTP seam: one request, through requests when importable, urllib otherwise.
 
 Proxies come from the environment (both paths honour http_proxy/https_proxy/no_proxy) and from
-the profile: `proxy = "http://..."` or `[proxy] url|http|https|no_proxy|hook`, where `hook` is a
-shell file of `export https_proxy=...` lines (AutoDL's /etc/network_turbo) read, not sourced.
+the profile's `[proxy]` table (url, http, https, no_proxy, env, and a `hook` such as AutoDL's
+/etc/network_turbo, see docs/profile-schema.md), which wins when it names any.
 Redirects are not followed: a webhook that redirects is misconfigured, and following it would
 send the body (and the token) to another host. `RGT_NOTIFY_HTTP=urllib` forces the stdlib path.
 Errors are returned as text, never raised: the caller scrubs secrets from them.
@@ -11,46 +11,43 @@ from __future__ import annotations
 
 import email.utils
 import os
-import re
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any, Dict, Optional
 
 from boxagent.notify.formats import Req, Result
 
-_EXPORT = re.compile(r"(?:^|[\s;&])(?:export\s+)?(https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY)=(['\"]?)([^'\"\s;&]+)\2")
 MAX_RETRY_AFTER_S = 3600.0
 
 
 def profile_proxies(profile: Optional[Dict[str, Any]]) -> Dict[str, str]:
-    """{"http": ..., "https": ..., "no": ...} from the profile; {} when it names none."""
+    """{"http": ..., "https": ..., "no": ...} from the profile's [proxy] (or a plain `proxy = URL`);
+    {} when it names none, so the environment's proxies apply. The hook (AutoDL's
+    /etc/network_turbo) is run by boxagent.profile.proxy_env, bounded, once per hub."""
     p = (profile or {}).get("proxy")
     if isinstance(p, str) and p:
         return {"http": p, "https": p}
     if not isinstance(p, dict):
         return {}
-    out = {}
-    if isinstance(p.get("hook"), str):
-        out.update(_read_hook(p["hook"]))
-    for key in ("http", "https"):
-        val = p.get(key) or p.get("url")
-        if isinstance(val, str) and val:
-            out[key] = val
-    if isinstance(p.get("no_proxy"), str):
-        out["no"] = p["no_proxy"]
-    return out
-
-
-def _read_hook(path: str) -> Dict[str, str]:
     try:
-        with open(os.path.expanduser(path), "r", encoding="utf-8", errors="replace") as fh:
-            text = fh.read(65536)
-    except OSError:
-        return {}
+        from boxagent.profile import proxy_env
+        env = proxy_env(profile or {})
+    except Exception:  # noqa: BLE001 - a broken hook means "go direct", never a dead notifier
+        env = {}
+    return proxies_from_env(env)
+
+
+def proxies_from_env(env: Dict[str, str]) -> Dict[str, str]:
+    low = {k.lower(): v for k, v in env.items() if v}
     out = {}
-    for m in _EXPORT.finditer(text):
-        out[m.group(1).lower().split("_")[0]] = m.group(3)
+    for scheme in ("http", "https"):
+        val = low.get(scheme + "_proxy") or low.get("all_proxy")
+        if val:
+            out[scheme] = val
+    if low.get("no_proxy"):
+        out["no"] = low["no_proxy"]
     return out
 
 
@@ -92,14 +89,27 @@ class HttpClient:
             self._session = mod.Session()
             self._requests = mod
         else:
-            self._opener = self._build_opener()
+            self._opener = self._build_opener(self._proxy_map_urllib())
+            self._direct = self._build_opener({}) if self.proxies else self._opener
 
-    def _build_opener(self) -> Any:
-        handlers = [_NoRedirect()]
-        if self.proxies:
-            handlers.append(urllib.request.ProxyHandler(
-                {k: v for k, v in self.proxies.items() if k in ("http", "https")}))
+    def _proxy_map_urllib(self) -> Optional[Dict[str, str]]:
+        explicit = {k: v for k, v in self.proxies.items() if k in ("http", "https")}
+        return explicit or None          # None: urllib reads the environment's proxies itself
+
+    @staticmethod
+    def _build_opener(proxies: Optional[Dict[str, str]]) -> Any:
+        handlers: list = [_NoRedirect()]
+        if proxies is not None:
+            handlers.append(urllib.request.ProxyHandler(proxies))
         return urllib.request.build_opener(*handlers)
+
+    def _urllib_opener(self, url: str) -> Any:
+        """The profile's no_proxy list applies to the profile's proxies (urllib ignores it there)."""
+        if self.proxies.get("no"):
+            host = urllib.parse.urlsplit(url).hostname or ""
+            if urllib.request.proxy_bypass_environment(host, {"no": self.proxies["no"]}):
+                return self._direct
+        return self._opener
 
     def send(self, req: Req, timeout: float) -> Result:
         if self._session is not None:
@@ -125,7 +135,7 @@ class HttpClient:
         r = urllib.request.Request(req.url, data=req.body if req.method != "DELETE" or req.body else None,
                                    headers=req.headers, method=req.method)
         try:
-            with self._opener.open(r, timeout=timeout) as resp:
+            with self._urllib_opener(req.url).open(r, timeout=timeout) as resp:
                 return _result(resp.status, resp.headers.get("Retry-After"), resp.read(65536))
         except urllib.error.HTTPError as exc:
             try:

@@ -58,6 +58,8 @@ class NotifyHub:
         self.host = str(self.config.get("host") or socket.gethostname())
         self.outbox = Outbox(home.outbox)
         self._http = http
+        self._proxies: Optional[Dict[str, str]] = None
+        self._proxy_lock = threading.Lock()
         self._lock = threading.RLock()
         self._workers: Dict[str, Worker] = {}
         self._started = False
@@ -66,6 +68,7 @@ class NotifyHub:
         self._last_secrets_check = None
         self._last_save = 0.0
         self._dirty = False
+        self._mem_seq = 0
         self._events: List[Dict[str, Any]] = []
         self.notifiers: List[Notifier] = []
         self.config_errors: List[str] = []
@@ -99,7 +102,11 @@ class NotifyHub:
             return self._http
         if callable(self._http):
             return self._http()
-        return HttpClient(profile_proxies(self.profile))
+        # The profile's hook may take seconds: its own lock, never the one publish() takes.
+        with self._proxy_lock:
+            if self._proxies is None:
+                self._proxies = profile_proxies(self.profile)
+        return HttpClient(self._proxies)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -218,7 +225,13 @@ class NotifyHub:
             table[str(key)] = {"at": now, "rank": rank, "count": 0, "since": iso(now)}
         rec = {"v": 1, "notifier": n.id, "kind": "event", "event": event, "repeated": repeated,
                "since": since, "created_at": now, "attempts": 0, "next_at": 0, "last_error": None}
-        name = self.outbox.add(n.id, rec)
+        try:
+            name = self.outbox.add(n.id, rec)
+        except OSError as exc:
+            # Disk full or read-only: keep it in memory rather than lose it or stop the chain.
+            self.record_error(n, "outbox write failed (%s): kept in memory only" % exc.strerror)
+            self._mem_seq += 1
+            name = "mem-%d" % self._mem_seq
         w = self._workers.get(n.id)
         if w is not None:
             w.enqueue(name, rec)

@@ -50,7 +50,12 @@ class Outbox:
     def add(self, notifier_id: str, record: Dict[str, Any]) -> str:
         """Write one pending message durably (tmp + fsync + rename); return its name."""
         name = "%020d-%s.json" % (self._next_seq(), notifier_id)
-        atomic_write_bytes(os.path.join(self.dir, name), _dump(record), 0o600)
+        path = os.path.join(self.dir, name)
+        try:
+            atomic_write_bytes(path, _dump(record), 0o600)
+        except FileNotFoundError:          # outbox/ not made yet (one-shot use, or removed by hand)
+            self.ensure()
+            atomic_write_bytes(path, _dump(record), 0o600)
         return name
 
     def pending(self) -> Dict[str, List[str]]:
@@ -72,6 +77,8 @@ class Outbox:
         return rec if isinstance(rec, dict) else None
 
     def update(self, name: str, record: Dict[str, Any]) -> None:
+        if name.startswith("mem-"):
+            return
         atomic_write_bytes(os.path.join(self.dir, name), _dump(record), 0o600)
 
     def remove(self, name: str) -> None:
