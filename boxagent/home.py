@@ -43,6 +43,11 @@ class Home:
         """Requests from `submit`/`cancel`/`resume` to the daemon (the daemon has no socket)."""
         return self._p("inbox")
 
+    @property
+    def archive(self) -> str:
+        """Old runs moved aside by `submit --replace` (never deleted)."""
+        return self._p("runs", ".archive")
+
     def run_dir(self, run: str) -> str: return self._p("runs", run)
     def run_spec(self, run: str) -> str: return self._p("runs", run, "spec.json")
     def run_state(self, run: str) -> str: return self._p("runs", run, "state.json")
@@ -53,6 +58,22 @@ class Home:
         return self._p("runs", run, "logs", "%s.%d.log" % (stage, attempt))
     def stage_exit(self, run: str, stage: str, attempt: int) -> str:
         return self._p("runs", run, "stages", "%s.%d.exit" % (stage, attempt))
+
+    def stage_dir(self, run: str) -> str: return self._p("runs", run, "stages")
+    def log_dir(self, run: str) -> str: return self._p("runs", run, "logs")
+    def marker_dir(self, run: str) -> str: return self._p("runs", run, "markers")
+    def stage_launch(self, run: str, stage: str, attempt: int) -> str:
+        """What the shim runs (command, workdir, env): a file, so env values never reach argv."""
+        return self._p("runs", run, "stages", "%s.%d.launch.json" % (stage, attempt))
+    def stage_claim(self, run: str, stage: str, attempt: int) -> str:
+        """Created O_EXCL by the shim before it starts the command: an attempt never runs twice."""
+        return self._p("runs", run, "stages", "%s.%d.claim" % (stage, attempt))
+    def stage_pid(self, run: str, stage: str, attempt: int) -> str:
+        return self._p("runs", run, "stages", "%s.%d.pid" % (stage, attempt))
+
+    def ensure_run(self, run: str) -> None:
+        for d in (self.stage_dir(run), self.log_dir(run), self.marker_dir(run)):
+            os.makedirs(d, exist_ok=True)
 
     def ensure(self) -> None:
         for d in (self.root, self.outbox, self.runs, self.inbox):

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import re
-from typing import Union
+import time
+from typing import Optional, Union
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _DUR_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -65,5 +66,17 @@ def format_bytes(n: Union[int, float, None]) -> str:
 
 
 def _short_repr(value: object) -> str:
-    text = repr(value)
+    # strings in double quotes, as the user typed them in TOML/JSON: got "abc", not 'abc'
+    text = '"%s"' % value.replace('"', '\\"') if isinstance(value, str) else repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def iso_utc(ts: Optional[float]) -> Optional[str]:
+    """Epoch seconds -> ISO 8601 UTC with milliseconds ("2024-05-01T12:00:00.123Z"); None stays None."""
+    if ts is None:
+        return None
+    ms = int(round((ts - int(ts)) * 1000))
+    secs = int(ts)
+    if ms >= 1000:
+        secs, ms = secs + 1, ms - 1000
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + ".%03dZ" % ms

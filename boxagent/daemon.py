@@ -1,0 +1,279 @@
+"""The daemon: one per RGT_HOME (flock on daemon.lock), the single writer of runs/*/state.json,
+status.json and events.jsonl. No socket: requests come through inbox/, results leave as files.
+
+The loop: a fast tick (inbox, stage exits, log polls: stat()s and reads of new bytes only),
+woken early by SIGCHLD and inotify; a slow tick every `sample_every` (health, alerts, stall
+checks, heartbeat, status.json). SIGTERM = preemption: stop the stages (TERM, KILL after
+`stop_grace`), record `preempted`, flush. `stop` (inbox) or SIGINT = exit, leaving stages running
+for the next daemon to re-adopt (this is also the upgrade path).
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import time
+from typing import Any, Dict, List, Optional
+
+from boxagent import config as config_mod
+from boxagent import inbox, state
+from boxagent import status as status_mod
+from boxagent.chain import Chain
+from boxagent.errors import EXIT_ERROR, AgentError
+from boxagent.events import EventLog
+from boxagent.fsutil import atomic_write_json, read_json
+from boxagent.home import Home
+from boxagent.roots import Roots
+from boxagent.services import Services, log_line
+from boxagent.units import iso_utc
+from boxagent.wake import DirWatch, Waker
+
+HUB_TICK_S = 1.0        # NotifyHub.tick cadence (heartbeats, dead-man pings, retries)
+FLUSH_TIMEOUT_S = 5.0   # what hub.stop() may take on the way out (a spot grace is often ~5 s)
+RESUME_CAUSES = ("machine_restart", "preempted")
+
+
+class Daemon:
+    def __init__(self, home: Home, roots: Optional[Roots] = None, resume_interrupted: bool = False):
+        self.home = home
+        self.roots = roots or Roots.from_env()
+        self.resume_interrupted = resume_interrupted
+        self.config = config_mod.load(home.config)
+        self.settings = self._settings()
+        self.dirty = True
+        self.machine_restarted = False
+        self.last_status: Dict[str, Any] = {}
+        self._config_mtime = self._mtime(home.config)
+        self._lock_fd: Optional[int] = None
+
+    def _settings(self) -> Dict[str, Any]:
+        return {name: config_mod.interval(self.config, name) for name in config_mod.INTERVALS}
+
+    @staticmethod
+    def _mtime(path: str) -> Optional[float]:
+        try:
+            return os.stat(path).st_mtime
+        except OSError:
+            return None
+
+    # -- lifetime
+    def run(self) -> int:
+        self.home.ensure()
+        self._lock()
+        reason = "stop"
+        try:
+            self._setup()
+            reason = self._loop()
+        finally:
+            self._teardown(reason)
+        return 0
+
+    def _lock(self) -> None:
+        fd = os.open(self.home.lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            other = (read_json(self.home.pidfile) or {}).get("pid")
+            raise AgentError("another rgt daemon already runs for %s (pid %s)" % (self.home.root, other),
+                             "see it with `rgt-agent status`; stop it with `rgt-agent stop`", EXIT_ERROR)
+        self._lock_fd = fd
+        atomic_write_json(self.home.pidfile, {"pid": os.getpid(), "start_ticks": self.roots.process_start_ticks(os.getpid()),
+                                              "started_at": iso_utc(time.time())})
+
+    def _setup(self) -> None:
+        self.svc = Services(self.home, self.roots, self.config, self.settings)
+        self.host = config_mod.host_name(self.config)
+        self.events = EventLog(self.home.events, self.host)
+        self.svc.emit = self.emit
+        self.deps = status_mod.deps()
+        prev_boot = ((read_json(self.home.status) or {}).get("agent") or {}).get("boot_id")
+        self.chain = Chain(self.home, self.roots, self.svc)
+        self.chain.load()
+        self.waker = Waker()
+        self.waker.install({signal.SIGTERM: "preempt", signal.SIGINT: "stop", signal.SIGCHLD: ""})
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)   # a closed ssh session must not stop us
+        self.dirwatch = DirWatch(self.waker.wake, enabled=os.environ.get("RGT_NO_INOTIFY") != "1"
+                                 and self.config.get("inotify", True) is not False)
+        self.tick_s = self.settings["tick"] or (config_mod.INOTIFY_TICK if self.dirwatch.available
+                                                else config_mod.POLL_TICK)
+        self.svc.hub_call("start")
+        boot = self.chain.boot_id
+        self.emit({"type": "daemon_started", "severity": "info", "summary": "rgt agent started (pid %d)" % os.getpid(),
+                   "pid": os.getpid(), "tick_s": self.tick_s, "inotify": self.dirwatch.available})
+        if prev_boot and boot and prev_boot != boot:
+            self.machine_restarted = True
+            live = [r["name"] for r in self.chain.runs.values() if r["state"] == state.RUNNING]
+            self.emit({"type": "machine_restart", "severity": "critical" if live else "warning",
+                       "summary": "the machine restarted (boot_id changed)%s"
+                       % (": runs %s were running" % ", ".join(live) if live else ""),
+                       "evidence": ["boot_id %s -> %s" % (prev_boot, boot)], "runs": live})
+
+    def _teardown(self, reason: str) -> None:
+        try:
+            now = time.time()
+            self.emit({"type": "daemon_stopped", "severity": "warning" if reason == "preempted" else "info",
+                       "summary": "rgt agent stopped (%s)%s" % (reason, "; stages keep running" if reason == "stop"
+                                                                 and self.chain.active else ""),
+                       "reason": reason})
+            self.write_status(now, running=False)
+            self.svc.hub_call("stop", min(FLUSH_TIMEOUT_S, max(1.0, self.settings["stop_grace"])))
+            self.svc.monitor_value("close")
+            self.dirwatch.stop()
+            self.waker.close()
+        except AttributeError:
+            pass   # setup never finished
+        finally:
+            if (read_json(self.home.pidfile) or {}).get("pid") == os.getpid():
+                try:
+                    os.unlink(self.home.pidfile)
+                except OSError:
+                    pass
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+
+    # -- the loop
+    def _loop(self) -> str:
+        mono = time.monotonic()
+        next_slow = mono
+        last_hub = mono - HUB_TICK_S
+        self.last_heartbeat = mono
+        if self.resume_interrupted:
+            self.chain.tick(time.time(), mono)   # re-adopt first: a reboot turns running stages interrupted
+            self._resume_interrupted(time.time())
+        while True:
+            now, mono = time.time(), time.monotonic()
+            if self.waker.flags.get("preempt"):
+                self._preempt()
+                return "preempted"
+            if self.waker.flags.get("stop"):
+                return "stop"
+            self._fast(now, mono)
+            if mono >= next_slow:
+                self._slow(now, mono)
+                next_slow += self.settings["sample_every"]
+                if next_slow <= mono:
+                    next_slow = mono + self.settings["sample_every"]
+            if self.dirty:
+                self.write_status(now)
+            if mono - last_hub >= HUB_TICK_S:
+                self.svc.hub_call("tick", now, self.last_status)
+                last_hub = mono
+            self.waker.wait(min(self.tick_s, next_slow - time.monotonic()))
+
+    def _fast(self, now: float, mono: float) -> None:
+        for path, req in inbox.pending(self.home):
+            try:
+                self._handle(req, now, mono)
+            except Exception as exc:  # noqa: BLE001 - one bad request must not stop the chain
+                log_line("request %s failed: %s: %s" % (os.path.basename(path), type(exc).__name__, exc))
+            inbox.done(path)
+        self.chain.tick(now, mono)
+        if self.dirwatch.available:
+            dirs = {self.home.inbox} | {self.home.stage_dir(name) for name in self.chain.active}
+            self.dirwatch.keep_only(dirs)
+
+    def _handle(self, req: Dict[str, Any], now: float, mono: float) -> None:
+        kind = req.get("kind")
+        if kind == "submit":
+            self.chain.submit(req, now)
+        elif kind == "cancel":
+            self.chain.cancel(str(req.get("run")), now, mono)
+        elif kind == "resume":
+            self.chain.resume(str(req.get("run")), now)
+        elif kind == "stop":
+            self.waker.flags["stop"] = True
+        elif kind in ("reload", "notify-set"):
+            self.svc.hub_call("reload")
+        else:
+            log_line("ignored a request of unknown kind %r" % (kind,))
+
+    def _slow(self, now: float, mono: float) -> None:
+        self._maybe_reload_config()
+        sample = self.svc.sample(now, self._watched())
+        for spec in self.svc.alert_events(sample, self.chain.running_pairs()):
+            if isinstance(spec, dict):
+                self.emit(spec)
+        self.chain.stages.stall_checks(now, self._default_stall())
+        if mono - self.last_heartbeat >= self.settings["heartbeat_every"]:
+            self.last_heartbeat = mono
+            running = [r["name"] for r in self.chain.runs.values() if r["state"] == state.RUNNING]
+            self.emit({"type": "heartbeat", "severity": "info", "summary": "agent alive; %d run(s) running"
+                       % len(running), "runs": running})
+        self.dirty = True
+
+    def _default_stall(self) -> Optional[float]:
+        value = self.config.get("stall_after")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    def _watched(self) -> List[tuple]:
+        out = [(self.home.root, "state")]
+        for run in self.chain.runs.values():
+            if run["state"] in state.LIVE and (run.get("workdir"), "workdir") not in out:
+                out.append((run.get("workdir"), "workdir"))
+        return out + list(self.svc.watched_dirs())
+
+    def _maybe_reload_config(self) -> None:
+        mtime = self._mtime(self.home.config)
+        if mtime != self._config_mtime:
+            self._config_mtime = mtime
+            self.config.clear()
+            self.config.update(config_mod.load(self.home.config))
+            self.settings.update(self._settings())
+            log_line("config.json changed: intervals now %s" % self.settings)
+
+    def _resume_interrupted(self, now: float) -> None:
+        for run in list(self.chain.runs.values()):
+            if run["state"] == state.INTERRUPTED and (run.get("cause") or {}).get("class") in RESUME_CAUSES:
+                self.chain.resume(run["name"], now)
+
+    def _preempt(self) -> None:
+        """SIGTERM (spot preemption, scancel, pod delete): stop every stage, record, flush."""
+        mono = time.monotonic()
+        pairs = self.chain.running_pairs()
+        self.emit({"type": "preempted", "severity": "critical",
+                   "summary": "SIGTERM to the agent (preemption?): stopping %d stage(s)" % len(pairs),
+                   "evidence": ["SIGTERM received by pid %d" % os.getpid()],
+                   "stages": ["%s/%s" % p for p in pairs]})
+        self.chain.frozen = True
+        self.chain.stages.stop_all("preempt", mono)
+        deadline = mono + self.settings["stop_grace"] + 2.0
+        while self.chain.active and time.monotonic() < deadline:
+            now, mono = time.time(), time.monotonic()
+            for act in list(self.chain.active.values()):
+                self.chain.stages.check(act, now, mono)
+            if self.dirty:
+                self.write_status(now)
+            self.waker.wait(0.05)
+        self.chain.interrupt_all(time.time())
+        self.write_status(time.time())
+
+    # -- outputs
+    def emit(self, spec: Dict[str, Any]) -> Dict[str, Any]:
+        event = self.events.emit(spec, time.time())
+        self.svc.hub_call("publish", event)
+        self.dirty = True
+        return event
+
+    def build_status(self, now: float, running: bool = True) -> Dict[str, Any]:
+        runs = sorted(self.chain.runs.values(), key=lambda r: r.get("seq", 0))
+        return {
+            "schema": status_mod.SCHEMA, "observed_at": iso_utc(now), "host": self.host,
+            "profile": self.svc.profile_name(),
+            "agent": status_mod.agent_block(os.getpid(), running, now, now, self.chain.boot_id,
+                                            self.machine_restarted, self.deps),
+            "health": self.svc.last_sample,
+            "runs": [status_mod.run_block(r, self.chain.stages.progress(r["name"]),
+                                          self.chain.artifacts.get(r["name"]), now) for r in runs],
+            "alerts": self.svc.monitor_value("active_alerts", default=[]) or [],
+            "notifications": self.svc.hub_call("summary", default=None)
+            or {"sent": 0, "pending": 0, "failed": 0, "last_error": None},
+            "history": self.svc.monitor_value("history", default={}) or {},
+            "events": list(self.events.recent)[-status_mod.STATUS_EVENTS:],
+        }
+
+    def write_status(self, now: float, running: bool = True) -> None:
+        status = self.build_status(now, running)
+        atomic_write_json(self.home.status, status)
+        self.last_status = status
+        self.dirty = False

@@ -1,0 +1,178 @@
+"""Fixtures for the core: a temp RGT_HOME with fast intervals, a real daemon, real stages.
+
+`box` runs the agent from the source tree as subprocesses (exactly what the client runs on a box)
+and reads the files the daemon writes. Everything the test started is killed at teardown.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FAST_ENV = {
+    "RGT_TICK": "0.05",            # fast loop: stage ends seen within ~50 ms
+    "RGT_SAMPLE_EVERY": "0.5",
+    "RGT_STOP_GRACE": "1",
+    "RGT_RETRY_BACKOFF": "0.1",
+    "RGT_LAUNCH_GRACE": "1",
+    "RGT_HEARTBEAT_EVERY": "3600",
+}
+TERMINAL = ("succeeded", "failed", "cancelled", "interrupted")
+
+
+class Box:
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.home = tmp / "rgt-home"
+        self.workdir = tmp / "work"
+        self.workdir.mkdir(parents=True)
+        self.boot_id_path = tmp / "boot_id"
+        self.boot_id_path.write_text(str(uuid.uuid4()) + "\n")
+        self.env = dict(os.environ, RGT_HOME=str(self.home), PYTHONPATH=str(REPO),
+                        RGT_BOOT_ID_PATH=str(self.boot_id_path), **FAST_ENV)
+        self.env.pop("RGT_NO_INOTIFY", None)
+        self.daemons: List[subprocess.Popen] = []
+
+    # -- running the agent
+    def agent(self, *args: str, stdin: Optional[str] = None, timeout: float = 30, bare: bool = False,
+              python: Optional[List[str]] = None, env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+        py = python or ([sys.executable, "-S"] if bare else [sys.executable])
+        cmd = py + (["-m", "boxagent"] if python is None or not any(a.endswith(".pyz") for a in py) else [])
+        return subprocess.run(cmd + list(args), input=stdin, capture_output=True, text=True,
+                              env=dict(self.env, **(env or {})), timeout=timeout, cwd=str(self.tmp))
+
+    def start(self, **kw: Any) -> int:
+        out = self.agent("start", **kw)
+        assert out.returncode == 0, out.stderr
+        return int(out.stdout.strip())
+
+    def daemon(self, *extra: str, env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
+        """A foreground daemon we hold the Popen of (to SIGKILL/SIGTERM it); waits for its status."""
+        log = open(self.tmp / ("daemon-%d.log" % len(self.daemons)), "ab")
+        proc = subprocess.Popen([sys.executable, "-m", "boxagent", "daemon", *extra], env=dict(self.env, **(env or {})),
+                                stdout=log, stderr=log, cwd=str(self.tmp), start_new_session=True)
+        self.daemons.append(proc)
+        wait_for(lambda: self.status_file().get("agent", {}).get("pid") == proc.pid or proc.poll() is not None,
+                 10, "daemon status")
+        return proc
+
+    def submit(self, job: Dict[str, Any], *extra: str) -> subprocess.CompletedProcess:
+        return self.agent("submit", "-", *extra, stdin=json.dumps(job))
+
+    # -- reading what the daemon wrote
+    def status_file(self) -> Dict[str, Any]:
+        try:
+            return json.loads((self.home / "status.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def run_state(self, name: str) -> Dict[str, Any]:
+        try:
+            return json.loads((self.home / "runs" / name / "state.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def stage(self, run: str, stage: str) -> Dict[str, Any]:
+        return next(s for s in self.run_state(run)["stages"] if s["name"] == stage)
+
+    def wait_run(self, name: str, states: Any = TERMINAL, timeout: float = 20) -> Dict[str, Any]:
+        states = (states,) if isinstance(states, str) else states
+        wait_for(lambda: self.run_state(name).get("state") in states, timeout,
+                 "run %s in %s (now %s)" % (name, states, self.run_state(name).get("state")))
+        return self.run_state(name)
+
+    def wait_stage(self, run: str, stage: str, state: str, timeout: float = 20) -> Dict[str, Any]:
+        def ok() -> bool:
+            st = self.run_state(run)
+            return any(s["name"] == stage and s["state"] == state for s in st.get("stages", []))
+        wait_for(ok, timeout, "stage %s/%s %s" % (run, stage, state))
+        return self.stage(run, stage)
+
+    def events(self, etype: Optional[str] = None) -> List[Dict[str, Any]]:
+        try:
+            lines = (self.home / "events.jsonl").read_text().splitlines()
+        except OSError:
+            return []
+        evs = [json.loads(line) for line in lines if line.strip()]
+        return [e for e in evs if etype is None or e["type"] == etype]
+
+    def wait_event(self, etype: str, timeout: float = 10, **match: Any) -> Dict[str, Any]:
+        """state.json is written before its event: wait for the event, do not assume it."""
+        def find() -> Any:
+            for e in self.events(etype):
+                if all(e.get(k) == v for k, v in match.items()):
+                    return e
+            return None
+        return wait_for(find, timeout, "event %s %s" % (etype, match))
+
+    def marker(self, run: str, stage: str) -> Path:
+        return self.home / "runs" / run / "markers" / (stage + ".done")
+
+    def daemon_pid(self) -> Optional[int]:
+        try:
+            return json.loads((self.home / "daemon.pid").read_text())["pid"]
+        except (OSError, ValueError, KeyError):
+            return None
+
+    # -- teardown: nothing the test started survives it
+    def cleanup(self) -> None:
+        pid = self.daemon_pid()
+        pids = [pid] if pid else []
+        for proc in self.daemons:
+            if proc.poll() is None:
+                pids.append(proc.pid)
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        for pidfile in glob.glob(str(self.home / "runs" / "*" / "stages" / "*.pid")):
+            try:
+                info = json.loads(Path(pidfile).read_text())
+            except (OSError, ValueError):
+                continue
+            for g in (info.get("pgid"), info.get("shim_pid")):
+                if g and g > 1:
+                    try:
+                        os.killpg(g, signal.SIGKILL)
+                    except OSError:
+                        pass
+        for proc in self.daemons:
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def wait_for(pred: Callable[[], Any], timeout: float, what: str = "condition", interval: float = 0.02) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def job(name: str, workdir: Path, *stages: Dict[str, Any], **top: Any) -> Dict[str, Any]:
+    out = {"name": name, "workdir": str(workdir), "stage": list(stages)}
+    out.update(top)
+    return out
+
+
+@pytest.fixture
+def box(tmp_path):
+    b = Box(tmp_path)
+    yield b
+    b.cleanup()
