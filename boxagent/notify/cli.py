@@ -79,6 +79,7 @@ def cmd_notify_set(args: Any) -> int:
     data["notify"] = entries
     atomic_write_json(home.secrets, data, 0o600)
     os.chmod(home.secrets, 0o600)
+    _tell_daemon(home)
     targets = [n.public() for n in notifiers]
     if args.json:
         sys.stdout.write(json.dumps({"notifiers": targets}, ensure_ascii=False) + "\n")
@@ -87,6 +88,15 @@ def cmd_notify_set(args: Any) -> int:
         for t in targets:
             sys.stdout.write("  %-10s %-13s %s\n" % (t["id"], t["format"], t["target"]))
     return EXIT_OK
+
+
+def _tell_daemon(home: Home) -> None:
+    """Ask a running daemon to reload now (it would also notice secrets.json's mtime within a tick)."""
+    try:
+        from boxagent import inbox
+        inbox.post(home, "notify-set", {})
+    except Exception:  # noqa: BLE001 - an older core without the inbox: the mtime check covers it
+        pass
 
 
 def cmd_notify_test(args: Any) -> int:

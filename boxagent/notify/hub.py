@@ -24,9 +24,11 @@ from boxagent.notify.formats import Item, takes
 from boxagent.notify.http import HttpClient, profile_proxies
 from boxagent.notify.outbox import Outbox
 
-# Not worth a phone buzz unless a notifier lists them in `events`.
-QUIET_EVENTS = frozenset(("heartbeat", "stage_started", "stage_succeeded", "stage_skipped", "progress",
-                          "run_queued", "status", "notify_failed"))
+# Not worth a phone buzz unless a notifier lists them in `events`: never, or only at severity info
+# (a stage_succeeded with warnings, or a daemon_stopped by preemption, is a warning and goes out).
+QUIET_EVENTS = frozenset(("heartbeat", "progress", "status", "notify_failed"))
+QUIET_INFO_EVENTS = frozenset(("daemon_started", "daemon_stopped", "run_queued", "stage_started",
+                               "stage_succeeded", "stage_skipped"))
 ROUTED_KEEP = 5000
 SECRETS_CHECK_S = 1.0
 STATE_SAVE_S = 1.0
@@ -69,6 +71,7 @@ class NotifyHub:
         self._last_save = 0.0
         self._dirty = False
         self._mem_seq = 0
+        self._last_stage_cause: Dict[Any, Any] = {}
         self._events: List[Dict[str, Any]] = []
         self.notifiers: List[Notifier] = []
         self.config_errors: List[str] = []
@@ -188,10 +191,18 @@ class NotifyHub:
         etype = event.get("type")
         if n.events is not None:
             return etype in n.events
-        if etype in QUIET_EVENTS:
-            return False
         sev = SEVERITY_RANK.get(str(event.get("severity") or "info"), 0)
+        if etype in QUIET_EVENTS or (etype in QUIET_INFO_EVENTS and sev == 0):
+            return False
+        if etype == "run_failed" and self._repeats_stage_failure(n, event):
+            return False
         return sev >= SEVERITY_RANK.get(n.min_severity, 0)
+
+    def _repeats_stage_failure(self, n: Notifier, event: Dict[str, Any]) -> bool:
+        """run_failed right after this notifier got the stage_failed with the same cause: one buzz."""
+        last = self._last_stage_cause.get((n.id, event.get("run")))
+        cause = event.get("cause") if isinstance(event.get("cause"), dict) else {}
+        return last is not None and last == (cause.get("class"), cause.get("summary"))
 
     def publish(self, event: Dict[str, Any]) -> None:
         """Route one event (already in events.jsonl) to the notifiers that take it."""
@@ -223,6 +234,9 @@ class NotifyHub:
             if ent:
                 repeated, since = int(ent.get("count", 0)), str(ent.get("since") or "")
             table[str(key)] = {"at": now, "rank": rank, "count": 0, "since": iso(now)}
+        if event.get("type") == "stage_failed":
+            cause = event.get("cause") if isinstance(event.get("cause"), dict) else {}
+            self._last_stage_cause[(n.id, event.get("run"))] = (cause.get("class"), cause.get("summary"))
         rec = {"v": 1, "notifier": n.id, "kind": "event", "event": event, "repeated": repeated,
                "since": since, "created_at": now, "attempts": 0, "next_at": 0, "last_error": None}
         try:

@@ -189,3 +189,17 @@ def test_notify_set_picked_up_without_restart(make_hub, receiver, receiver2, rgt
     hub.publish(event("a2"))
     assert _ids(receiver2.wait_for(1)) == ["a2"]
     assert _ids(receiver.requests) == ["a1"]
+
+
+def test_run_failed_after_the_same_stage_failure_buzzes_once(make_hub, receiver):
+    cause = {"class": "cgroup_oom", "summary": "cgroup OOM kill", "remediation": "r", "evidence": []}
+    other = {"class": "preflight_failed", "summary": "disk too small", "remediation": "r", "evidence": []}
+    hub = make_hub([_ntfy(receiver)])
+    hub.publish(event("q1", "daemon_started", "info", run=None, stage=None))
+    hub.publish(event("q2", "stage_succeeded", "info"))
+    hub.publish(event("q3", "stage_succeeded", "warning", warnings=["ended 40x faster than expected"]))
+    hub.publish(event("f1", "stage_failed", cause=cause))
+    hub.publish(event("f2", "run_failed", cause=cause, failed_stage="train"))
+    hub.publish(event("f3", "run_failed", run="other-run", cause=other))
+    hub.stop(5)
+    assert _ids(receiver.requests) == ["q3", "f1", "f3"]
