@@ -114,7 +114,7 @@ def render(r: Dict[str, Any]) -> str:
         for g in gpu["gpus"]:
             lines.append("  gpu%s %s %s  %s  util %s  %s C  %s/%s" % (
                 g["index"], g.get("name") or "-", g.get("pci_bus_id") or "-", "LOST" if g.get("lost") else "ok",
-                _pct(g.get("util_pct")), g.get("temperature_c"), format_bytes(g.get("memory_used_bytes")),
+                _pct(g.get("util_pct")), "-" if g.get("temperature_c") is None else g["temperature_c"], format_bytes(g.get("memory_used_bytes")),
                 format_bytes(g.get("memory_total_bytes"))))
     lines.append("disks:")
     for d in r["disks"]:
