@@ -44,12 +44,11 @@ def parse_text(text: str, source: str = "job") -> Dict[str, Any]:
     stripped = text.lstrip()
     if not stripped:
         raise JobError(["the job is empty"], source)
-    if stripped.startswith("{") or source.endswith(".json"):
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        if stripped.startswith("{") or source.endswith(".json"):
             raise JobError(["not valid JSON: %s" % exc], source)
-    else:
         data = _parse_toml(text, source)
     if not isinstance(data, dict):
         raise JobError(["the job must be an object (a table), got %s" % type(data).__name__], source)

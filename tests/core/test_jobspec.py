@@ -1,0 +1,164 @@
+"""The job file: every bad input is refused with its exact path, exit 2, nothing written."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from boxagent import jobspec
+
+GOOD = {"name": "resnet-a3", "workdir": "/tmp/proj", "env": {"WANDB_MODE": "online"},
+        "stage": [{"name": "train", "run": "python train.py", "expect": ["ckpt/best.pt"],
+                   "success_pattern": "Training completed", "timeout": "12h", "retries": 1},
+                  {"name": "eval", "run": "python -m eval", "expect": ["results/metrics.json"]}],
+        "artifacts": {"include": ["ckpt/best.pt", "results/**"]}}
+
+
+def bad(**changes):
+    j = json.loads(json.dumps(GOOD))
+    for path, value in changes.items():
+        target = j
+        keys = path.split("__")
+        for k in keys[:-1]:
+            target = target[int(k)] if isinstance(target, list) else target[k]
+        last = keys[-1]
+        if value is DELETE:
+            del target[last]
+        elif isinstance(target, list):
+            target[int(last)] = value
+        else:
+            target[last] = value
+    return j
+
+
+DELETE = object()
+
+BAD_CASES = [
+    ("name_missing", bad(name=DELETE), "name: required"),
+    ("name_shell_chars", bad(name="a;rm -rf /"), "name: expected letters"),
+    ("name_too_long", bad(name="a" * 65), "name: expected letters"),
+    ("unknown_top_key", dict(GOOD, stagez=[]), "stagez: unknown key"),
+    ("unknown_stage_key", bad(stage__1__retires=2), "stage[1].retires: unknown key"),
+    ("bad_duration", bad(stage__1__timeout="abc"), 'stage[1].timeout: expected a duration like "90m", got "abc"'),
+    ("zero_timeout", bad(stage__0__timeout="0s"), "stage[0].timeout: expected a duration above zero"),
+    ("retries_too_many", bad(stage__0__retries=11), "stage[0].retries: expected an integer 0..10"),
+    ("retries_bool", bad(stage__0__retries=True), "stage[0].retries: expected an integer"),
+    ("fast_ratio_range", bad(stage__0__fast_ratio=1.5), "stage[0].fast_ratio: expected a number 0..1"),
+    ("duplicate_stage", bad(stage__1__name="train"), 'stage[1].name: duplicate stage name "train" (also stage[0])'),
+    ("run_and_wait", bad(stage__0__wait={"file": "x"}), "stage[0]: needs exactly one of `run`"),
+    ("neither_run_nor_wait", bad(stage__0__run=DELETE), "stage[0]: needs exactly one of `run`"),
+    ("bad_regex", bad(stage__0__success_pattern="(unclosed"), "stage[0].success_pattern: not a valid regular"),
+    ("abs_artifact", bad(artifacts={"include": ["/etc/passwd"]}), "artifacts.include[0]: must be relative"),
+    ("dotdot_artifact", bad(artifacts={"include": ["../x"], "exclude": ["a/../../b"]}), "artifacts.include[0]: must not climb"),
+    ("relative_workdir", bad(workdir="proj"), "workdir: expected an absolute path"),
+    ("env_not_string", bad(env={"CUDA_VISIBLE_DEVICES": 0}), "env.CUDA_VISIBLE_DEVICES: expected a string"),
+    ("env_bad_name", bad(env={"A-B": "x"}), "env.A-B: not a valid environment variable name"),
+    ("no_stages", bad(stage=[]), "stage: expected a non-empty list"),
+    ("stage_not_table", bad(stage=["python train.py"]), "stage[0]: expected a table"),
+    ("expect_not_list", bad(stage__0__expect="ckpt/best.pt"), "stage[0].expect: expected a list of strings"),
+    ("wait_two_forms", bad(stage__1__run=DELETE, stage__1__wait={"file": "a", "pid": 3}), "stage[1].wait: needs exactly one of"),
+    ("wait_log_without_pattern", bad(stage__1__run=DELETE, stage__1__wait={"log": "a.log"}), "stage[1].wait.pattern: required"),
+    ("wait_success_pattern", bad(stage__1__run=DELETE, stage__1__wait={"file": "a"}, stage__1__success_pattern="x"),
+     "stage[1].success_pattern: a wait stage uses wait.pattern"),
+    ("preflight_bad_size", dict(GOOD, preflight={"min_free_disk": "lots"}), 'preflight.min_free_disk: expected a size like "50G"'),
+    ("preflight_unknown", dict(GOOD, preflight={"gpu": 1}), "preflight.gpu: unknown key"),
+    ("rule_bad_pattern", dict(GOOD, rule=[{"class": "x", "pattern": "["}]), "rule[0].pattern: not a valid regular"),
+    ("rule_bad_severity", dict(GOOD, rule=[{"class": "x", "pattern": "y", "severity": "fatal"}]), "rule[0].severity: expected one of"),
+    ("stall_after_bad", dict(GOOD, stall_after="soon"), "stall_after: expected a duration"),
+    ("stage_and_stages", dict(GOOD, stages=GOOD["stage"]), "stages: give either `stage` or its alias"),
+]
+
+
+@pytest.mark.parametrize("name,job,message", BAD_CASES, ids=[c[0] for c in BAD_CASES])
+def test_bad_job_is_refused_with_its_path(name, job, message):
+    with pytest.raises(jobspec.JobError) as exc:
+        jobspec.validate(job)
+    assert message in exc.value.message
+    assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("name,job,message", BAD_CASES[:8], ids=[c[0] for c in BAD_CASES[:8]])
+def test_cli_bad_job_exit_2_nothing_written(box, name, job, message):
+    out = box.submit(job)
+    assert out.returncode == 2
+    assert out.stderr.startswith("Error: stdin: ") and message in out.stderr and "Hint: " in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (box.home / "inbox").exists() or not [n for n in os.listdir(box.home / "inbox") if n.endswith(".json")]
+    assert not (box.home / "runs").exists() or os.listdir(box.home / "runs") == []
+
+
+def test_all_problems_reported_at_once():
+    with pytest.raises(jobspec.JobError) as exc:
+        jobspec.validate(bad(name="bad name", stage__0__timeout="x", stage__1__retries=-1))
+    assert len(exc.value.problems) == 3 and "3 problems" in exc.value.message
+
+
+def test_malformed_text(box):
+    out = box.agent("submit", "-", stdin='{"name": "x", ')
+    assert out.returncode == 2 and "not valid JSON" in out.stderr
+    out = box.agent("submit", "-", stdin='name = "x"\n[[stage]\n')
+    assert out.returncode == 2 and "not valid TOML" in out.stderr
+    out = box.agent("submit", str(box.tmp / "missing.json"))
+    assert out.returncode == 2 and "cannot read the job file" in out.stderr
+    out = box.agent("submit", "-", stdin="[1, 2]")
+    assert out.returncode == 2 and "must be an object" in out.stderr
+
+
+def test_normalised_spec_validates_to_itself_with_defaults():
+    spec = jobspec.validate(dict(GOOD, stages=GOOD["stage"], stage=None) if False else GOOD)
+    assert spec["stage"][0]["timeout"] == 12 * 3600.0
+    assert spec["stage"][1]["retries"] == 0 and spec["stage"][1]["fast_ratio"] == 0.5
+    assert jobspec.validate(spec) == spec
+    alias = {k: v for k, v in GOOD.items() if k != "stage"}
+    alias["stages"] = GOOD["stage"]
+    assert jobspec.validate(alias) == spec
+
+
+def test_wait_default_timeout_and_home_workdir():
+    spec = jobspec.validate({"name": "w", "stage": [{"name": "w", "wait": {"pid": 1}}]}, home_dir="/home/u")
+    assert spec["workdir"] == "/home/u" and spec["stage"][0]["timeout"] == jobspec.DEFAULT_WAIT_TIMEOUT
+    spec = jobspec.validate({"name": "w", "workdir": "~/proj", "stage": [{"name": "a", "run": "x"}]})
+    assert spec["workdir"] == os.path.join(os.path.expanduser("~"), "proj")
+
+
+def test_toml_job(box):
+    toml = '''name = "tomljob"
+workdir = "%s"
+[env]
+A = "1"
+[[stage]]
+name = "s"
+run = "echo $A > a.txt"
+expect = ["a.txt"]
+timeout = "90m"
+''' % box.workdir
+    path = box.tmp / "job.toml"
+    path.write_text(toml)
+    out = box.agent("submit", str(path), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"run": "tomljob", "state": "queued", "duplicate": False}
+
+
+def test_resubmit_identical_is_a_noop_and_different_is_refused(box):
+    j = {"name": "dup", "workdir": str(box.workdir), "stage": [{"name": "s", "run": "echo x >> count"}]}
+    assert json.loads(box.submit(j, "--json").stdout)["duplicate"] is False
+    again = box.submit(j, "--json")
+    assert again.returncode == 0 and json.loads(again.stdout) == {"run": "dup", "state": "queued", "duplicate": True}
+    other = dict(j, stage=[{"name": "s", "run": "echo y"}])
+    out = box.submit(other)
+    assert out.returncode == 2 and "different job" in out.stderr and "cancel" in out.stderr
+    box.start()
+    box.wait_run("dup")
+    again = box.submit(j, "--json")
+    assert json.loads(again.stdout) == {"run": "dup", "state": "succeeded", "duplicate": True}
+    out = box.submit(other)                               # finished name, different job: needs --replace
+    assert out.returncode == 2 and "--replace" in out.stderr
+    out = box.submit(other, "--replace")
+    assert out.returncode == 0, out.stderr
+    run = box.wait_run("dup", "succeeded")
+    assert box.wait_run("dup")["spec_sha256"] != ""
+    archived = os.listdir(box.home / "runs" / ".archive")
+    assert len(archived) == 1 and archived[0].startswith("dup.")
+    assert (box.workdir / "count").read_text() == "x\n"
+    assert run["stages"][0]["state"] == "succeeded"

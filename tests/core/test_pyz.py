@@ -1,0 +1,76 @@
+"""The shipped single file: runs a chain on a bare interpreter (-S), on Python 3.8, reports its
+own sha256; and vermin proves the agent's sources stay Python 3.8 compatible."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.core.conftest import REPO, job
+
+PY38 = "/root/.pyenv/versions/3.8.18/bin/python3.8"
+
+
+def _pyz_agent(box, python, pyz):
+    env = {k: v for k, v in box.env.items() if k != "PYTHONPATH"}   # nothing but the file itself
+
+    def run(*args, stdin=None):
+        return subprocess.run(python + [str(pyz), *args], input=stdin, capture_output=True, text=True,
+                              env=env, timeout=60, cwd=str(box.tmp))
+    return run
+
+
+def _chain_through(box, agent):
+    j = job("pyz", box.workdir, {"name": "a", "run": "echo a > a.txt", "expect": ["a.txt"]},
+            {"name": "b", "run": "python3 -c 'print(42)' > b.txt", "expect": ["b.txt"]},
+            {"name": "c", "run": "echo done", "success_pattern": "done"})
+    out = agent("submit", "-", "--json", stdin=json.dumps(j))
+    assert out.returncode == 0, out.stderr
+    start = agent("start")
+    assert start.returncode == 0, start.stderr + (box.home / "daemon.log").read_text()
+    run = box.wait_run("pyz")
+    assert run["state"] == "succeeded", run
+    status = json.loads(agent("status", "--json").stdout)
+    assert agent("stop").returncode == 0
+    return status
+
+
+def test_pyz_runs_a_chain_on_a_bare_interpreter(box, agent_pyz):
+    agent = _pyz_agent(box, [sys.executable, "-S"], agent_pyz)
+    status = _chain_through(box, agent)
+    sha = hashlib.sha256(agent_pyz.read_bytes()).hexdigest()
+    assert status["agent"]["build_sha256"] == sha
+    assert status["agent"]["deps"]["psutil"] is False and status["agent"]["deps"]["watchdog"] is False
+    assert json.loads((box.home / "runs/pyz/stages/a.1.pid").read_text())["shim_pid"]   # the shim ran
+    version = json.loads(agent("version", "--json").stdout)
+    assert version["build_sha256"] == sha and version["pyz"] == str(agent_pyz)
+
+
+@pytest.mark.skipif(not os.access(PY38, os.X_OK), reason="Python 3.8 not installed at %s" % PY38)
+def test_python38_really_runs_the_pyz(box, agent_pyz):
+    agent = _pyz_agent(box, [PY38], agent_pyz)
+    out = agent("--version")
+    assert out.returncode == 0 and out.stdout.startswith("rgt-agent ")
+    status = _chain_through(box, agent)
+    assert status["agent"]["python"].startswith("3.8.")
+
+
+def test_vermin_says_python38_for_the_agent():
+    vermin = shutil.which("vermin")
+    if vermin is None:
+        pytest.skip("vermin is not installed (pip install -e .[dev])")
+    out = subprocess.run([vermin, "-t=3.8-", "--no-tips", "--violations", str(REPO / "boxagent")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_agent_imports_without_site_packages():
+    code = "import boxagent.cli, boxagent.daemon, boxagent.control; boxagent.cli.build_parser(); print('ok')"
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "")}, timeout=30)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
