@@ -1,0 +1,89 @@
+"""End to end: the real daemon started INSIDE a small memory cgroup, a stage that allocates past
+the limit, and the stage's cause says cgroup_oom with oom_kill in the evidence."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.health import realcg
+from tests.health.test_oom_real import HOG
+
+REPO = Path(__file__).resolve().parents[2]
+LIMIT = 160 << 20   # room for the daemon and the shim; the stage's hog is still the biggest
+
+
+def _wait(fn, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = fn()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def _json(path):
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _events(home):
+    try:
+        return [json.loads(line) for line in (home / "events.jsonl").read_text().splitlines() if line.strip()]
+    except OSError:
+        return []
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_daemon_in_small_cgroup_diagnoses_cgroup_oom(tmp_path):
+    version, why = realcg.usable()
+    if version is None:
+        pytest.skip(why)
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    (work / "hog.py").write_text(HOG)
+    env = dict(os.environ, RGT_HOME=str(home), PYTHONPATH=str(REPO), RGT_TICK="0.05", RGT_SAMPLE_EVERY="0.3",
+               RGT_STOP_GRACE="1", RGT_LAUNCH_GRACE="2", RGT_HEARTBEAT_EVERY="3600",
+               RGT_KMSG_PATH=str(tmp_path / "no-kmsg"), RGT_NVML_LIB=str(tmp_path / "no-nvml.so"))
+    job = {"name": "oomrun", "workdir": str(work),
+           "stage": [{"name": "train", "run": "%s hog.py" % sys.executable}]}
+    sub = subprocess.run([sys.executable, "-m", "boxagent", "submit", "-"], input=json.dumps(job), env=env,
+                         capture_output=True, text=True, timeout=30, cwd=str(tmp_path))
+    assert sub.returncode == 0, sub.stderr
+    cg = realcg.ChildCgroup(version, LIMIT)
+    daemon = None
+    try:
+        log = open(tmp_path / "daemon.log", "wb")
+        daemon = subprocess.Popen(["sh", "-c", 'echo $$ > "%s" && exec "%s" -m boxagent daemon' % (cg.procs_file, sys.executable)],
+                                  env=env, stdout=log, stderr=log, cwd=str(tmp_path), start_new_session=True)
+        state = _wait(lambda: (lambda s: s if s.get("state") in ("succeeded", "failed") else None)(
+            _json(home / "runs" / "oomrun" / "state.json")), 60, "the run to end")
+        assert state["state"] == "failed", state
+        cause = state["stages"][0]["cause"]
+        assert cause["class"] == "cgroup_oom", cause
+        assert any("oom_kill" in e for e in cause["evidence"]), cause
+        st = _wait(lambda: (lambda s: s if (s.get("health") or {}).get("memory", {}).get("oom_kill") else None)(
+            _json(home / "status.json")), 10, "status.json to show the oom_kill")
+        assert st["health"]["memory"]["cgroup"] == version and st["health"]["memory"]["max_bytes"] == LIMIT
+        oom = _wait(lambda: [e for e in _events(home) if e["type"] == "oom_kill"], 10, "the oom_kill event")
+        assert oom[0]["severity"] == "critical"
+    finally:
+        if daemon is not None and daemon.poll() is None:
+            os.kill(daemon.pid, signal.SIGTERM)
+            try:
+                daemon.wait(10)
+            except subprocess.TimeoutExpired:
+                os.kill(daemon.pid, signal.SIGKILL)
+                daemon.wait(5)
+        cg.destroy()
+    assert not cg.dir.exists()
