@@ -56,10 +56,12 @@ class Box:
         assert out.returncode == 0, out.stderr
         return int(out.stdout.strip())
 
-    def daemon(self, *extra: str, env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
+    def daemon(self, *extra: str, env: Optional[Dict[str, str]] = None,
+               prefix: Optional[List[str]] = None) -> subprocess.Popen:
         """A foreground daemon we hold the Popen of (to SIGKILL/SIGTERM it); waits for its status."""
         log = open(self.tmp / ("daemon-%d.log" % len(self.daemons)), "ab")
-        proc = subprocess.Popen([sys.executable, "-m", "boxagent", "daemon", *extra], env=dict(self.env, **(env or {})),
+        argv = list(prefix or []) + [sys.executable, "-m", "boxagent", "daemon", *extra]
+        proc = subprocess.Popen(argv, env=dict(self.env, **(env or {})),
                                 stdout=log, stderr=log, cwd=str(self.tmp), start_new_session=True)
         self.daemons.append(proc)
         wait_for(lambda: self.status_file().get("agent", {}).get("pid") == proc.pid or proc.poll() is not None,
