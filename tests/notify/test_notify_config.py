@@ -1,0 +1,98 @@
+"""Notifier configs: format inference, validation, redaction, secret scrubbing, Apprise fallback."""
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+
+from boxagent.notify.config import NotifyConfigError, parse_entry, parse_notifiers, redact
+from boxagent.notify.formats import Item, endpoint
+from boxagent.notify.messages import render_test
+
+
+@pytest.mark.parametrize("url,fmt", [
+    ("ntfys://ntfy.sh/t", "ntfy"), ("ntfy://tk_x@host:8080/t", "ntfy"), ("https://ntfy.sh/t", "ntfy"),
+    ("slack://T/B/X", "slack"), ("https://hooks.slack.com/services/T/B/X", "slack"),
+    ("discord://1/tok", "discord"), ("https://discord.com/api/webhooks/1/tok", "discord"),
+    ("tgram://123:abc/42", "telegram"), ("json://h/p", "json"), ("jsons://h/p", "json"),
+    ("https://hc-ping.com/abcd-1234", "healthchecks"), ("file:///tmp/x.jsonl", "file"),
+])
+def test_format_inferred_from_url(url, fmt):
+    assert parse_entry(0, {"url": url}).format == fmt
+
+
+@pytest.mark.parametrize("url,shown", [
+    ("ntfys://tk_abc@ntfy.sh/my-secret-topic", "ntfys://ntfy.sh/***"),
+    ("slack://T0/B0/XYZ", "slack://***"),
+    ("tgram://123:ABC/99", "tgram://***"),
+    ("https://hc-ping.com/uuid-1", "https://hc-ping.com/***"),
+    ("jsons://user:pw@hooks.example.com:8443/p/q", "jsons://hooks.example.com:8443/***"),
+    ("file:///var/log/rgt.jsonl", "file:///var/log/rgt.jsonl"),
+])
+def test_redacted_targets(url, shown):
+    assert redact(url) == shown
+
+
+def test_scrub_masks_every_secret_piece():
+    n = parse_entry(0, {"url": "tgram://123456:AAHsecret-Token/-1009876", "base_url": "http://127.0.0.1:1"})
+    err = "ConnectionError: HTTPConnectionPool: Max retries with url: /bot123456:AAHsecret-Token/sendMessage"
+    assert "AAHsecret" not in n.scrub(err) and "/bot***/sendMessage" in n.scrub(err)
+    j = parse_entry(0, {"url": "json://h/hook-abc", "secret": "k3y-zz"})
+    assert j.scrub("signature for k3y-zz at /hook-abc") == "signature for *** at /***"
+
+
+def test_ntfy_endpoint_forms():
+    assert endpoint(parse_entry(0, {"url": "ntfy://alerts"}))["base"] == "https://ntfy.sh"
+    ep = endpoint(parse_entry(0, {"url": "ntfys://host.example/prefix/topic_1"}))
+    assert ep == {"base": "https://host.example/prefix", "topic": "topic_1", "auth": None}
+    with pytest.raises(NotifyConfigError, match="topic"):
+        parse_entry(0, {"url": "ntfys://ntfy.sh/bad topic!"})
+    with pytest.raises(NotifyConfigError, match="3 days"):
+        parse_entry(0, {"url": "ntfys://ntfy.sh/t", "deadman": "4d"})
+
+
+def test_errors_name_the_entry_and_never_the_url():
+    with pytest.raises(NotifyConfigError) as exc:
+        parse_notifiers([{"url": "ntfy://h/t"}, {"url": "https://secret-host.example/secret-path-zz"}])
+    assert exc.value.message.startswith("notify entry 2")
+    assert "secret-path-zz" not in exc.value.message
+    with pytest.raises(NotifyConfigError, match="share the id"):
+        parse_notifiers([{"url": "ntfy://h/t", "id": "a"}, {"url": "ntfy://h/u", "id": "a"}])
+    with pytest.raises(NotifyConfigError, match="heartbeat"):
+        parse_entry(0, {"url": "ntfy://h/t", "heartbeat": "soon"})
+
+
+@pytest.fixture
+def fake_apprise_path(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("apprise", None)
+    yield tmp_path
+    sys.modules.pop("apprise", None)       # later tests must see the real (absent) Apprise
+
+
+def test_unknown_scheme_goes_to_apprise_when_importable(fake_apprise_path):
+    tmp_path = fake_apprise_path
+    # A stand-in `apprise` module at the import seam, speaking the small API rgt uses.
+    (tmp_path / "apprise.py").write_text(textwrap.dedent('''
+        SENT = []
+        class Apprise:
+            def __init__(self):
+                self.urls = []
+            def add(self, url):
+                ok = url.startswith("mailto://")
+                if ok:
+                    self.urls.append(url)
+                return ok
+            def notify(self, title, body):
+                SENT.append((self.urls[0], title, body))
+                return True
+    '''))
+    n = parse_entry(0, {"url": "mailto://me:pw@example.com"})
+    assert n.format == "apprise" and n.target == "mailto://example.com/***"
+    from boxagent.notify.delivery import deliver
+    res = deliver(n, Item("test", {"id": "t"}, render_test("box1", "now")), http=None)
+    import apprise
+    assert res.ok and apprise.SENT[0][1].startswith("box1 \u00b7 test from rgt")
+    with pytest.raises(NotifyConfigError, match="Apprise does not accept"):
+        parse_entry(0, {"url": "weird://x"})
