@@ -142,3 +142,28 @@ def test_client_notify_set_bad_file_touches_nothing(local_box, tmp_path):
     assert res.exit_code == 2
     assert "Error: " in res.output and "Hint: " in res.output
     assert not (local_box / "secrets.json").exists()
+
+
+def _python38():
+    import glob
+    import subprocess
+    for cand in glob.glob("/root/.pyenv/versions/3.8*/bin/python3.8") + [shutil.which("python3.8") or ""]:
+        try:   # a pyenv shim exists but may not run
+            if cand and subprocess.run([cand, "-c", "pass"], capture_output=True, timeout=10).returncode == 0:
+                return cand
+        except (OSError, subprocess.SubprocessError):
+            continue
+    return None
+
+
+@pytest.mark.skipif(not _python38(), reason="no Python 3.8 interpreter on this machine")
+def test_notify_test_on_python38_bare(agent, rgt_home, receiver):
+    import subprocess
+    from tests.conftest import REPO
+    _set(agent, [{"url": "ntfy://127.0.0.1:%d/t" % receiver.port},
+                 {"url": "json://127.0.0.1:%d/h" % receiver.port, "secret": "k"}])
+    res = subprocess.run([_python38(), "-S", "-m", "boxagent", "notify-test", "--json"], capture_output=True,
+                         env=dict(os.environ, RGT_HOME=str(rgt_home), PYTHONPATH=str(REPO)), timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert [r["ok"] for r in json.loads(res.stdout)["results"]] == [True, True]
+    assert len(receiver.wait_for(2)) == 2
