@@ -6,7 +6,7 @@ Every message carries `X-Sequence-ID` (the event id): since ntfy 2.16 a second p
 same sequence id replaces the first on the phone, so a resend after a crash mid-send shows once.
 
 The dead-man is ONE scheduled message (`In: <deadman>`) under a fixed sequence id. Per ntfy's
-docs ("Updating scheduled messages", ntfy >= 2.16) publishing again with the same sequence id
+docs ("Updating scheduled messages"; sequence ids arrived in 2.16) publishing again with the same sequence id
 deletes the pending scheduled message and schedules the new one; `DELETE /<topic>/<sequence_id>`
 cancels it. So re-arming on every heartbeat keeps exactly one pending, and when the agent stops
 re-arming, ntfy itself delivers "box silent". Older servers ignore the sequence id (each re-arm
