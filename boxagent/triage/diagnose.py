@@ -1,47 +1,306 @@
-"""diagnose(facts) -> cause. CONTRACT stub (issue 5 replaces it with the full precedence).
+"""diagnose(facts) -> cause {class, summary, remediation, retryable, evidence[]}.
 
-facts keys (all optional): exit_code, signal, timed_out, cancelled, preempted, boot_changed,
-vanished, expect_missing[], success_pattern, success_seen, fail_line, oom_kill_delta,
-gpu_faults[], disks[], hits[], last_lines[], duration_s, expected_duration_s, hangup.
+The precedence (first that applies wins; each step names its deciding evidence first):
+  1. cancelled                      the user asked
+  2. preflight_failed               the stage never started
+  3. machine_restart                boot_id changed: never an OOM, never the code
+  4. preempted                      SIGTERM to the agent (spot)
+  5. gpu_hardware                   Xid 48/79/..., ECC, GPU lost during the stage: outranks
+                                    the CUDA error it causes in the log
+  6. timeout                        the stage ran past its timeout
+  7. cgroup_oom                     the cgroup oom_kill counter went up: outranks "Killed"
+  8. vanished (attach mode)         hangup / the log's own crash / OOM-looking kill / killed
+  9. signals                        SIGHUP -> hangup; SIGKILL/SIGTERM/SIGINT -> killed
+                                    (a bare "Killed" line with an unreadable counter ->
+                                    cgroup_oom, said as likely); crash signals -> the log
+ 10. the log's classes              most severe, job > profile > built-in, most specific
+                                    class (CLASS_RANK), after the last progress line first;
+                                    disk_full vs inodes_full from the filesystems
+ 11. exit 0 but: fail_pattern, expect missing, success_pattern missing
+ 12. nonzero_exit                   nothing more specific is known
+
+facts keys (all optional):
+  exit_code, signal (int or name), kind (run|wait), timed_out, cancelled, preempted,
+  boot_changed, vanished (attach mode: the process is gone, no exit status), hangup (SIGHUP
+  seen / a foreground launch), expect_missing[paths], success_pattern, success_seen,
+  fail_line, oom_kill_delta (None = counter unknown), gpu_faults[{type, code, gpu, at,
+  source, hardware, summary}], disks[{path, role, bytes_used_pct, inodes_used_pct, ...}],
+  hits[] (StageWatch.hits: class, severity, line_no, line, source, remediation, retryable,
+  tag, after_progress), last_lines[], duration_s, expected_duration_s, fast_ratio, log,
+  spawn_error.
+  Added by triage: previous_duration_s (the stage's last successful duration, used when
+  expected_duration_s is absent), progress_line_no, preflight[failure strings or
+  {summary}], timeout_s, workdir, probe_disks (statvfs the paths named in ENOSPC lines:
+  the CLI only, never the daemon - an NFS mount may hang).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
-TRANSIENT = {"nccl", "network_transient", "preempted", "machine_restart"}
+from boxagent.triage import evidence as E
+from boxagent.triage.builtin_rules import REMEDIATION, SUMMARY, TRANSIENT
+from boxagent.triage.success import fast_spec, success_warnings  # noqa: F401 (re-export)
 
-
-def _cause(cls: str, summary: str, remediation: str, evidence: List[str]) -> Dict[str, Any]:
-    return {"class": cls, "summary": summary, "remediation": remediation,
-            "retryable": cls in TRANSIENT, "evidence": evidence}
-
-
-def diagnose(facts: Dict[str, Any]) -> Dict[str, Any]:
-    ec, sig = facts.get("exit_code"), facts.get("signal")
-    if facts.get("cancelled"):
-        return _cause("cancelled", "cancelled by the user", "resume it when ready", [])
-    if facts.get("preempted"):
-        return _cause("preempted", "stopped by SIGTERM to the agent", "resume from the last marker", [])
-    if facts.get("boot_changed"):
-        return _cause("machine_restart", "the machine restarted", "resume from the last marker", ["boot_id changed"])
-    if facts.get("timed_out"):
-        return _cause("timeout", "the stage ran past its timeout", "raise `timeout` or find the hang", [])
-    if (facts.get("oom_kill_delta") or 0) > 0:
-        return _cause("cgroup_oom", "cgroup OOM kill", "lower memory use", ["oom_kill +%d" % facts["oom_kill_delta"]])
-    if sig:
-        return _cause("killed", "killed by signal %d" % sig, "find who sent it", ["signal %d" % sig])
-    if ec not in (0, None):
-        return _cause("nonzero_exit", "exited with code %d" % ec, "read the log", ["exit code %d" % ec])
-    if facts.get("fail_line"):
-        return _cause("code_error", "fail_pattern matched", "read the log", [facts["fail_line"]])
-    if facts.get("expect_missing"):
-        return _cause("expect_missing", "expected outputs missing", "check the paths",
-                      ["missing: " + p for p in facts["expect_missing"]])
-    if facts.get("success_pattern") and not facts.get("success_seen"):
-        return _cause("success_pattern_missing", "success_pattern never appeared", "check the log", [])
-    return _cause("nonzero_exit", "failed", "read the log", [])
+Cause = Dict[str, Any]
+HARDWARE_XIDS = frozenset((48, 63, 64, 74, 79, 92, 94, 95, 119, 120))
 
 
-def success_warnings(facts: Dict[str, Any]) -> List[str]:
-    """Warnings for a stage that succeeded (exit 0 with an NCCL/CUDA error at the end, fast...)."""
-    return []
+def _cause(cls: str, summary: str, evidence: List[str], remediation: Optional[str] = None,
+           retryable: Optional[bool] = None) -> Cause:
+    return {"class": cls, "summary": summary,
+            "remediation": remediation or REMEDIATION.get(cls, REMEDIATION["nonzero_exit"]),
+            "retryable": (cls in TRANSIENT) if retryable is None else bool(retryable),
+            "evidence": [str(e) for e in evidence if e][:12]}
+
+
+def diagnose(facts: Dict[str, Any]) -> Cause:
+    facts = dict(facts or {})
+    steps: List[Callable[[Dict[str, Any]], Optional[Cause]]] = [
+        _cancelled, _preflight, _machine_restart, _preempted, _gpu_hardware, _timeout,
+        _oom_counter, _spawn_error, _vanished, _signalled, _from_log, _exit_zero]
+    for step in steps:
+        cause = step(facts)
+        if cause is not None:
+            return cause
+    return _nonzero(facts)
+
+
+# -- facts the daemon knows
+def _cancelled(f: Dict[str, Any]) -> Optional[Cause]:
+    if f.get("cancelled"):
+        return _cause("cancelled", "cancelled on request", ["cancel requested"])
+    return None
+
+
+def _preflight(f: Dict[str, Any]) -> Optional[Cause]:
+    fails = f.get("preflight") or []
+    if not fails:
+        return None
+    ev = [x.get("summary", str(x)) if isinstance(x, dict) else str(x) for x in fails]
+    return _cause("preflight_failed", "preflight failed: %s" % ev[0], ev)
+
+
+def _machine_restart(f: Dict[str, Any]) -> Optional[Cause]:
+    if not f.get("boot_changed"):
+        return None
+    ev = ["boot_id changed while the stage ran"]
+    last = (f.get("last_lines") or [""])[-1]
+    crit = E.top_hit(f)
+    ev.append("the log ends cleanly: %s" % last if crit is None else
+              "last log evidence before the restart: " + E.hit_line(crit))
+    return _cause("machine_restart", "the machine restarted during the stage", ev)
+
+
+def _preempted(f: Dict[str, Any]) -> Optional[Cause]:
+    if f.get("preempted"):
+        return _cause("preempted", "stopped by preemption (SIGTERM to the agent)",
+                      ["the agent got SIGTERM and stopped the stage"])
+    return None
+
+
+def _gpu_fault_is_hw(g: Dict[str, Any]) -> bool:
+    if g.get("hardware") or g.get("type") == "gpu_lost":
+        return True
+    try:
+        return g.get("type") == "gpu_xid" and int(g.get("code")) in HARDWARE_XIDS
+    except (TypeError, ValueError):
+        return False
+
+
+def _gpu_hardware(f: Dict[str, Any]) -> Optional[Cause]:
+    faults = [g for g in f.get("gpu_faults") or [] if isinstance(g, dict) and _gpu_fault_is_hw(g)]
+    if not faults:
+        return None
+    ev = [g.get("summary") or "%s %s on GPU %s (%s)" % (g.get("type"), g.get("code", ""),
+                                                      g.get("gpu"), g.get("source"))
+          for g in faults[:4]]
+    hit = E.top_hit(f)
+    if hit is not None:
+        ev.append("explains " + E.hit_line(hit))
+    return _cause("gpu_hardware", "GPU hardware fault during the stage: %s" % ev[0], ev)
+
+
+def _timeout(f: Dict[str, Any]) -> Optional[Cause]:
+    if not f.get("timed_out"):
+        return None
+    ev = ["ran past its timeout" + (" of %ss" % f["timeout_s"] if f.get("timeout_s") else "")]
+    last = (f.get("last_lines") or [])
+    if last:
+        ev.append("last line: %s" % last[-1])
+    return _cause("timeout", "the stage ran past its timeout", ev)
+
+
+def _oom_counter(f: Dict[str, Any]) -> Optional[Cause]:
+    delta = f.get("oom_kill_delta")
+    if not isinstance(delta, int) or delta <= 0:
+        return None
+    ev = ["cgroup oom_kill counter +%d during the stage" % delta]
+    sig, how = E.signal_of(f)
+    if how:
+        ev.append(how)
+    hit = E.top_hit(f, ("cgroup_oom",))
+    if hit is not None:
+        ev.append(E.hit_line(hit))
+    return _cause("cgroup_oom", "killed by the cgroup OOM killer (memory limit)", ev)
+
+
+def _spawn_error(f: Dict[str, Any]) -> Optional[Cause]:
+    if f.get("spawn_error"):
+        return _cause("nonzero_exit", "the stage could not start: %s" % f["spawn_error"],
+                      [f["spawn_error"]], "check python3 on the box, the workdir and fd limits")
+    return None
+
+
+# -- the process is gone without an exit status (attach mode)
+def _vanished(f: Dict[str, Any]) -> Optional[Cause]:
+    if not f.get("vanished"):
+        return None
+    if f.get("hangup"):
+        return _cause("hangup", "the process vanished with its terminal (SIGHUP)",
+                      ["SIGHUP seen / launched in the foreground of a session that ended"])
+    hit = E.top_hit(f)
+    if hit is not None and hit["class"] == "hangup":
+        return _cause("hangup", "the process vanished after a hangup", [E.hit_line(hit)])
+    if hit is not None and hit["class"] == "cgroup_oom":
+        return _killed_line(f, hit, "the process vanished")
+    if hit is not None and hit.get("severity") == "critical":
+        return _log_cause(f, hit, prefix="the process vanished; ")
+    ev = ["the process is gone without an exit status", "boot_id unchanged"]
+    delta = f.get("oom_kill_delta")
+    ev.append("cgroup oom_kill unchanged" if delta == 0 else "cgroup oom_kill counter unknown")
+    ev.append("no hangup seen")
+    last = f.get("last_lines") or []
+    if last:
+        ev.append("the log ends: %s" % last[-1])
+    return _cause("killed", "the process vanished: killed from outside (no reboot, no OOM kill,"
+                  " no hangup seen)", ev)
+
+
+def _killed_line(f: Dict[str, Any], hit: Dict[str, Any], what: str) -> Cause:
+    """A "Killed" line: the OOM killer unless the cgroup counter says it was not."""
+    sig, how = E.signal_of(f)
+    ev = [E.hit_line(hit)] + ([how] if how else [])
+    if f.get("oom_kill_delta") == 0:
+        ev.append("cgroup oom_kill counter did not move: not the OOM killer")
+        return _cause("killed", "%s: SIGKILL from outside (not an OOM kill)" % what, ev)
+    ev.append("cgroup oom_kill counter not readable: most likely the OOM killer")
+    return _cause("cgroup_oom", "%s: killed, most likely by the OOM killer" % what, ev)
+
+
+# -- death by signal
+def _signalled(f: Dict[str, Any]) -> Optional[Cause]:
+    sig, how = E.signal_of(f)
+    if sig is None:
+        return None
+    if sig == "SIGHUP" or f.get("hangup"):
+        return _cause("hangup", "hung up (SIGHUP): the terminal or session it ran in went away",
+                      [how or "SIGHUP"])
+    if sig == "SIGKILL":
+        hit = E.top_hit(f, ("cgroup_oom",))
+        if hit is not None:
+            return _killed_line(f, hit, "the stage was killed")
+        known = f.get("oom_kill_delta") == 0
+        return _cause("killed", "killed by SIGKILL from outside" + (
+            "" if known else " (or the OOM killer: the cgroup counter was not readable)"),
+            [how, "cgroup oom_kill counter did not move" if known else
+             "cgroup oom_kill counter unknown"])
+    if sig in ("SIGTERM", "SIGINT", "SIGQUIT"):
+        return _cause("killed", "stopped by %s from outside" % sig, [how])
+    return None
+
+
+# -- the log
+def _log_cause(f: Dict[str, Any], hit: Dict[str, Any], prefix: str = "") -> Cause:
+    cls = hit["class"]
+    ev = E.class_evidence(f, hit)
+    if cls == "disk_full":
+        lines = [h.get("line", "") for h in f.get("hits") or [] if h.get("class") == "disk_full"]
+        cls, disk_ev = E.disk_verdict(f, lines)
+        ev = ev[:1] + disk_ev + ev[1:]
+    elif cls == "cgroup_oom" and hit.get("source") == "builtin":
+        return _killed_line(f, hit, "the stage was killed")
+    sig, how = E.signal_of(f)
+    if how:
+        ev.append(how)
+    elif isinstance(f.get("exit_code"), int):
+        ev.append("exit code %d" % f["exit_code"])
+    summary = SUMMARY.get(cls, "%s" % cls)
+    if cls not in SUMMARY or hit.get("source") != "builtin":
+        summary = "%s: %s" % (cls, hit.get("line", ""))
+    remediation = hit.get("remediation") if cls == hit["class"] else None
+    retry = hit.get("retryable") if cls == hit["class"] and hit.get("source") != "builtin" else None
+    return _cause(cls, "%s%s (line %s)" % (prefix, summary, hit.get("line_no")), ev,
+                  remediation, retry)
+
+
+def _failed_run(f: Dict[str, Any]) -> bool:
+    ec, sig = f.get("exit_code"), E.signal_of(f)[0]
+    return bool(sig) or (isinstance(ec, int) and ec != 0)
+
+
+def _from_log(f: Dict[str, Any]) -> Optional[Cause]:
+    if not _failed_run(f) and not f.get("fail_line"):
+        return None
+    hit = E.top_hit(f)
+    if hit is not None:
+        return _log_cause(f, hit)
+    if not _failed_run(f):
+        return None
+    tbs = E.tracebacks(f)
+    ec = f.get("exit_code")
+    if tbs:
+        return _cause("code_error", "the job crashed with a Python traceback (line %s)"
+                      % tbs[-1].get("line_no"), [E.hit_line(tbs[-1])] + _tail_ev(f) + _exit_ev(f))
+    if ec == 127:
+        return _cause("code_error", "command not found (exit code 127)", _exit_ev(f) + _tail_ev(f))
+    if ec == 126:
+        return _cause("code_error", "the command is not executable (exit code 126)",
+                      _exit_ev(f) + _tail_ev(f), "chmod +x the script, or run it with bash/python")
+    return None
+
+
+def _tail_ev(f: Dict[str, Any]) -> List[str]:
+    last = f.get("last_lines") or []
+    return ["the log ends: %s" % last[-1]] if last else []
+
+
+def _exit_ev(f: Dict[str, Any]) -> List[str]:
+    sig, how = E.signal_of(f)
+    if how:
+        return [how]
+    ec = f.get("exit_code")
+    return ["exit code %s" % ec] if ec is not None else []
+
+
+# -- exit 0 and still a failure
+def _exit_zero(f: Dict[str, Any]) -> Optional[Cause]:
+    if f.get("fail_line"):
+        return _cause("code_error", "fail_pattern matched: %s" % f["fail_line"],
+                      ["fail_pattern matched: %s" % f["fail_line"]] + _exit_ev(f))
+    missing = f.get("expect_missing") or []
+    if missing:
+        disk = E.top_hit(f, ("disk_full",))
+        ev = ["missing or empty: %s" % p for p in missing[:5]]
+        if disk is not None:
+            c = _log_cause(f, disk)
+            c["evidence"] = (c["evidence"] + ev)[:12]
+            return c
+        return _cause("expect_missing", "expected outputs missing or empty: %s"
+                      % ", ".join(missing[:3]), ev + _exit_ev(f))
+    if f.get("success_pattern") and not f.get("success_seen"):
+        return _cause("success_pattern_missing", "success_pattern never appeared in the log",
+                      ["pattern: %s" % f["success_pattern"]] + _tail_ev(f) + _exit_ev(f))
+    return None
+
+
+def _nonzero(f: Dict[str, Any]) -> Cause:
+    sig, how = E.signal_of(f)
+    if sig in E.CRASH_SIGNALS:
+        return _cause("nonzero_exit", "crashed with %s (a native crash: an extension, a "
+                      "library or the driver)" % sig, [how] + _tail_ev(f),
+                      "run it again with PYTHONFAULTHANDLER=1 to see where; check the torch/"
+                      "CUDA extension versions")
+    ec = f.get("exit_code")
+    if isinstance(ec, int) and ec != 0:
+        return _cause("nonzero_exit", "exited with code %d" % ec, _exit_ev(f) + _tail_ev(f))
+    return _cause("nonzero_exit", "the stage failed", _exit_ev(f) + _tail_ev(f))

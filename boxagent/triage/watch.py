@@ -1,70 +1,257 @@
-"""StageWatch: follows one stage's log. CONTRACT stub; issue 5 replaces it with the real tailer.
+"""StageWatch: follows one stage attempt's log for the daemon (CONTRACT, docs/ARCHITECTURE.md).
 
-The daemon creates one per running stage attempt and calls poll(now) every tick.
+The daemon creates one per attempt, calls poll(now) every fast tick (one bounded read; cost
+proportional to the new bytes), stall_check() on sample ticks, finish(now) at the end, and
+reads success_seen, fail_line, hits, progress, last_output_at, last_lines(n), status_block().
+All times are wall-clock seconds (time.time()), the clock file mtimes use.
 """
 from __future__ import annotations
 
-import os
+import collections
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Deque, Dict, List, Optional, Tuple
+
+from boxagent.triage.progress import ProgressTracker, compile_progress_pattern
+from boxagent.triage.rules import RuleSet, ScanState, build_rules, candidate_lines, derive_keywords
+from boxagent.triage.tailer import DEFAULT_CHUNK, Block, Tailer
+from boxagent.triage.text import decode, last_segment, match_text, show, show_match
+from boxagent.units import format_duration
+
+KEEP_TAIL = 50            # lines kept for last_lines()
+FIRST_PER_CLASS = 3       # the first hits of each class are kept, and the last KEEP_RECENT
+KEEP_RECENT = 50
+PROGRESS_LOOKBACK = 2000  # lines searched backwards in a block for the latest progress
+
+
+class LinePattern:
+    """A user regex (success_pattern, fail_pattern) found in blocks of lines, prefiltered."""
+
+    def __init__(self, pattern: str):
+        self.rx = re.compile(pattern, re.M)
+        kws = derive_keywords(pattern)
+        self.anchors = tuple(k.encode("utf-8") for k in kws) if kws else ()
+
+    def first(self, block: bytes, first_line_no: int) -> Optional[Tuple[int, str]]:
+        for line_no, raw in candidate_lines(block, self.anchors, first_line_no, not self.anchors):
+            text = match_text(raw)
+            m = self.rx.search(text)
+            if m:
+                return line_no, show_match(text, m.start())
+        return None
+
+
+def _as_ruleset(rules: Any) -> RuleSet:
+    if isinstance(rules, RuleSet):
+        return rules
+    if isinstance(rules, list):
+        return build_rules(None, rules)
+    return build_rules()
 
 
 class StageWatch:
     def __init__(self, log_path: str, rules: Any = None, success_pattern: Optional[str] = None,
                  fail_pattern: Optional[str] = None, progress_pattern: Optional[str] = None,
-                 started_at: Optional[float] = None):
+                 started_at: Optional[float] = None, chunk: int = DEFAULT_CHUNK,
+                 start_offset: Optional[int] = None):
         self.log_path = log_path
-        self.offset = 0
-        self.success_re = re.compile(success_pattern) if success_pattern else None
-        self.fail_re = re.compile(fail_pattern) if fail_pattern else None
-        self.success_seen = False
-        self.fail_line: Optional[str] = None       # first line that matched fail_pattern
-        self.hits: List[Dict[str, Any]] = []        # [{class, severity, retryable, line_no, line}]
-        self.progress: Optional[Dict[str, Any]] = None
-        self.last_output_at: Optional[float] = None
-        self._tail: List[str] = []
-        self._partial = b""
-
-    def poll(self, now: float) -> List[Dict[str, Any]]:
-        """Read the new bytes; update patterns/progress/hits. Returns event specs (e.g. stalled)."""
+        self.rules = _as_ruleset(rules)
+        self.started_at = started_at
+        self.tailer = Tailer(log_path, chunk, start_offset)
+        self.success = LinePattern(success_pattern) if success_pattern else None
+        self.fail = LinePattern(fail_pattern) if fail_pattern else None
+        self.progress_error: Optional[str] = None
         try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(self.offset)
-                data = fh.read(1 << 20)
-        except OSError:
+            custom = compile_progress_pattern(progress_pattern)
+        except ValueError as exc:         # degrade to the built-in forms, never lose the watch
+            custom, self.progress_error = None, str(exc)
+        self.tracker = ProgressTracker(custom)
+        self.success_seen = False
+        self.success_line_no: Optional[int] = None
+        self.fail_line: Optional[str] = None       # first line that matched fail_pattern
+        self.fail_line_no: Optional[int] = None
+        self.last_output_at: Optional[float] = None
+        self.hit_counts: Dict[str, int] = {}
+        self.finished = False
+        self._scan = ScanState()
+        self._seq = 0
+        self._first: Dict[str, List[Tuple[int, Dict[str, Any]]]] = {}
+        self._recent: Deque[Tuple[int, Dict[str, Any]]] = collections.deque(maxlen=KEEP_RECENT)
+        self._tail: Deque[str] = collections.deque(maxlen=KEEP_TAIL)
+        self._stall_since: Optional[float] = None
+        self._silent_since: Optional[float] = None
+
+    # -- reading
+    def poll(self, now: float) -> List[Dict[str, Any]]:
+        """Read the new bytes (one bounded read); update patterns, hits, progress.
+        Returns event specs (none today: stalls come from stall_check)."""
+        if self.finished:
             return []
-        if not data:
-            return []
-        self.offset += len(data)
-        self.last_output_at = now
-        data = self._partial + data
-        lines = data.split(b"\n")
-        self._partial = lines.pop()
-        for raw in lines:
-            line = raw.decode("utf-8", "replace")
-            if self.success_re and self.success_re.search(line):
-                self.success_seen = True
-            if self.fail_re and self.fail_line is None and self.fail_re.search(line):
-                self.fail_line = line
-            self._tail = (self._tail + [line])[-50:]
+        before = (self.tailer.offset, self.tailer.rotations, self.tailer.truncations)
+        block = self.tailer.read()
+        if (self.tailer.offset, self.tailer.rotations, self.tailer.truncations) != before:
+            self.last_output_at = now
+        if block is not None:
+            self._process(block, now)
+        if self.tailer.offset != before[0]:
+            self._partial_progress(now)
         return []
 
     def finish(self, now: float) -> None:
         """The stage ended: read what is left, including a last line without a newline."""
-        self.poll(now)
-        if self._partial:
-            self._partial += b"\n"
-            tail, self._partial = self._partial, b""
-            self.offset -= len(tail) - 1
-            self.poll(now)
+        if self.finished:
+            return
+        before = self.tailer.offset
+        block = self.tailer.finish()
+        if block is not None:
+            if self.tailer.offset != before:
+                self.last_output_at = now
+            self._process(block, now)
+        self.finished = True
+
+    def close(self) -> None:
+        self.tailer.close()
+
+    def _process(self, block: Block, now: float) -> None:
+        data, first = block.data, block.first_line_no
+        for h in self.rules.scan(data, first, self._scan):
+            self._add_hit(h)
+        if self.success is not None and not self.success_seen:
+            found = self.success.first(data, first)
+            if found:
+                self.success_seen, self.success_line_no = True, found[0]
+        if self.fail is not None and self.fail_line is None:
+            found = self.fail.first(data, first)
+            if found:
+                self.fail_line_no, self.fail_line = found
+        self._block_progress(data, first + block.lines - 1, now)
+        for raw in data.rsplit(b"\n", KEEP_TAIL + 1)[-KEEP_TAIL - 1:-1]:
+            self._tail.append(show(raw, 500, keep_indent=True))
+
+    def _add_hit(self, h: Dict[str, Any]) -> None:
+        self._seq += 1
+        cls = h["class"]
+        self.hit_counts[cls] = self.hit_counts.get(cls, 0) + 1
+        firsts = self._first.setdefault(cls, [])
+        if len(firsts) < FIRST_PER_CLASS:
+            firsts.append((self._seq, h))
+        else:
+            self._recent.append((self._seq, h))
+
+    def _block_progress(self, data: bytes, last_line_no: int, now: float) -> None:
+        end, line_no = len(data) - 1, last_line_no
+        for _ in range(PROGRESS_LOOKBACK):
+            if end < 0:
+                return
+            s = data.rfind(b"\n", 0, end) + 1
+            seg = last_segment(data[s:end])
+            if seg and self.tracker.update(decode(seg), line_no, now):
+                return
+            end, line_no = s - 1, line_no - 1
+
+    def _partial_progress(self, now: float) -> None:
+        """tqdm redraws one line with \\r for hours: its last segments are the progress."""
+        part = self.tailer.partial()
+        if b"\r" not in part and b"/" not in part:
+            return
+        segs = part.rstrip(b"\r").rsplit(b"\r", 2)[-2:]
+        for seg in reversed(segs):
+            if seg and self.tracker.update(decode(seg), self.tailer.next_line_no, now):
+                return
+
+    # -- what the daemon reads
+    @property
+    def hits(self) -> List[Dict[str, Any]]:
+        """Hits in log order: the first of each class and the most recent ones, each marked
+        `after_progress` (after the last progress line; None when no progress was seen)."""
+        rows = sorted([x for v in self._first.values() for x in v] + list(self._recent),
+                      key=lambda x: x[0])
+        pl = self.tracker.line_no
+        out = []
+        for _, h in rows:
+            h = dict(h)
+            h["after_progress"] = None if pl is None else h["line_no"] > pl
+            out.append(h)
+        return out
+
+    @property
+    def progress(self) -> Optional[Dict[str, Any]]:
+        return self.tracker.block()
+
+    @property
+    def progress_line_no(self) -> Optional[int]:
+        return self.tracker.line_no
 
     def last_lines(self, n: int = 20) -> List[str]:
-        return self._tail[-n:]
-
-    def stall_check(self, now: float, stall_after: float, artifacts_mtime: Optional[float],
-                    gpu_busy: Optional[bool]) -> List[Dict[str, Any]]:
-        """Event specs for `stalled` (or the buffered-stdout hint). Stub: none."""
-        return []
+        lines = list(self._tail)
+        part = self.tailer.partial() if not self.finished else b""
+        if part.strip():
+            lines.append(show(part, 500, keep_indent=True))
+        return lines[-n:] if n > 0 else []
 
     def status_block(self) -> Dict[str, Any]:
         return {"progress": self.progress}
+
+    def facts(self) -> Dict[str, Any]:
+        """The triage facts for diagnose() this watch knows (the daemon may merge them)."""
+        return {"success_seen": self.success_seen, "fail_line": self.fail_line,
+                "hits": self.hits, "last_lines": self.last_lines(20),
+                "progress_line_no": self.progress_line_no,
+                "last_traceback_line_no": self._scan.traceback_line,
+                "log_lines": self.tailer.next_line_no - 1}
+
+    # -- stall
+    def stall_check(self, now: float, stall_after: float, artifacts_mtime: Optional[float],
+                    gpu_busy: Optional[bool]) -> List[Dict[str, Any]]:
+        """Event specs: `stalled` when the log, the artifacts and the GPU all stood still for
+        stall_after (never a kill); `log_silent` when only the log is silent while artifacts
+        advance (buffered stdout?); `stall_cleared` when output comes back. Once per episode."""
+        if not stall_after or self.finished:
+            return []
+        last_log = self.last_output_at if self.last_output_at is not None else self.started_at
+        if last_log is None:
+            return []
+        idle = now - last_log
+        if idle < stall_after:
+            return self._cleared(now)
+        if artifacts_mtime is not None and now - artifacts_mtime < stall_after:
+            if self._silent_since is None:
+                self._silent_since = now
+                return [self._silent_spec(idle, now - artifacts_mtime)]
+            return []
+        if gpu_busy or self._stall_since is not None:
+            return []
+        self._stall_since = last_log
+        return [self._stall_spec(idle, artifacts_mtime, gpu_busy, now)]
+
+    def _cleared(self, now: float) -> List[Dict[str, Any]]:
+        since, self._stall_since, self._silent_since = self._stall_since, None, None
+        if since is None:
+            return []
+        return [{"type": "stall_cleared", "severity": "info",
+                 "summary": "log output resumed after %s of silence" % format_duration(now - since),
+                 "evidence": ["log %s grew again" % self.log_path]}]
+
+    def _silent_spec(self, idle: float, art_age: float) -> Dict[str, Any]:
+        return {"type": "log_silent", "severity": "info",
+                "summary": "log silent, artifacts advancing — buffered stdout? (%s without "
+                           "output)" % format_duration(idle),
+                "evidence": ["no new log bytes for %s" % format_duration(idle),
+                             "an artifact changed %s ago" % format_duration(art_age)],
+                "remediation": "run python with -u or PYTHONUNBUFFERED=1 (rgt sets it for its "
+                               "stages); flush prints; tqdm writes to stderr"}
+
+    def _stall_spec(self, idle: float, artifacts_mtime: Optional[float], gpu_busy: Optional[bool],
+                    now: float) -> Dict[str, Any]:
+        ev = ["no new log bytes for %s" % format_duration(idle)]
+        ev.append("artifacts unchanged for %s" % format_duration(now - artifacts_mtime)
+                  if artifacts_mtime is not None else "no artifact written yet")
+        ev.append("GPU idle" if gpu_busy is False else "GPU activity unknown (no NVML)")
+        last = self.last_lines(1)
+        if last:
+            ev.append("last line: %s" % last[-1])
+        return {"type": "stalled", "severity": "warning",
+                "summary": "stalled: no log output, no artifact change%s for %s" % (
+                    ", GPU idle" if gpu_busy is False else "", format_duration(idle)),
+                "evidence": ev, "idle_s": round(idle, 1),
+                "remediation": "look at it (py-spy dump --pid PID, nvidia-smi); a dataloader "
+                               "deadlock or an NCCL hang looks like this; rgt never kills it"}

@@ -1,0 +1,157 @@
+"""Pieces of evidence diagnose() weighs: the deciding log hit, the disks, the signal."""
+from __future__ import annotations
+
+import os
+import re
+import signal as _signal
+from typing import Any, Dict, List, Optional, Tuple
+
+from boxagent.triage.builtin_rules import CLASS_RANK
+from boxagent.triage.rules import SEVERITY_RANK, SOURCE_RANK
+
+FULL_PCT = 98.0                      # a filesystem this full counts as full (reserved blocks)
+_PATH = re.compile(r"(/[A-Za-z0-9._@+~=,%-]+(?:/[A-Za-z0-9._@+~=,%-]*)*)")
+CRASH_SIGNALS = ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE", "SIGILL", "SIGSYS", "SIGTRAP")
+
+
+# -- log hits
+def class_rank(cls: str) -> int:
+    return CLASS_RANK.index(cls) if cls in CLASS_RANK else -1
+
+
+def hit_key(h: Dict[str, Any]) -> Tuple[int, int, int, int]:
+    """Most severe, then job > profile > built-in, then most specific class, then latest."""
+    return (SEVERITY_RANK.get(h.get("severity"), 1), SOURCE_RANK.get(h.get("source"), 2),
+            class_rank(h.get("class", "")), -int(h.get("line_no") or 0))
+
+
+def failure_hits(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The hits that can explain a failure: warning/critical ones, and of those only the ones
+    after the last progress line when there are any (an error the job survived is not what
+    killed it)."""
+    hits = [h for h in facts.get("hits") or [] if isinstance(h, dict)
+            and h.get("severity") in ("critical", "warning") and h.get("class")]
+    after = [h for h in hits if h.get("after_progress")]
+    if after:
+        return after
+    pl = facts.get("progress_line_no")
+    if pl is not None:
+        later = [h for h in hits if (h.get("line_no") or 0) > pl]
+        if later:
+            return later
+    return hits
+
+
+def top_hit(facts: Dict[str, Any], classes: Optional[Tuple[str, ...]] = None) -> Optional[Dict[str, Any]]:
+    hits = failure_hits(facts)
+    if classes is not None:
+        hits = [h for h in hits if h["class"] in classes]
+    return min(hits, key=hit_key) if hits else None
+
+
+def tracebacks(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
+    return [h for h in facts.get("hits") or [] if isinstance(h, dict) and h.get("tag") == "traceback"]
+
+
+def hit_line(h: Dict[str, Any]) -> str:
+    return "line %s: %s" % (h.get("line_no"), h.get("line", ""))
+
+
+def class_evidence(facts: Dict[str, Any], best: Dict[str, Any], limit: int = 3) -> List[str]:
+    """The deciding line first, then other lines of its class, then what else was seen."""
+    same = [h for h in facts.get("hits") or [] if isinstance(h, dict) and h is not best
+            and h.get("class") == best["class"] and h.get("line") != best.get("line")]
+    ev = [hit_line(best)] + [hit_line(h) for h in same[-(limit - 1):]]
+    others = {}
+    for h in failure_hits(facts):
+        if h.get("class") != best["class"] and h.get("severity") == "critical":
+            others.setdefault(h["class"], h.get("line_no"))
+    if others:
+        ev.append("also in the log: " + ", ".join("%s (line %s)" % kv for kv in sorted(others.items())))
+    return ev
+
+
+# -- disks
+def _pct(d: Dict[str, Any], key: str) -> Optional[float]:
+    v = d.get(key)
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def probe_disk(path: str) -> Optional[Dict[str, Any]]:
+    """statvfs of the nearest existing ancestor (the CLI on the box; never the daemon: an NFS
+    mount that hangs must not hang the loop)."""
+    p = os.path.abspath(path)
+    while p and not os.path.exists(p):
+        p = os.path.dirname(p) if p != "/" else ""
+    if not p:
+        return None
+    try:
+        st = os.statvfs(p)
+    except OSError:
+        return None
+    out = {"path": p, "role": "probe", "bytes_total": st.f_blocks * st.f_frsize,
+           "bytes_used_pct": None, "inodes_total": st.f_files, "inodes_used_pct": None}
+    if st.f_blocks:
+        out["bytes_used_pct"] = round(100.0 * (1 - float(st.f_bavail) / st.f_blocks), 1)
+    if st.f_files:
+        out["inodes_used_pct"] = round(100.0 * (1 - float(st.f_favail) / st.f_files), 1)
+    return out
+
+
+def paths_in(lines: List[str]) -> List[str]:
+    return [m.group(1) for line in lines for m in _PATH.finditer(line or "")]
+
+
+def _relevance(d: Dict[str, Any], paths: List[str]) -> int:
+    root = str(d.get("path") or "").rstrip("/") + "/"
+    return max([len(root) for p in paths if (p.rstrip("/") + "/").startswith(root)] or [0])
+
+
+def disk_verdict(facts: Dict[str, Any], lines: List[str]) -> Tuple[str, List[str]]:
+    """disk_full or inodes_full, decided with the filesystems' byte and inode use."""
+    paths = paths_in(lines) + [p for p in (facts.get("workdir"),) if p]
+    disks = [d for d in facts.get("disks") or [] if isinstance(d, dict)]
+    if facts.get("probe_disks"):
+        known = set(d.get("path") for d in disks)
+        for p in paths:
+            d = probe_disk(p)
+            if d is not None and d["path"] not in known:
+                known.add(d["path"])
+                disks.append(d)
+    disks.sort(key=lambda d: -_relevance(d, paths))
+    for d in disks:
+        b, i = _pct(d, "bytes_used_pct"), _pct(d, "inodes_used_pct")
+        if b is not None and b >= FULL_PCT:
+            return "disk_full", ["%s: %.0f%% of bytes used" % (d.get("path"), b)]
+        if i is not None and i >= FULL_PCT:
+            return "inodes_full", ["%s: %.0f%% of inodes used while bytes are %s used"
+                                   % (d.get("path"), i, "%.0f%%" % b if b is not None else "?")]
+    if disks:
+        d = disks[0]
+        return "disk_full", ["no filesystem is full now (space freed since?): %s bytes %s%%, "
+                             "inodes %s%% used" % (d.get("path"), d.get("bytes_used_pct"),
+                                                   d.get("inodes_used_pct"))]
+    return "disk_full", ["filesystem state unknown"]
+
+
+# -- signals
+def signal_name(num: Optional[int]) -> str:
+    try:
+        return _signal.Signals(int(num)).name  # type: ignore[arg-type]
+    except (ValueError, TypeError):
+        return "signal %s" % num
+
+
+def signal_of(facts: Dict[str, Any]) -> Tuple[Optional[str], Optional[str]]:
+    """(SIGNAME, how we know) from facts.signal, or from a shell's exit code 128+N."""
+    sig = facts.get("signal")
+    if isinstance(sig, str) and sig:
+        name = sig.upper() if sig.upper().startswith("SIG") else "SIG" + sig.upper()
+        return name, "killed by %s" % name
+    if isinstance(sig, int) and sig > 0:
+        return signal_name(sig), "killed by %s (signal %d)" % (signal_name(sig), sig)
+    ec = facts.get("exit_code")
+    if isinstance(ec, int) and 128 < ec <= 128 + 64:
+        name = signal_name(ec - 128)
+        return name, "exit code %d = 128 + %s" % (ec, name)
+    return None, None

@@ -1,0 +1,76 @@
+"""What a log line is, for matching and for showing it to a person.
+
+Lines are split at \\n only (line numbers match an editor's). A raw \\r inside a line is a
+redraw (tqdm writes `\\r 45%|...` without a newline for hours), so for matching the line is
+split into its \\r segments (a rule's ^/$ anchor at segment ends). A line longer than
+MAX_LINE keeps its head and its LAST segment (where a traceback printed after a progress
+bar lands); the middle is skipped, which keeps memory bounded for multi-megabyte lines.
+Invalid UTF-8 becomes U+FFFD, NULs (the zero-filled tail a crash leaves) are dropped, ANSI
+colour codes are removed.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+MAX_LINE = 8192          # bytes of a line kept for matching: its head, and its last segment
+SHOW_CHARS = 300         # a line shown as evidence is cut to this
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+
+
+def cap_line(raw: bytes) -> bytes:
+    """A line (without its \\n) reduced to what matching looks at: head + last segment."""
+    if len(raw) <= MAX_LINE:
+        return raw
+    head = raw[:MAX_LINE]
+    r = raw.rfind(b"\r", MAX_LINE)
+    if r < 0:
+        return head
+    return head + b"\r" + raw[r + 1:r + 1 + MAX_LINE]
+
+
+def decode(raw: bytes) -> str:
+    text = raw.decode("utf-8", "replace")
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return text
+
+
+def match_text(raw: bytes) -> str:
+    """The text rules are matched against (re.M): \\r segments become lines."""
+    text = decode(cap_line(raw))
+    if "\r" in text:
+        text = text.rstrip("\r").replace("\r", "\n")
+    return text
+
+
+def last_segment(raw: bytes) -> bytes:
+    """The last non-empty \\r segment of a line: what a terminal would show."""
+    raw = raw.rstrip(b"\r")
+    r = raw.rfind(b"\r")
+    seg = raw[r + 1:] if r >= 0 else raw
+    return seg[:MAX_LINE]
+
+
+def show(raw: bytes, limit: int = SHOW_CHARS, keep_indent: bool = False) -> str:
+    """A line as a person should see it: the last segment, clean, short."""
+    text = decode(last_segment(raw))
+    return clip(text.rstrip() if keep_indent else text.strip(), limit)
+
+
+def show_match(text: str, start: int, limit: int = SHOW_CHARS) -> str:
+    """The segment of a match_text() that holds position `start`, clean and short."""
+    s = text.rfind("\n", 0, start) + 1
+    e = text.find("\n", start)
+    return clip(text[s:e if e >= 0 else len(text)].strip(), limit)
+
+
+def clip(text: str, limit: int = SHOW_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def first_line_of(text: Optional[str]) -> str:
+    return (text or "").split("\n", 1)[0]
