@@ -17,10 +17,10 @@ from typing import Any, Dict, List, Optional
 
 from boxagent.fsutil import read_json
 from boxagent.home import Home
-from boxagent.notify import messages
+from boxagent.notify import messages, ntfy
 from boxagent.notify.config import SEVERITY_RANK, Notifier, NotifyConfigError, parse_entry
 from boxagent.notify.delivery import RetryPolicy, Worker, confirmed_deadman, deliver
-from boxagent.notify.formats import Item, takes
+from boxagent.notify.formats import Item, endpoint, takes
 from boxagent.notify.http import HttpClient, profile_proxies
 from boxagent.notify.outbox import Outbox
 
@@ -165,7 +165,10 @@ class NotifyHub:
             if not self._started:
                 return
             for nid, n in old.items():
-                if nid not in new or new[nid].url != n.url:
+                gone = nid not in new or new[nid].url != n.url
+                if n.deadman_s and n.format == "ntfy" and (gone or not new[nid].deadman_s):
+                    self._cancel_deadman(n)
+                if gone:
                     w = self._workers.pop(nid, None)
                     if w:
                         w.stop(self.clock())
@@ -174,6 +177,20 @@ class NotifyHub:
             for nid, n in new.items():
                 self._workers[nid].n = n
             self._adopt_pending()
+
+    def _cancel_deadman(self, n: Notifier) -> None:
+        """A dead-man the user took away must not fire later: DELETE it (best effort, off-thread)."""
+        self._per(n).pop("deadman", None)
+        self._sched.get(n.id, {}).pop("deadman", None)
+
+        def cancel() -> None:
+            try:
+                res = self._new_http().send(ntfy.cancel_request(n, endpoint(n)), n.timeout_s)
+                if not res.ok:
+                    self.record_error(n, "cancelling the dead-man: %s" % n.scrub(res.error or "failed"))
+            except Exception as exc:  # noqa: BLE001 - best effort; the status says what happened
+                self.record_error(n, "cancelling the dead-man: %s" % n.scrub(str(exc)))
+        threading.Thread(target=cancel, name="rgt-notify-cancel", daemon=True).start()
 
     # -- events ---------------------------------------------------------------------------------
     def _remember(self, eid: str) -> None:

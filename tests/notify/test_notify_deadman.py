@@ -57,3 +57,22 @@ def test_deadman_refused_for_services_that_cannot_hold_a_message():
     with pytest.raises(NotifyConfigError) as exc:
         parse_notifiers([{"url": "slack://T/B/X", "deadman": "20m"}])
     assert "ntfy" in exc.value.hint and "healthchecks" in exc.value.hint
+
+
+def test_deadman_cancelled_when_the_user_removes_it(make_hub, ntfy_receiver, rgt_home):
+    import os
+    from tests.notify.receiver import write_secrets
+    r = ntfy_receiver
+    url = "ntfy://127.0.0.1:%d/box-topic" % r.port
+    hub = make_hub([{"url": url, "deadman": "30s", "id": "dm1"}])
+    hub.tick(0.0, {})
+    deadline = time.monotonic() + 5
+    while not r.scheduled and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert list(r.scheduled) == ["rgt-deadman-dm1"]
+    write_secrets(rgt_home, [{"url": url, "id": "dm1"}])          # notify-set without deadman
+    os.utime(rgt_home / "secrets.json", (1, 1))
+    hub.tick(10.0, {})
+    r.wait_for(1, pred=lambda q: q.method == "DELETE")
+    assert r.scheduled == {}
+    assert "deadman" not in hub.summary()["targets"][0]
