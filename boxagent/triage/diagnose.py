@@ -31,7 +31,8 @@ facts keys (all optional):
   Added by triage: previous_duration_s (the stage's last successful duration, used when
   expected_duration_s is absent), progress_line_no, preflight[failure strings or
   {summary}], timeout_s, workdir, probe_disks (statvfs the paths named in ENOSPC lines:
-  the CLI only, never the daemon - an NFS mount may hang).
+  the CLI only, never the daemon - an NFS mount may hang), assume_failed (the CLI without
+  --exit-code when the log itself shows a critical failure).
 """
 from __future__ import annotations
 
@@ -234,6 +235,8 @@ def _log_cause(f: Dict[str, Any], hit: Dict[str, Any], prefix: str = "") -> Caus
 
 
 def _failed_run(f: Dict[str, Any]) -> bool:
+    if f.get("assume_failed"):
+        return True
     ec, sig = f.get("exit_code"), E.signal_of(f)[0]
     return bool(sig) or (isinstance(ec, int) and ec != 0)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from boxagent.triage.text import MAX_LINE
+from boxagent.triage.text import CappedLine
 
 DEFAULT_CHUNK = 1 << 20
 
@@ -44,9 +44,7 @@ class Tailer:
         self._fd: Optional[int] = None
         self._ino: Optional[tuple] = None
         self._start = start_offset        # "start at the end" for attaching to a huge log
-        self._head = bytearray()          # the start of the current unfinished line
-        self._over = False                # the unfinished line passed MAX_LINE
-        self._seg: Optional[bytearray] = None   # its last \r segment (once over)
+        self._line = CappedLine()         # the current unfinished line, bounded
         self._reset_pending = False
 
     # -- file handling
@@ -80,7 +78,7 @@ class Tailer:
     def _restart(self) -> None:
         self.offset = 0
         self.next_line_no = 1
-        self._head, self._over, self._seg = bytearray(), False, None
+        self._line = CappedLine()
         self._reset_pending = True
 
     # -- reading
@@ -115,10 +113,9 @@ class Tailer:
 
     def flush(self) -> Optional[Block]:
         """The unfinished last line as a complete one (the writer is done)."""
-        if not self._head and not self._over:
+        if not self._line:
             return None
-        line = self._take_partial()
-        return self._block(line + b"\n")
+        return self._block(self._line.take() + b"\n")
 
     def finish(self) -> Optional[Block]:
         """Read what is left (bounded) and the last line without a newline; then close."""
@@ -140,13 +137,12 @@ class Tailer:
     def _feed(self, data: bytes) -> Optional[Block]:
         i = data.find(b"\n")
         if i < 0:
-            self._extend_partial(data)
+            self._line.extend(data)
             return None
         j = data.rfind(b"\n")
-        self._extend_partial(data[:i])
-        first = self._take_partial()
-        block = first + b"\n" + data[i + 1:j + 1]
-        self._extend_partial(data[j + 1:])
+        self._line.extend(data[:i])
+        block = self._line.take() + b"\n" + data[i + 1:j + 1]
+        self._line.extend(data[j + 1:])
         return self._block(block)
 
     def _block(self, data: bytes) -> Block:
@@ -155,33 +151,6 @@ class Tailer:
         self.next_line_no += b.lines
         return b
 
-    # -- the unfinished line, bounded
-    def _extend_partial(self, data: bytes) -> None:
-        if not data:
-            return
-        if not self._over:
-            room = MAX_LINE - len(self._head)
-            if len(data) <= room:
-                self._head += data
-                return
-            self._head += data[:room]
-            data = data[room:]
-            self._over = True
-        r = data.rfind(b"\r")
-        if r >= 0:
-            self._seg = bytearray(data[r + 1:r + 1 + MAX_LINE])
-        elif self._seg is not None and len(self._seg) < MAX_LINE:
-            self._seg += data[:MAX_LINE - len(self._seg)]
-
-    def _take_partial(self) -> bytes:
-        line = bytes(self._head)
-        if self._over and self._seg is not None:
-            line += b"\r" + bytes(self._seg)
-        self._head, self._over, self._seg = bytearray(), False, None
-        return line
-
     def partial(self) -> bytes:
         """The unfinished line so far (head, and last segment when over): tqdm draws here."""
-        if self._over and self._seg is not None:
-            return bytes(self._head) + b"\r" + bytes(self._seg)
-        return bytes(self._head)
+        return self._line.value()

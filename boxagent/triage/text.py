@@ -30,6 +30,48 @@ def cap_line(raw: bytes) -> bytes:
     return head + b"\r" + raw[r + 1:r + 1 + MAX_LINE]
 
 
+class CappedLine:
+    """A line arriving in pieces, kept as cap_line() would keep it: the first MAX_LINE bytes,
+    then (once longer) only the last \r segment, itself capped. Memory stays bounded."""
+
+    __slots__ = ("head", "over", "seg")
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.over = False
+        self.seg: Optional[bytearray] = None
+
+    def __bool__(self) -> bool:
+        return bool(self.head) or self.over
+
+    def extend(self, data: bytes) -> None:
+        if not data:
+            return
+        if not self.over:
+            room = MAX_LINE - len(self.head)
+            if len(data) <= room:
+                self.head += data
+                return
+            self.head += data[:room]
+            data = data[room:]
+            self.over = True
+        r = data.rfind(b"\r")
+        if r >= 0:
+            self.seg = bytearray(data[r + 1:r + 1 + MAX_LINE])
+        elif self.seg is not None and len(self.seg) < MAX_LINE:
+            self.seg += data[:MAX_LINE - len(self.seg)]
+
+    def value(self) -> bytes:
+        if self.over and self.seg is not None:
+            return bytes(self.head) + b"\r" + bytes(self.seg)
+        return bytes(self.head)
+
+    def take(self) -> bytes:
+        v = self.value()
+        self.head, self.over, self.seg = bytearray(), False, None
+        return v
+
+
 def decode(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
     if "\x00" in text:

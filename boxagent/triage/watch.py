@@ -11,6 +11,7 @@ import collections
 import re
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
+from boxagent.triage.hits import HitStore
 from boxagent.triage.progress import ProgressTracker, compile_progress_pattern
 from boxagent.triage.rules import RuleSet, ScanState, build_rules, candidate_lines, derive_keywords
 from boxagent.triage.tailer import DEFAULT_CHUNK, Block, Tailer
@@ -18,8 +19,6 @@ from boxagent.triage.text import decode, last_segment, match_text, show, show_ma
 from boxagent.units import format_duration
 
 KEEP_TAIL = 50            # lines kept for last_lines()
-FIRST_PER_CLASS = 3       # the first hits of each class are kept, and the last KEEP_RECENT
-KEEP_RECENT = 50
 PROGRESS_LOOKBACK = 2000  # lines searched backwards in a block for the latest progress
 
 
@@ -70,12 +69,9 @@ class StageWatch:
         self.fail_line: Optional[str] = None       # first line that matched fail_pattern
         self.fail_line_no: Optional[int] = None
         self.last_output_at: Optional[float] = None
-        self.hit_counts: Dict[str, int] = {}
         self.finished = False
         self._scan = ScanState()
-        self._seq = 0
-        self._first: Dict[str, List[Tuple[int, Dict[str, Any]]]] = {}
-        self._recent: Deque[Tuple[int, Dict[str, Any]]] = collections.deque(maxlen=KEEP_RECENT)
+        self.store = HitStore()
         self._tail: Deque[str] = collections.deque(maxlen=KEEP_TAIL)
         self._stall_since: Optional[float] = None
         self._silent_since: Optional[float] = None
@@ -114,7 +110,7 @@ class StageWatch:
     def _process(self, block: Block, now: float) -> None:
         data, first = block.data, block.first_line_no
         for h in self.rules.scan(data, first, self._scan):
-            self._add_hit(h)
+            self.store.add(h)
         if self.success is not None and not self.success_seen:
             found = self.success.first(data, first)
             if found:
@@ -126,16 +122,6 @@ class StageWatch:
         self._block_progress(data, first + block.lines - 1, now)
         for raw in data.rsplit(b"\n", KEEP_TAIL + 1)[-KEEP_TAIL - 1:-1]:
             self._tail.append(show(raw, 500, keep_indent=True))
-
-    def _add_hit(self, h: Dict[str, Any]) -> None:
-        self._seq += 1
-        cls = h["class"]
-        self.hit_counts[cls] = self.hit_counts.get(cls, 0) + 1
-        firsts = self._first.setdefault(cls, [])
-        if len(firsts) < FIRST_PER_CLASS:
-            firsts.append((self._seq, h))
-        else:
-            self._recent.append((self._seq, h))
 
     def _block_progress(self, data: bytes, last_line_no: int, now: float) -> None:
         end, line_no = len(data) - 1, last_line_no
@@ -161,17 +147,12 @@ class StageWatch:
     # -- what the daemon reads
     @property
     def hits(self) -> List[Dict[str, Any]]:
-        """Hits in log order: the first of each class and the most recent ones, each marked
-        `after_progress` (after the last progress line; None when no progress was seen)."""
-        rows = sorted([x for v in self._first.values() for x in v] + list(self._recent),
-                      key=lambda x: x[0])
-        pl = self.tracker.line_no
-        out = []
-        for _, h in rows:
-            h = dict(h)
-            h["after_progress"] = None if pl is None else h["line_no"] > pl
-            out.append(h)
-        return out
+        """Hits in log order (bounded: see hits.py), each marked `after_progress`."""
+        return self.store.listing(self.tracker.line_no)
+
+    @property
+    def hit_counts(self) -> Dict[str, int]:
+        return self.store.counts
 
     @property
     def progress(self) -> Optional[Dict[str, Any]]:
