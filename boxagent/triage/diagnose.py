@@ -40,6 +40,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from boxagent.triage import evidence as E
 from boxagent.triage.builtin_rules import REMEDIATION, SUMMARY, TRANSIENT
+from boxagent.triage.text import clip
 from boxagent.triage.success import fast_spec, success_warnings  # noqa: F401 (re-export)
 
 Cause = Dict[str, Any]
@@ -163,7 +164,7 @@ def _vanished(f: Dict[str, Any]) -> Optional[Cause]:
     if hit is not None and hit["class"] == "hangup":
         return _cause("hangup", "the process vanished after a hangup", [E.hit_line(hit)])
     if hit is not None and hit["class"] == "cgroup_oom":
-        return _killed_line(f, hit, "the process vanished")
+        return _killed_line(f, hit, "the process vanished: killed")
     if hit is not None and hit.get("severity") == "critical":
         return _log_cause(f, hit, prefix="the process vanished; ")
     ev = ["the process is gone without an exit status", "boot_id unchanged"]
@@ -180,12 +181,12 @@ def _vanished(f: Dict[str, Any]) -> Optional[Cause]:
 def _killed_line(f: Dict[str, Any], hit: Dict[str, Any], what: str) -> Cause:
     """A "Killed" line: the OOM killer unless the cgroup counter says it was not."""
     sig, how = E.signal_of(f)
-    ev = [E.hit_line(hit)] + ([how] if how else [])
+    ev = E.class_evidence(f, hit) + ([how] if how else [])
     if f.get("oom_kill_delta") == 0:
         ev.append("cgroup oom_kill counter did not move: not the OOM killer")
-        return _cause("killed", "%s: SIGKILL from outside (not an OOM kill)" % what, ev)
+        return _cause("killed", "%s by SIGKILL from outside (not an OOM kill)" % what, ev)
     ev.append("cgroup oom_kill counter not readable: most likely the OOM killer")
-    return _cause("cgroup_oom", "%s: killed, most likely by the OOM killer" % what, ev)
+    return _cause("cgroup_oom", "%s, most likely by the OOM killer (memory limit)" % what, ev)
 
 
 # -- death by signal
@@ -199,7 +200,7 @@ def _signalled(f: Dict[str, Any]) -> Optional[Cause]:
     if sig == "SIGKILL":
         hit = E.top_hit(f, ("cgroup_oom",))
         if hit is not None:
-            return _killed_line(f, hit, "the stage was killed")
+            return _killed_line(f, hit, "killed")
         known = f.get("oom_kill_delta") == 0
         return _cause("killed", "killed by SIGKILL from outside" + (
             "" if known else " (or the OOM killer: the cgroup counter was not readable)"),
@@ -219,15 +220,15 @@ def _log_cause(f: Dict[str, Any], hit: Dict[str, Any], prefix: str = "") -> Caus
         cls, disk_ev = E.disk_verdict(f, lines)
         ev = ev[:1] + disk_ev + ev[1:]
     elif cls == "cgroup_oom" and hit.get("source") == "builtin":
-        return _killed_line(f, hit, "the stage was killed")
+        return _killed_line(f, hit, "killed")
     sig, how = E.signal_of(f)
     if how:
         ev.append(how)
     elif isinstance(f.get("exit_code"), int):
         ev.append("exit code %d" % f["exit_code"])
-    summary = SUMMARY.get(cls, "%s" % cls)
-    if cls not in SUMMARY or hit.get("source") != "builtin":
-        summary = "%s: %s" % (cls, hit.get("line", ""))
+    summary = SUMMARY.get(cls, cls)
+    if cls == "code_error" or cls not in SUMMARY or hit.get("source") != "builtin":
+        summary = "%s: %s" % ("crashed" if cls == "code_error" else cls, clip(hit.get("line", ""), 160))
     remediation = hit.get("remediation") if cls == hit["class"] else None
     retry = hit.get("retryable") if cls == hit["class"] and hit.get("source") != "builtin" else None
     return _cause(cls, "%s%s (line %s)" % (prefix, summary, hit.get("line_no")), ev,
