@@ -1,0 +1,165 @@
+"""The rule table: every alternative of every built-in rule has a real example line; the
+literal prefilter never hides a match; innocent "error" words are not crashes."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from boxagent.triage.builtin_rules import BUILTIN_RULES
+from boxagent.triage.rules import ScanState, build_rules, derive_keywords, minimal_anchors
+from boxagent.triage.text import match_text
+from tests.triage.conftest import CORPUS
+
+EXAMPLES = [
+    ("gpu_hardware", "[ 9813.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."),
+    ("gpu_hardware", "NVRM: Xid (PCI:0000:AF:00.0): 48, pid=7, An uncorrectable double bit error"),
+    ("gpu_hardware", "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error"),
+    ("gpu_hardware", "pynvml.NVMLError_GPUIsLost: GPU is lost"),
+    ("gpu_hardware", "RuntimeError: CUDA error: uncorrectable ECC error encountered"),
+    ("crlf_script", "run.sh: line 2: $'\\r': command not found"),
+    ("crlf_script", "run.sh: line 9: syntax error near unexpected token `$'do\\r''"),
+    ("crlf_script", "run.sh: line 3: set: -\r: invalid option"),
+    ("crlf_script", "/usr/bin/env: \u2018bash\\r\u2019: No such file or directory"),
+    ("crlf_script", "bash: ./run.sh: /bin/bash^M: bad interpreter: No such file or directory"),
+    ("driver_too_old", "RuntimeError: CUDA driver version is insufficient for CUDA runtime version"),
+    ("driver_too_old", "CUDA initialization: The NVIDIA driver on your system is too old (found version 11040)."),
+    ("driver_too_old", "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain."),
+    ("driver_too_old", "Error 804: forward compatibility was attempted on non supported HW"),
+    ("torch_arch_mismatch", "RuntimeError: CUDA error: no kernel image is available for execution on the device"),
+    ("torch_arch_mismatch", "NVIDIA H100 80GB HBM3 with CUDA capability sm_90 is not compatible with the current PyTorch installation."),
+    ("disk_full", "OSError: [Errno 28] No space left on device: '/root/autodl-tmp/x.pt'"),
+    ("disk_full", "cp: error writing '/data/x.bin': No space left on device"),
+    ("disk_full", "RuntimeError: [enforce fail at inline_container.cc:595] . unexpected pos 1839285248 vs 1839285136"),
+    ("disk_full", "terminate called after throwing an instance of 'std::ios_base::failure' what():  basic_ios::clear: iostream error"),
+    ("disk_full", "OSError: [Errno 122] Disk quota exceeded"),
+    ("disk_full", "Error: ENOSPC: no space left on device, write"),
+    ("truncated_checkpoint", "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory"),
+    ("truncated_checkpoint", "_pickle.UnpicklingError: invalid load key, '\\x00'."),
+    ("truncated_checkpoint", "EOFError: Ran out of input"),
+    ("truncated_checkpoint", "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge"),
+    ("truncated_checkpoint", "zipfile.BadZipFile: File is not a zip file"),
+    ("truncated_checkpoint", "OSError: image file is truncated (48 bytes not processed)"),
+    ("cuda_oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB"),
+    ("cuda_oom", "RuntimeError: CUDA error: out of memory"),
+    ("cuda_oom", "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"),
+    ("cuda_oom", "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.2G"),
+    ("cgroup_oom", "Killed"),
+    ("cgroup_oom", "/root/run.sh: line 7:  4182 Killed                  python prepare.py"),
+    ("cgroup_oom", "RuntimeError: DataLoader worker (pid 28133) is killed by signal: Killed."),
+    ("cgroup_oom", "[12345.6] Memory cgroup out of memory: Killed process 4182 (python)"),
+    ("cgroup_oom", "  exitcode  : -9 (pid: 4713)"),
+    ("nccl", "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1275, unhandled system error"),
+    ("nccl", "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited"),
+    ("nccl", "[E ProcessGroupNCCL.cpp:475] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1)"),
+    ("nccl", "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"),
+    ("network_transient", "requests.exceptions.ReadTimeout: HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out."),
+    ("network_transient", "socket.gaierror: [Errno -3] Temporary failure in name resolution"),
+    ("network_transient", "fatal: unable to access 'https://github.com/x/y.git/': Could not resolve host: github.com"),
+    ("network_transient", "curl: (6) Could not resolve host: pypi.org"),
+    ("network_transient", "ssh: connect to host 10.0.0.2 port 22: Connection timed out"),
+    ("network_transient", "huggingface_hub.utils._errors.HfHubHTTPError: 503 Server Error: Service Unavailable for url"),
+    ("network_transient", "wandb: Network error (ConnectionError), entering retry loop."),
+    ("network_transient", "urllib3.exceptions.ProtocolError: ('Connection aborted.', RemoteDisconnected('closed'))"),
+    ("hangup", "./train.sh: line 4:  2222 Hangup                  python train.py"),
+    ("hangup", "Hangup"),
+    ("hangup", "torch.distributed.elastic.multiprocessing.api: Received 1 death signal, shutting down workers"),
+    ("killed", "./go.sh: line 3: 9124 Terminated              python train.py"),
+    ("killed", "Received SIGTERM, shutting down"),
+    ("divergence", "FloatingPointError: Loss became infinite or NaN at step 7400"),
+    ("divergence", "step 7300/20000 loss=nan lr 3.0e-4"),
+    ("divergence", "{'loss': nan, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 1.2}"),
+    ("divergence", "Epoch 3: 45%|####5 | 450/1000 [01:02<01:20, train_loss=nan]"),
+    ("divergence", "ValueError: Loss is NaN, stopping training"),
+    ("divergence", "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th output."),
+    ("code_error", "RuntimeError: CUDA error: device-side assert triggered"),
+    ("code_error", "  File \"t.py\", line 1\nSyntaxError: invalid syntax"),
+    ("code_error", "/usr/bin/python3: No module named train"),
+    ("code_error", "python: can't open file '/root/trian.py': [Errno 2] No such file or directory"),
+    ("code_error", "run.sh: line 3: pyhton: command not found"),
+    ("code_error", "train.py: error: the following arguments are required: --data"),
+    ("code_error", "Segmentation fault (core dumped)"),
+]
+
+
+def _classify(rs, line, traceback=True):
+    state = ScanState()
+    if traceback:
+        state.traceback_line = 0
+    h = rs.match_line(line.encode("utf-8"), 1, state)
+    return h and h["class"]
+
+
+@pytest.mark.parametrize("cls,line", EXAMPLES, ids=[str(i) for i in range(len(EXAMPLES))])
+def test_example_lines_get_their_class(cls, line):
+    assert _classify(build_rules(), line) == cls
+
+
+def test_every_builtin_rule_has_an_example():
+    rs = build_rules()
+    for rule in rs.rules:
+        if rule.source != "builtin" or rule.needs_traceback or rule.tag:
+            continue
+        assert any(rule.rx.search(match_text(line.encode())) for _, line in EXAMPLES), rule.pattern
+
+
+def test_keywords_never_hide_a_match():
+    """The prefilter is only an optimisation: every line a rule's regex matches holds one of
+    its keywords (examples and the whole corpus)."""
+    lines = [l.encode() for _, l in EXAMPLES]
+    for p in CORPUS.glob("*.log"):
+        lines += p.read_bytes().split(b"\n")
+    for rule in build_rules().rules:
+        for raw in lines:
+            if rule.rx.search(match_text(raw)):
+                assert any(k in raw for k in rule.keywords), (rule.pattern, raw)
+
+
+def test_innocent_error_words_are_not_a_crash():
+    rs = build_rules()
+    for line in ("val_error=0.12", "ErrorRate: 3", "MeanSquaredError: 0.1", "errors: 0",
+                 "mean_error 0.3 | error_rate 0.01", "no NaN values found", "loss 0.000 killed_features=[]",
+                 "Exception handling enabled", "ConnectionPool size 10"):
+        assert _classify(rs, line, traceback=False) is None, line
+    # after a traceback header, a real exception line is a crash
+    assert _classify(rs, "ValueError: shapes (3,) and (4,) not aligned") == "code_error"
+    assert _classify(rs, "ValueError: shapes (3,) and (4,) not aligned", traceback=False) is None
+
+
+def test_derived_keywords():
+    assert derive_keywords(r"Killed|Hangup") == ["Killed", "Hangup"]
+    assert derive_keywords(r"[Ll]oss is nan") == ["oss is nan"]
+    assert derive_keywords(r"a(bcd|efg)h") == ["bcd", "efg"]
+    assert derive_keywords(r"(?i)error") is None          # case-insensitive: no literal
+    assert derive_keywords(r"^\d+ k") is None             # nothing of 3 characters
+    rs = build_rules(None, [{"class": "c", "pattern": r"(?i)fatal"}])
+    assert not rs.anchored                                 # every line becomes a candidate
+
+
+def test_minimal_anchors_drop_redundant_keywords():
+    assert minimal_anchors([b"Error", b"OutOfMemoryError", b"Killed", b"Killed by"]) == (b"Error", b"Killed")
+
+
+def test_a_job_rule_without_literals_still_matches(tmp_path):
+    from tests.triage.conftest import watch_file
+    p = tmp_path / "x.log"
+    p.write_bytes(b"ok\nFATAL disk\nok\n")
+    rs = build_rules(None, [{"class": "fatal", "pattern": r"(?i)^fatal", "severity": "critical"}])
+    assert [h["class"] for h in watch_file(p, rules=rs).hits] == ["fatal"]
+
+
+@pytest.mark.skipif(not shutil.which("grep"), reason="grep is not installed")
+def test_grep_reads_the_builtin_alternation_like_python():
+    """The benchmark hands grep -E the same alternation: it must mean the same thing."""
+    alt = build_rules().alternation()
+    for p in sorted(CORPUS.glob("*.log")):
+        if p.name == "crlf_script.log":
+            continue                      # a raw CR splits a line for python's ^/$ only
+        lines = p.read_bytes().split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        py = sum(1 for raw in lines if any(r.rx.search(match_text(raw)) for r in build_rules().rules))
+        out = subprocess.run(["grep", "-a", "-E", "-c", "-e", alt, str(p)], capture_output=True)
+        assert out.returncode in (0, 1), out.stderr
+        assert int(out.stdout) == py, p.name
