@@ -1,0 +1,85 @@
+"""`rgt-agent triage` (real subprocess, bare interpreter, the shipped .pyz) and
+`rgt-client triage` (CliRunner): same report, documented exit codes, no tracebacks."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from rgt_client.cli import cli
+from tests.triage.conftest import CORPUS
+
+OOM = str(CORPUS / "cuda_oom__torch2.log")
+
+
+def test_agent_triage_json_and_exit_codes(agent):
+    out = agent("triage", OOM, "--exit-code", "1", "--json", bare=True)
+    assert out.returncode == 4, out.stderr
+    rep = json.loads(out.stdout)
+    assert rep["schema"] == "rgt.triage/1" and rep["verdict"] == "failed"
+    assert rep["cause"]["class"] == "cuda_oom"
+    assert rep["classes"]["cuda_oom"]["first_line"] == 15
+    assert rep["lines"] == 15 and rep["progress"]["done"] == 30 and rep["progress_line_no"] == 5
+    out = agent("triage", OOM, "--exit-code", "0", "--json")
+    rep = json.loads(out.stdout)
+    assert out.returncode == 0 and rep["cause"] is None and rep["verdict"] == "ok"
+    assert any("traceback follows the last progress line" in w for w in rep["warnings"])
+
+
+def test_agent_triage_text_names_classes_lines_and_the_remediation(agent):
+    out = agent("triage", str(CORPUS / "disk_full__oserror.log"))
+    assert out.returncode == 4
+    text = out.stdout.decode()
+    assert "disk_full" in text and "line 7" in text
+    assert "remediation: `df -h`" in text and "evidence:" in text
+
+
+def test_agent_triage_without_exit_code_and_no_failure(agent):
+    out = agent("triage", str(CORPUS / "innocent.log"), "--json")
+    rep = json.loads(out.stdout)
+    assert out.returncode == 0 and rep["verdict"] == "no_failure_found" and rep["cause"] is None
+
+
+def test_agent_triage_bad_input_is_an_error_with_a_hint(agent, tmp_path):
+    out = agent("triage", str(tmp_path / "nope.log"))
+    assert out.returncode == 2
+    assert out.stderr.decode().startswith("Error: no such log file") and b"Hint:" in out.stderr
+    bad = tmp_path / "rules.json"
+    bad.write_text('[{"class": "x"}]')
+    out = agent("triage", OOM, "--rules", str(bad))
+    assert out.returncode == 2 and b"pattern" in out.stderr and b"Traceback" not in out.stderr
+    out = agent("triage", OOM, "--progress-pattern", "step")
+    assert out.returncode == 2 and b"named group" in out.stderr
+
+
+def test_agent_triage_with_job_rules_file(agent, tmp_path):
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps([{"class": "wandb_key", "pattern": "wandb.errors.CommError",
+                                  "severity": "critical", "remediation": "wandb login"}]))
+    out = agent("triage", str(CORPUS / "network_transient__wandb.log"), "--exit-code", "1",
+                "--rules", str(rules), "--json")
+    assert json.loads(out.stdout)["cause"]["class"] == "wandb_key"
+
+
+def test_the_shipped_pyz_runs_triage_bare(agent_pyz):
+    out = subprocess.run([sys.executable, "-S", str(agent_pyz), "triage",
+                          str(CORPUS / "nccl__watchdog.log"), "--exit-code", "134", "--json"],
+                         capture_output=True, text=True)
+    assert out.returncode == 4, out.stderr
+    assert json.loads(out.stdout)["cause"]["class"] == "nccl"
+
+
+def test_client_triage_runs_the_same_code_locally():
+    r = CliRunner().invoke(cli, ["triage", OOM, "--exit-code", "1", "--json"])
+    assert r.exit_code == 4, r.output
+    assert json.loads(r.output)["cause"]["class"] == "cuda_oom"
+    r = CliRunner().invoke(cli, ["triage", str(CORPUS / "innocent.log"), "--exit-code", "0"])
+    assert r.exit_code == 0 and "outcome: exit 0, no warnings" in r.output
+
+
+def test_client_triage_bad_input():
+    r = CliRunner().invoke(cli, ["triage", "/nonexistent/x.log"])
+    assert r.exit_code == 2
+    assert "Error: no such log file" in r.output and "Hint:" in r.output
