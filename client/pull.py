@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -175,6 +176,65 @@ def _rsync_line(line: bytes, total: int, progress: Optional[Progress], overlap: 
     return int(m.group(1).replace(b",", b"")) if m else received
 
 
+class _Interrupts:
+    """Ctrl-C or SIGTERM while rsync runs: pass it on and wait, so rsync saves its partial file
+    before we go. Dying first would close rsync's stdout, and rsync, killed by the broken
+    pipe, would lose the half-file the next pull should resume from."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc, self.got, self.old = proc, 0, {}
+
+    def __enter__(self) -> "_Interrupts":
+        if threading.current_thread() is threading.main_thread():
+            for s in self.SIGNALS:
+                self.old[s] = signal.signal(s, self._handler)
+        return self
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.got = signum
+        try:
+            self.proc.send_signal(signum)  # in case only we were signalled, not the group
+        except OSError:
+            pass
+
+    def __exit__(self, *exc: Any) -> None:
+        for s, h in self.old.items():
+            signal.signal(s, h)
+        if self.got:
+            raise ClientError("interrupted by signal %d; rsync kept the partial files" % self.got,
+                              "run the same pull again: it resumes where this one stopped",
+                              128 + self.got)
+
+
+def adopt_rsync_temps(dest: str, files: List[Dict[str, Any]]) -> int:
+    """An rsync killed outright (SIGKILL, power loss, a laptop lid) leaves its temp file
+    `.NAME.XXXXXX` beside the target instead of a partial; move the largest into rsync's
+    partial dir so the next run resumes from it (and verify does not call it extra)."""
+    by_dir: Dict[str, Dict[str, int]] = {}
+    for f in files:
+        d, _, name = f["path"].rpartition("/")
+        by_dir.setdefault(d, {})[name] = f["bytes"]
+    adopted = 0
+    for d, names in by_dir.items():
+        full = os.path.join(dest, d)
+        try:
+            entries = [e.name for e in os.scandir(full) if e.name.startswith(".") and e.is_file(follow_symlinks=False)]
+        except OSError:
+            continue
+        for e in entries:
+            name, six = e[1:-7], e[-7:]
+            if len(e) > 8 and six[0] == "." and name in names and not os.path.exists(
+                    os.path.join(full, RSYNC_PARTIAL, name)):
+                src = os.path.join(full, e)
+                if os.path.getsize(src) <= names[name]:
+                    os.makedirs(os.path.join(full, RSYNC_PARTIAL), exist_ok=True)
+                    os.replace(src, os.path.join(full, RSYNC_PARTIAL, name))
+                    adopted += 1
+    return adopted
+
+
 def rsync_pull(target: transport.Target, info: PullInfo, dest: str, progress: Optional[Progress] = None,
                bwlimit_kbps: Optional[int] = None, rsync: str = "rsync") -> tuple[int, Known]:
     """rsync exactly the manifest's files and symlinks; returns (bytes received, known hashes)."""
@@ -182,7 +242,8 @@ def rsync_pull(target: transport.Target, info: PullInfo, dest: str, progress: Op
     names = [f["path"] for f in m["files"]] + [s["path"] for s in m.get("symlinks") or []]
     total = sum(f["bytes"] for f in m["files"])
     overlap = _Overlap(dest, {f["path"]: f["bytes"] for f in m["files"]})
-    fd, listfile = tempfile.mkstemp(prefix="files-", dir=os.path.join(dest, META_DIR))
+    adopt_rsync_temps(dest, m["files"])
+    fd, listfile = tempfile.mkstemp(prefix="rgt-files-")
     with os.fdopen(fd, "wb") as fh:
         fh.write(b"".join(n.encode("utf-8") + b"\0" for n in names))
     try:
@@ -191,10 +252,11 @@ def rsync_pull(target: transport.Target, info: PullInfo, dest: str, progress: Op
         err: List[bytes] = []
         drain = threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True)
         drain.start()
-        # a local copy's client is the sending side: its "sent" is what moved
-        received = _read_rsync(proc, total, progress, overlap, _SENT if target.is_local else _RECEIVED)
-        rc = proc.wait()
-        drain.join(5)
+        with _Interrupts(proc):
+            # a local copy's client is the sending side: its "sent" is what moved
+            received = _read_rsync(proc, total, progress, overlap, _SENT if target.is_local else _RECEIVED)
+            rc = proc.wait()
+            drain.join(5)
     finally:
         known = overlap.close()
         os.unlink(listfile)

@@ -90,15 +90,15 @@ def _read_old(path: str) -> Tuple[bytes, Dict[str, Any]]:
     return raw, old if isinstance(old, dict) and old.get("schema") == SCHEMA else {}
 
 
-def _old_hashes(old: Dict[str, Any], root: str) -> Dict[str, Tuple[int, int, str]]:
+def _old_files(old: Dict[str, Any], root: str) -> Dict[str, Dict[str, Any]]:
+    """path -> the previous manifest's entry (reused as is when the file is unchanged)."""
     if old.get("root") != root:
         return {}
     out = {}
     for f in old.get("files") or []:
-        try:
-            out[f["path"]] = (int(f["bytes"]), int(f["mtime_ns"]), str(f["sha256"]))
-        except (KeyError, TypeError, ValueError):
-            continue
+        if isinstance(f, dict) and isinstance(f.get("path"), str) and isinstance(f.get("bytes"), int) \
+                and isinstance(f.get("mtime_ns"), int) and isinstance(f.get("sha256"), str):
+            out[f["path"]] = f
     return out
 
 
@@ -114,7 +114,7 @@ def _hash_entries(root: str, todo: List[globs.Entry], workers: Optional[int]
     return {full[p].path: h for p, h in got.items()}
 
 
-def collect(root: str, include: List[str], exclude: List[str], old: Dict[str, Tuple[int, int, str]],
+def collect(root: str, include: List[str], exclude: List[str], old: Dict[str, Dict[str, Any]],
             workers: Optional[int] = None) -> Dict[str, Any]:
     """files/symlinks/skipped/warnings for the workdir, reusing old hashes where size+mtime match."""
     if not os.path.isdir(root):
@@ -123,13 +123,17 @@ def collect(root: str, include: List[str], exclude: List[str], old: Dict[str, Tu
     entries, skipped = globs.expand(root, include, exclude)
     links = [{"path": e.path, "target": e.target} for e in entries if e.target is not None]
     regular = [e for e in entries if e.target is None]
-    todo = [e for e in regular if old.get(e.path, (None, None))[:2] != (e.size, e.mtime_ns)]
+    todo = []
+    for e in regular:
+        o = old.get(e.path)
+        if o is None or o["bytes"] != e.size or o["mtime_ns"] != e.mtime_ns:
+            todo.append(e)
     fresh = _hash_entries(root, todo, workers)
     files, warnings = [], []
     for e in regular:
         h = fresh.get(e.path)
         if h is None:
-            files.append({"path": e.path, "bytes": e.size, "mtime_ns": e.mtime_ns, "sha256": old[e.path][2]})
+            files.append(old[e.path])
         elif h.sha256 is None:
             skipped.append({"path": e.path, "reason": h.error or "unreadable"})
         else:
@@ -140,17 +144,21 @@ def collect(root: str, include: List[str], exclude: List[str], old: Dict[str, Tu
             "hashed": len(todo)}
 
 
-def serialize(m: Dict[str, Any]) -> bytes:
+def serialize(m: Dict[str, Any], body: Optional[str] = None) -> bytes:
     """The manifest as UTF-8 JSON with one file entry per line (fast for 100,000 files)."""
     head = ",\n".join(" %s: %s" % (json.dumps(k), json.dumps(m[k], ensure_ascii=False))
                       for k in m if k not in ("files", "symlinks", "skipped"))
+    return ("{\n" + head + ",\n" + (body if body is not None else _body(m)) + "\n}\n").encode("utf-8")
+
+
+def _body(m: Dict[str, Any]) -> str:
     rows = ['  {"path":%s,"bytes":%d,"mtime_ns":%d,"sha256":"%s"}'
             % (_ENC(f["path"]), f["bytes"], f["mtime_ns"], f["sha256"]) for f in m["files"]]
-    parts = [head, _list("files", rows)]
+    parts = [_list("files", rows)]
     for key in ("symlinks", "skipped"):
         parts.append(_list(key, ["  " + json.dumps(x, ensure_ascii=False, separators=(",", ":"))
                                  for x in m.get(key, [])]))
-    return ("{\n" + ",\n".join(parts) + "\n}\n").encode("utf-8")
+    return ",\n".join(parts)
 
 
 def _list(key: str, rows: List[str]) -> str:
@@ -177,7 +185,7 @@ def build_manifest(home: Home, run: str, spec: Dict[str, Any], force: bool = Fal
     check_quiet(home, run, writer, force)
     path = home.manifest(run)
     old_raw, old = _read_old(path)
-    got = collect(root, include, exclude, _old_hashes(old, root), workers)
+    got = collect(root, include, exclude, _old_files(old, root), workers)
     m = {"schema": SCHEMA, "run": run, "created_at": old.get("created_at") or iso_now(now), "root": root,
          "include": include, "exclude": exclude,
          "totals": {"files": len(got["files"]), "bytes": sum(f["bytes"] for f in got["files"]),
@@ -186,10 +194,11 @@ def build_manifest(home: Home, run: str, spec: Dict[str, Any], force: bool = Fal
          "files": got["files"], "symlinks": got["symlinks"], "skipped": got["skipped"]}
     # Nothing changed: keep the file as it is, so its sha256 (in the run_succeeded notification)
     # stays the one the laptop's PULL_VERIFIED.json records.
-    if serialize(m) != old_raw:
+    body = _body(m)
+    if serialize(m, body) != old_raw:
         m["created_at"] = iso_now(now)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        atomic_write_bytes(path, serialize(m))
+        atomic_write_bytes(path, serialize(m, body))
     m["hashed"] = got["hashed"]  # how many files this refresh hashed (not stored)
     return m
 

@@ -1,0 +1,142 @@
+"""`rgt-client verify` and the `local` host: set equality, sizes, sha256, PULL_VERIFIED.json."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from boxagent.artifacts import build_manifest
+from boxagent.home import Home
+from rgt_client.errors import ClientError
+from rgt_client.pull import adopt_rsync_temps
+from rgt_client.verify import check_manifest, verify
+
+
+@pytest.fixture
+def pulled(box, rgt_local, tmp_path):
+    """A verified pull from the `local` host (rsync when installed, else the stream)."""
+    box.write("ck/a.pt", os.urandom(50_000))
+    box.write("ck/b c ü.pt", os.urandom(20_000))
+    box.write("metrics.json", '{"acc": 0.9}')
+    os.symlink("a.pt", box.work / "ck" / "best.pt")
+    run = box.run("r1", ["ck/**", "*.json"])
+    dest = tmp_path / "pulled"
+    res = rgt_local("pull", "local", run, str(dest), "--home", str(box.home))
+    assert res.exit_code == 0, res.stderr
+    assert res.stdout.startswith("OK 3/3 files") and (dest / "PULL_VERIFIED.json").exists()
+    return dest
+
+
+def test_local_host_pull_copies_and_verifies(pulled, box):
+    assert (pulled / "ck" / "b c ü.pt").read_bytes() == (box.work / "ck" / "b c ü.pt").read_bytes()
+    assert os.readlink(pulled / "ck" / "best.pt") == "a.pt"
+
+
+def test_flipped_byte_is_named_and_the_old_proof_moved_aside(pulled, rgt_local):
+    p = pulled / "ck" / "a.pt"
+    data = bytearray(p.read_bytes())
+    data[25_000] ^= 0x01
+    st = os.stat(p)
+    p.write_bytes(bytes(data))
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))    # same size and mtime: only the hash tells
+    res = rgt_local("verify", str(pulled))
+    assert res.exit_code == 4
+    assert "CHANGED    ck/a.pt" in res.stdout and "FAILED 1 problem(s) (1 sha256)" in res.stdout
+    assert "NOT safe to tear down" in res.stdout
+    assert not (pulled / "PULL_VERIFIED.json").exists()
+    assert (pulled / ".rgt" / "PULL_VERIFIED.stale.json").exists()
+
+
+def test_extra_and_missing_files_are_named(pulled, rgt_local):
+    (pulled / "ck" / "b c ü.pt").unlink()
+    (pulled / "notes.txt").write_text("mine")
+    (pulled / "metrics.json").write_text("{}")
+    res = rgt_local("verify", str(pulled), "--json")
+    assert res.exit_code == 4
+    out = json.loads(res.stdout)
+    got = sorted((p["kind"], p["path"]) for p in out["problems"])
+    assert got == [("extra", "notes.txt"), ("missing", "ck/b c ü.pt"), ("size", "metrics.json")]
+    assert out["safe_to_tear_down"] is False
+
+
+def test_a_replaced_symlink_is_named(pulled):
+    (pulled / "ck" / "best.pt").unlink()
+    os.symlink("b c ü.pt", pulled / "ck" / "best.pt")
+    res = verify(str(pulled))
+    assert [(p.kind, p.path) for p in res.problems] == [("symlink", "ck/best.pt")]
+
+
+def test_verify_without_a_manifest_is_a_usage_error(rgt_local, tmp_path):
+    res = rgt_local("verify", str(tmp_path))
+    assert res.exit_code == 2 and "Error: cannot read the manifest" in res.stderr and "Hint:" in res.stderr
+
+
+def test_check_load_says_when_torch_is_missing(pulled, rgt_local):
+    try:
+        import torch  # noqa: F401
+        pytest.skip("torch is installed here; the skip message cannot be shown")
+    except ImportError:
+        pass
+    res = rgt_local("verify", str(pulled), "--check-load")
+    assert res.exit_code == 0
+    assert "load ck/a.pt: skipped: torch is not installed here" in res.stdout
+
+
+@pytest.mark.parametrize("bad", [
+    {"path": "../.bashrc", "bytes": 1, "mtime_ns": 0, "sha256": "x"},
+    {"path": "/etc/passwd", "bytes": 1, "mtime_ns": 0, "sha256": "x"},
+    {"path": "PULL_VERIFIED.json", "bytes": 1, "mtime_ns": 0, "sha256": "x"},
+    {"path": "link/inside", "bytes": 1, "mtime_ns": 0, "sha256": "x"},
+])
+def test_a_manifest_that_would_write_outside_dest_is_refused(bad):
+    m = {"schema": "rgt.manifest/1", "files": [bad], "symlinks": [{"path": "link", "target": "/etc"}]}
+    with pytest.raises(ClientError):
+        check_manifest(m, "test")
+
+
+def test_rsync_temp_left_by_a_hard_kill_becomes_the_partial(tmp_path):
+    (tmp_path / "ck").mkdir()
+    (tmp_path / "ck" / ".big.bin.Ab3dEf").write_bytes(b"x" * 100)
+    (tmp_path / "ck" / ".other.bin.Ab3dEf").write_bytes(b"y")     # not a manifest file: left alone
+    n = adopt_rsync_temps(str(tmp_path), [{"path": "ck/big.bin", "bytes": 1000}])
+    assert n == 1
+    assert (tmp_path / "ck" / ".rgt-partial" / "big.bin").read_bytes() == b"x" * 100
+    assert (tmp_path / "ck" / ".other.bin.Ab3dEf").exists()
+
+
+@pytest.fixture
+def ram_dir(tmp_path):
+    """100,000 files are a metadata storm: on a tmpfs (/dev/shm) when there is one, so the test
+    measures rgt, not the disk's journal."""
+    import shutil
+    import tempfile
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else str(tmp_path)
+    d = tempfile.mkdtemp(prefix="rgt-100k-", dir=base)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_manifest_of_100000_files_refreshes_and_verifies(box, ram_dir):
+    for d in range(100):
+        dd = "%s/shards/%02d" % (ram_dir, d)
+        os.makedirs(dd)
+        for i in range(1000):
+            fd = os.open("%s/%04d.txt" % (dd, i), os.O_WRONLY | os.O_CREAT, 0o644)
+            os.write(fd, b"%d/%d" % (d, i))
+            os.close(fd)
+    box.work = type(box.work)(ram_dir)
+    run = box.run("big", ["shards/**"])
+    home = Home(str(box.home))
+    spec = json.loads((box.home / "runs" / run / "spec.json").read_text())
+    m = build_manifest(home, run, spec)
+    assert m["totals"]["files"] == 100_000 and m["hashed"] == 100_000
+    with open(ram_dir + "/shards/42/0042.txt", "wb") as fh:
+        fh.write(b"changed")
+    again = build_manifest(home, run, spec)
+    assert again["hashed"] == 1          # the refresh hashes one file (bench: refresh < 1 s)
+    assert [f for f in again["files"] if f["path"] == "shards/42/0042.txt"][0]["bytes"] == 7
+    # verify the workdir itself against the manifest: 100,000 files, all present and equal
+    res = verify(ram_dir, str(box.home / "runs" / run / "manifest.json"))
+    assert res.ok and res.checked == 100_000
