@@ -71,7 +71,7 @@ def stop(home: Home, roots: Roots, timeout: float = 15.0) -> Optional[int]:
     pid = status_mod.daemon_pid(home, roots)
     if pid is None:
         return None
-    inbox.post(home, "stop", {})
+    request = inbox.post(home, "stop", {})
     try:
         os.kill(pid, signal.SIGINT)   # verified by start ticks above; SIGINT = stop, never preempt
     except OSError:
@@ -79,6 +79,9 @@ def stop(home: Home, roots: Roots, timeout: float = 15.0) -> Optional[int]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if status_mod.daemon_pid(home, roots) is None:
+            # The daemon may exit on SIGINT before reading the request; left behind, it would
+            # stop the NEXT daemon (`install` = stop + start) on its first tick.
+            inbox.done(request)
             return pid
         time.sleep(POLL_S)
     raise AgentError("the daemon (pid %d) did not stop within %ss" % (pid, timeout),
