@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from typing import Any, Callable
 
 import click
@@ -74,7 +73,8 @@ def install(ctx: click.Context, host: str, profile: str | None, home: str | None
     from rgt_client.install import InstallOptions, install as do_install
     from rgt_client.render_box import box_summary
     t = target(ctx, host, home, python)
-    rep = do_install(t, InstallOptions(profile, deps, deps_timeout, notify_file, sample_every), say=err)
+    rep = do_install(t, InstallOptions(profile=profile, deps=deps, deps_timeout_s=deps_timeout,
+                                        notify_file=notify_file, sample_every=sample_every), say=err)
     up, status = rep.upload, rep.start.get("status") or {}
     click.echo("rgt agent %s on %s: %s, sha256 %s" % (
         (up.get("version") or {}).get("version", "?"), host,

@@ -8,8 +8,7 @@ import sys
 import click
 
 from rgt_client import exitcodes
-from rgt_client.commands import DURATION, err, host_options, q, target
-from rgt_client.errors import ClientError
+from rgt_client.commands import DURATION, err, host_options, target
 
 COMMANDS: list = []
 
@@ -170,5 +169,3 @@ def patrol(ctx: click.Context, hosts: tuple[str, ...], since: float, as_json: bo
             click.echo("%-*s  %-11s  %s" % (width, hs.target.host, word, detail))
     ctx.exit(patrol_exit(codes))
 
-
-__all__ = ["COMMANDS", "ClientError", "q"]

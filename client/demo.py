@@ -110,19 +110,26 @@ def run_demo(base: Path, epochs: int = 5, max_wait_s: float = 90.0,
 
 
 def _follow(target: Target, sink: Path, max_wait_s: float, say: Callable[[str], None]) -> str | None:
-    """Stage transitions and notification lines as they happen, until the run ends."""
+    """Stage transitions, stage output and notification lines as they happen, until the run ends."""
     from rgt_client.ops import fetch_status, find_run
     seen: dict[str, str] = {}
+    logs: dict[str, int] = {}
     offset, state, deadline = 0, None, time.monotonic() + max_wait_s
     while time.monotonic() < deadline:
         offset = _show_notifications(sink, offset, say)
         hs = fetch_status(target, events=0)
         run = find_run(hs.status or {}, "demo") or {}
         for st in run.get("stages") or []:
-            key = "%s:%s" % (st.get("state"), (st.get("progress") or {}).get("done"))
-            if seen.get(st.get("name")) != key and st.get("state") not in ("pending", None):
-                seen[st.get("name")] = key
-                say("   stage %-10s %s%s" % (st.get("name"), st.get("state"), _progress(st)))
+            if st.get("state") in ("pending", None):
+                continue
+            changed = seen.get(st.get("name")) != st.get("state")
+            if changed and st.get("state") == "running":
+                say("   stage %-10s %s" % (st.get("name"), st.get("state")))
+            if st.get("log"):  # output first, so a stage's last lines come before "succeeded"
+                logs[st["log"]] = _show_log(st["name"], st["log"], logs.get(st["log"], 0), say)
+            if changed and st.get("state") != "running":
+                say("   stage %-10s %s" % (st.get("name"), st.get("state")))
+            seen[st.get("name")] = st.get("state")
         state = run.get("state")
         if state in ("succeeded", "failed", "cancelled", "interrupted"):
             time.sleep(0.5)  # let the last notification reach the sink
@@ -133,11 +140,18 @@ def _follow(target: Target, sink: Path, max_wait_s: float, say: Callable[[str], 
     return state
 
 
-def _progress(st: dict[str, Any]) -> str:
-    p = st.get("progress") or {}
-    if p.get("done") is None:
-        return ""
-    return "  %s/%s" % (p.get("done"), p.get("total") or "?")
+def _show_log(stage: str, path: str, offset: int, say: Callable[[str], None]) -> int:
+    """New complete lines of a stage log (the box is this machine, so read it directly)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read()
+    except OSError:
+        return offset
+    complete = data[: data.rfind(b"\n") + 1]
+    for line in complete.decode("utf-8", "replace").splitlines():
+        say("     %s | %s" % (stage, line))
+    return offset + len(complete)
 
 
 def _show_notifications(sink: Path, offset: int, say: Callable[[str], None]) -> int:
@@ -154,32 +168,34 @@ def _show_notifications(sink: Path, offset: int, say: Callable[[str], None]) -> 
 
 
 def _one_line(line: str) -> str:
+    """A sink line as a phone would show it: the message's first line."""
     try:
-        ev = json.loads(line)
+        msg = json.loads(line)
     except ValueError:
         return line[:160]
-    if not isinstance(ev, dict):
+    if not isinstance(msg, dict):
         return line[:160]
-    ev = ev.get("event", ev) if isinstance(ev.get("event"), dict) else ev
-    return "[%s] %s %s" % (ev.get("severity", "-"), ev.get("type", "?"), ev.get("summary") or ev.get("text") or "")
+    text = msg.get("title") or (msg.get("text") or "").split("\n")[0]
+    return "[%s] %s" % (msg.get("severity", "-"), text or msg.get("type") or line[:120])
 
 
 def _pull_and_verify(target: Target, base: Path, say: Callable[[str], None]) -> None:
+    """Pull + verify through the artifacts engineer's plain functions, when this client has them."""
     try:
-        from rgt_client import pull_cmd
+        from rgt_client.pull import pull
+        from rgt_client.pull_cmd import render_verify
     except ImportError:
-        return
-    pull, verify = getattr(pull_cmd, "pull_run", None), getattr(pull_cmd, "verify_dir", None)
-    if pull is None or verify is None:
-        say("-- pull/verify: not in this client yet")
+        say("-- pull/verify: not in this client")
         return
     dest = base / "pulled"
+    say("-- pull the artifacts to %s and verify them against the box's manifest" % dest)
     try:
-        say("-- pull the artifacts to %s and verify them" % dest)
-        pull(target, "demo", dest)
-        say("   %s" % verify(dest))
+        res = pull(target, "demo", str(dest))
     except ClientError as exc:
-        say("   pull/verify failed: %s" % exc.message)
+        say("   pull failed: %s" % exc.message)
+        return
+    say("   %s (%s, %d bytes moved)" % (render_verify(res.verify).replace("\n", "\n   "), res.method,
+                                       res.bytes_moved))
 
 
 @COMMANDS.append

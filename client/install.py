@@ -72,7 +72,9 @@ def install(target: Target, opts: InstallOptions, say: Callable[[str], None] = l
     report = InstallReport(target, sha, up, started, profile, reason, [], upload_s, time.monotonic() - t1)
     _check_started(report, notify is not None)
     if opts.remember:
-        hosts.remember(target.host, home=up.get("home"), python=target.python, sha256=sha,
+        # The resolved interpreter, not "python3": later calls skip PATH shims (pyenv, conda) and
+        # always use the Python the daemon was started with.
+        hosts.remember(target.host, home=up.get("home"), python=up.get("python") or target.python, sha256=sha,
                        profile=profile.get("name"), installed_at=_now_iso())
     return report
 

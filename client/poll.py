@@ -8,7 +8,6 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from rgt_client import exitcodes
-from rgt_client.errors import ClientError
 from rgt_client.ops import HostStatus, fetch_status, find_run, unknown_run
 from rgt_client.render import heartbeat_state, run_line
 from rgt_client.transport import Target
@@ -49,7 +48,7 @@ def watch(target: Target, run: str, every_s: float, max_wait_s: float, say: Call
 
 
 def _watch_tick(target: Target, run: str, say: Callable[[str], None], dead: int) -> tuple[int | None, int]:
-    hs = fetch_status(target, events=0, timeout=max(60.0, 30.0))
+    hs = fetch_status(target, events=0, timeout=60.0)
     if hs.error is not None:
         if hs.error.code == exitcodes.UNREACHABLE:
             say("%s ssh failed (the run is not affected): %s" % (_ts(), hs.error.message))
@@ -157,9 +156,3 @@ def patrol_exit(codes: list[int]) -> int:
     return exitcodes.OK
 
 
-def check_run_known(hs: HostStatus, run: str) -> None:
-    if hs.status is not None and find_run(hs.status, run) is None:
-        raise unknown_run(hs.target, run, hs.status)
-
-
-__all__ = ["watch", "patrol_verdict", "patrol_exit", "PATROL_TABLE", "Clock", "ClientError"]

@@ -76,9 +76,13 @@ def _health(h: dict[str, Any], hist: dict[str, Any]) -> list[str]:
     lines = []
     mem = h.get("memory") or {}
     if mem:
-        lim = format_bytes(mem.get("max_bytes")) if mem.get("max_bytes") else "no limit"
-        lines.append("  memory  %s of %s (cgroup %s, peak %s, oom_kill %s)  %s" % (
-            _pct(mem.get("used_pct")), lim, mem.get("cgroup") or "none", format_bytes(mem.get("peak_bytes")),
+        if mem.get("max_bytes"):
+            used = "%s of %s" % (_pct(mem.get("used_pct")), format_bytes(mem.get("max_bytes")))
+        else:  # no cgroup limit: the host's numbers are context, never blamed on the job
+            used = "%s used, no cgroup limit, host %s" % (format_bytes(mem.get("current_bytes")),
+                                                          format_bytes(mem.get("host_total_bytes")))
+        lines.append("  memory  %s (cgroup %s, peak %s, oom_kill %s)  %s" % (
+            used, mem.get("cgroup") or "none", format_bytes(mem.get("peak_bytes")),
             mem.get("oom_kill") if mem.get("oom_kill") is not None else "-",
             sparkline(hist.get("mem_used_pct") or [])))
     cpu = h.get("cpu") or {}

@@ -18,8 +18,11 @@ from rgt_client.cli import cli
 
 def agent_has(command: str) -> bool:
     """True once the core's agent command exists (the e2e tests need the daemon)."""
-    from boxagent.cli import build_parser
-    sub = [a for a in build_parser()._actions if a.dest == "command"]
+    try:
+        from boxagent.cli import build_parser
+        sub = [a for a in build_parser()._actions if a.dest == "command"]
+    except Exception:  # noqa: BLE001 - another area mid-edit must not break collecting these tests
+        return False
     return bool(sub) and command in (sub[0].choices or {})
 
 

@@ -1,0 +1,65 @@
+"""End to end over the real sshd, when things go wrong: a failing stage, cancel, resume,
+patrol's RUN-FAILED and AGENT-DOWN, watch giving up, status with the daemon dead."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rgt_client import exitcodes
+from tests.client.conftest import Cli, needs_daemon, stop_daemon, wait_for
+from tests.client.test_e2e import _state, install
+
+pytestmark = [pytest.mark.ssh, needs_daemon]
+
+
+@pytest.fixture(scope="module")
+def trouble(sshd, tmp_path_factory):
+    base = tmp_path_factory.mktemp("trouble")
+    home = base / "trouble home"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RGT_CLIENT_CONFIG_DIR", str(base / "client-config"))
+        rgt = Cli(sshd.config)
+        install(rgt, home)
+        yield rgt, home
+    stop_daemon(home)
+
+
+def test_failure_cancel_resume_and_patrol(trouble, tmp_path):
+    rgt, home = trouble
+    res = rgt("run", "rgt-box", "--home", str(home), "--name", "bad", "--workdir", str(tmp_path), "--",
+              "echo about to fail; exit 3")
+    assert res.exit_code == 0, res.output
+    res = rgt("watch", "rgt-box", "bad", "--every", "0.2s", "--max-wait", "30s", "--home", str(home))
+    assert res.exit_code == exitcodes.RUN_FAILED, res.output
+    status = rgt("status", "rgt-box", "--home", str(home))
+    assert "✗ main" in status.stdout and "cause:" in status.stdout
+    res = rgt("run", "rgt-box", "--home", str(home), "--name", "long", "--workdir", str(tmp_path), "--",
+              "sleep 30")
+    wait_for(lambda: _state(home, "long") == "running", 20)
+    res = rgt("patrol", "rgt-box", "--home", str(home))
+    assert res.exit_code == exitcodes.RUN_FAILED and "RUN-FAILED" in res.stdout, res.output
+    res = rgt("cancel", "rgt-box", "long", "--home", str(home))
+    assert res.exit_code == 0, res.output
+    assert wait_for(lambda: _state(home, "long") == "cancelled", 20)
+    res = rgt("resume", "rgt-box", "long", "--home", str(home))
+    assert res.exit_code == 0, res.output
+    wait_for(lambda: _state(home, "long") in ("queued", "running"), 20)
+    rgt("cancel", "rgt-box", "long", "--home", str(home))
+
+
+def test_watch_gives_up_with_6_and_agent_down_is_3(trouble, tmp_path):
+    """Last in this file: it stops the daemon."""
+    rgt, home = trouble
+    rgt("run", "rgt-box", "--home", str(home), "--name", "slow", "--workdir", str(tmp_path), "--", "sleep 20")
+    t0 = time.monotonic()
+    res = rgt("watch", "rgt-box", "slow", "--every", "0.2s", "--max-wait", "1s", "--home", str(home))
+    assert res.exit_code == exitcodes.GAVE_UP and "gave up" in res.stdout
+    assert time.monotonic() - t0 < 10
+    stop_daemon(home)
+    res = rgt("status", "rgt-box", "--home", str(home))
+    assert res.exit_code == exitcodes.AGENT_DOWN and "agent NOT running" in res.stdout and "run slow" in res.stdout
+    res = rgt("watch", "rgt-box", "slow", "--every", "0.1s", "--max-wait", "30s", "--home", str(home))
+    assert res.exit_code == exitcodes.AGENT_DOWN, res.output
+    res = rgt("patrol", "rgt-box", "--home", str(home))
+    assert res.exit_code == exitcodes.AGENT_DOWN and "AGENT-DOWN" in res.stdout
