@@ -103,12 +103,29 @@ def run_config(tmp: Path, key: str, python: list, pythonpath: str, n: int, port:
             res = agent("submit", "-", stdin=json.dumps(job).encode())
             if res.returncode != 0:
                 raise RuntimeError("submit failed: %s" % res.stderr.decode())
-            arrived = recv.wait(run, 30)
+            try:
+                arrived = recv.wait(run, 30)
+            except RuntimeError:
+                _explain(home, tmp / (key + ".log"), run)
+                raise
             out.append(arrived - float(stamp.read_text()))
         return out
     finally:
         os.killpg(daemon.pid, signal.SIGTERM)
         daemon.wait(15)
+
+
+def _explain(home: Path, log: Path, run: str) -> None:
+    """What the box says when a message did not come: run state, notifications, the daemon log."""
+    try:
+        st = json.loads((home / "status.json").read_text())
+        runs = [r for r in st.get("runs", []) if r.get("name") == run]
+        sys.stderr.write("run %s: %s\nnotifications: %s\n" % (run, json.dumps(runs)[:2000],
+                                                             json.dumps(st.get("notifications"))[:2000]))
+    except (OSError, ValueError) as exc:
+        sys.stderr.write("no status.json: %s\n" % exc)
+    sys.stderr.write("outbox: %s\n" % sorted(os.listdir(home / "outbox")))
+    sys.stderr.write(log.read_text(errors="replace")[-3000:] + "\n")
 
 
 def pct(xs: list, p: float) -> float:
