@@ -247,6 +247,25 @@ class Chain:
                 run["cause"] = cause
                 self.change_run(run, INTERRUPTED, now, cause=cause)
 
+    def next_deadline(self, now: float, mono: float) -> float:
+        """Seconds until something is due without any wakeup: a retry backoff ends, a stage times
+        out, a TERM escalates to KILL. The loop sleeps no longer than this (the tick may be long)."""
+        due = [3600.0]
+        for run in self.runs.values():
+            if run["state"] != RUNNING:
+                continue
+            for st in run["stages"]:
+                if st["state"] == PENDING and st.get("retry_at"):
+                    due.append(st["retry_at"] - now)
+        for act in self.active.values():
+            if act.kill_at is not None and not act.killed:
+                due.append(act.kill_at - mono)
+            st = state.stage_of(self.runs[act.run], act.stage)
+            timeout = self.stages.spec_stage(act).get("timeout")
+            if timeout and st and st.get("started_at") and act.stop_reason is None:
+                due.append(st["started_at"] + timeout - now + 0.01)
+        return max(0.0, min(due))
+
     def running_pairs(self) -> List[tuple]:
         return [(a.run, a.stage) for a in self.active.values()]
 

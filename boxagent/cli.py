@@ -36,7 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+        try:
+            importlib.import_module(name).register(sub)
+        except Exception as exc:  # noqa: BLE001
+            if name == COMMAND_MODULES[0]:
+                raise
+            # A broken optional part must not take `status`, `stop` or `resume` down with it.
+            sys.stderr.write("Warning: the %s commands are unavailable: %s: %s\n" % (name, type(exc).__name__, exc))
     return parser
 
 

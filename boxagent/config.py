@@ -14,15 +14,18 @@ from boxagent.fsutil import read_json
 
 # name -> (default, env override, minimum). Seconds throughout.
 INTERVALS = {
-    "tick": (None, "RGT_TICK", 0.01),                  # fast loop; None = 0.25 polling / 1.0 with inotify
+    "tick": (None, "RGT_TICK", 0.01),                  # loop cadence; None = POLL_TICK / INOTIFY_TICK
     "sample_every": (10.0, "RGT_SAMPLE_EVERY", 0.05),  # health sample + status.json rewrite
     "stop_grace": (30.0, "RGT_STOP_GRACE", 0.0),       # TERM -> KILL on preemption/cancel/timeout
     "heartbeat_every": (300.0, "RGT_HEARTBEAT_EVERY", 0.1),  # heartbeat events (rate limit)
     "launch_grace": (5.0, "RGT_LAUNCH_GRACE", 0.1),    # a launched shim must claim its attempt by then
     "retry_backoff": (5.0, "RGT_RETRY_BACKOFF", 0.0),  # first retry delay; doubles per attempt
 }
-POLL_TICK = 0.25
-INOTIFY_TICK = 1.0
+# Stage exits and requests wake the loop at once (SIGCHLD, SIGUSR1 from the shim and the commands,
+# inotify): the tick only paces log tailing and is a safety net. A wakeup costs ~0.1 ms of CPU on a
+# small VM, so an idle daemon must sleep long to stay far below the shell loops it replaces.
+POLL_TICK = 1.0
+INOTIFY_TICK = 2.0
 
 
 def load(path: str) -> Dict[str, Any]:

@@ -13,6 +13,7 @@ import fcntl
 import os
 import signal
 import time
+import traceback
 from typing import Any, Dict, List, Optional
 
 from boxagent import config as config_mod
@@ -45,6 +46,7 @@ class Daemon:
         self.last_status: Dict[str, Any] = {}
         self._config_mtime = self._mtime(home.config)
         self._lock_fd: Optional[int] = None
+        self._tick_errors: set = set()
 
     def _settings(self) -> Dict[str, Any]:
         return {name: config_mod.interval(self.config, name) for name in config_mod.INTERVALS}
@@ -59,6 +61,11 @@ class Daemon:
     # -- lifetime
     def run(self) -> int:
         self.home.ensure()
+        # Handlers first: a command may SIGUSR1 us as soon as daemon.pid names us, and SIGUSR1's
+        # default action would kill the daemon. (Handlers, unlike SIG_IGN, do not reach the stages.)
+        self.waker = Waker()
+        self.waker.install({signal.SIGTERM: "preempt", signal.SIGINT: "stop", signal.SIGCHLD: "",
+                            signal.SIGUSR1: ""})
         self._lock()
         reason = "stop"
         try:
@@ -90,8 +97,6 @@ class Daemon:
         prev_boot = ((read_json(self.home.status) or {}).get("agent") or {}).get("boot_id")
         self.chain = Chain(self.home, self.roots, self.svc)
         self.chain.load()
-        self.waker = Waker()
-        self.waker.install({signal.SIGTERM: "preempt", signal.SIGINT: "stop", signal.SIGCHLD: ""})
         signal.signal(signal.SIGHUP, signal.SIG_IGN)   # a closed ssh session must not stop us
         self.dirwatch = DirWatch(self.waker.wake, enabled=os.environ.get("RGT_NO_INOTIFY") != "1"
                                  and self.config.get("inotify", True) is not False)
@@ -148,18 +153,29 @@ class Daemon:
                 return "preempted"
             if self.waker.flags.get("stop"):
                 return "stop"
-            self._fast(now, mono)
-            if mono >= next_slow:
-                self._slow(now, mono)
-                next_slow += self.settings["sample_every"]
-                if next_slow <= mono:
-                    next_slow = mono + self.settings["sample_every"]
-            if self.dirty:
-                self.write_status(now)
-            if mono - last_hub >= HUB_TICK_S:
-                self.svc.hub_call("tick", now, self.last_status)
-                last_hub = mono
-            self.waker.wait(min(self.tick_s, next_slow - time.monotonic()))
+            try:
+                self._fast(now, mono)
+                if mono >= next_slow:
+                    self._slow(now, mono)
+                    next_slow += self.settings["sample_every"]
+                    if next_slow <= mono:
+                        next_slow = mono + self.settings["sample_every"]
+                if self.dirty:
+                    self.write_status(now)
+                if mono - last_hub >= HUB_TICK_S:
+                    self.svc.hub_call("tick", now, self.last_status)
+                    last_hub = mono
+            except Exception as exc:  # noqa: BLE001 - a bug costs one tick, never the daemon
+                self._tick_failed(exc)
+            mono = time.monotonic()
+            self.waker.wait(min(self.tick_s, next_slow - mono, self.chain.next_deadline(time.time(), mono)))
+
+    def _tick_failed(self, exc: Exception) -> None:
+        key = "%s: %s" % (type(exc).__name__, exc)
+        if key not in self._tick_errors:
+            self._tick_errors.add(key)
+            log_line("tick failed (the loop goes on): %s\n%s" % (key, traceback.format_exc()))
+        time.sleep(0.2)   # a persistent fault must not spin the CPU
 
     def _fast(self, now: float, mono: float) -> None:
         for path, req in inbox.pending(self.home):

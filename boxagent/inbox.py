@@ -14,6 +14,7 @@ import secrets
 import time
 from typing import Any, Dict, Iterator, List, Tuple
 
+from boxagent import procs
 from boxagent.fsutil import atomic_write_json, read_json
 from boxagent.home import Home
 
@@ -27,6 +28,7 @@ def post(home: Home, kind: str, payload: Dict[str, Any]) -> str:
     body["posted_at"] = time.time()
     path = os.path.join(home.inbox, "%019d-%s-%s.json" % (time.time_ns(), kind, secrets.token_hex(3)))
     atomic_write_json(path, body, mode=0o600)
+    procs.poke_daemon(home.pidfile)   # handled now, not at the next tick
     return path
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
+import signal
 import sys
 from typing import Dict, List, Optional
 
@@ -130,5 +132,26 @@ def group_members(roots: Roots, pgid: int) -> List[int]:
     return out
 
 
-def read_self_start_ticks(roots: Roots) -> Optional[int]:
-    return roots.process_start_ticks(os.getpid())
+def daemon_pid(pidfile: str, roots: Roots) -> Optional[int]:
+    """The live daemon's pid from daemon.pid, or None. pid + start ticks: a reused pid is not ours."""
+    try:
+        with open(pidfile, "rb") as fh:
+            info = json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    pid = info.get("pid") if isinstance(info, dict) else None
+    return pid if alive(roots, pid, info.get("start_ticks")) else None
+
+
+def poke_daemon(pidfile: str, roots: Optional[Roots] = None) -> bool:
+    """Wake the daemon now (SIGUSR1: its handler only ends the loop's sleep). Requests and exit
+    files are picked up at once without inotify and without a fast polling tick: an idle daemon
+    sleeps, which is what keeps it under 0.2 % of a core."""
+    pid = daemon_pid(pidfile, roots or Roots.from_env())
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, signal.SIGUSR1)
+        return True
+    except OSError:
+        return False

@@ -21,6 +21,7 @@ import sys
 import time
 from typing import Any, Dict, Optional
 
+from boxagent import procs
 from boxagent.fsutil import atomic_write_json, read_json
 from boxagent.home import Home
 from boxagent.roots import Roots
@@ -71,6 +72,8 @@ def run_shim(home: Home, run: str, stage: str, attempt: int) -> int:
     rc = child.wait()
     atomic_write_json(exit_path, {"exit_code": rc if rc >= 0 else None, "signal": -rc if rc < 0 else None,
                                   "ended_at": time.time(), "pid": child.pid})
+    # A daemon that re-adopted this stage is not our parent (no SIGCHLD): wake it.
+    procs.poke_daemon(home.pidfile, roots)
     return 0
 
 

@@ -28,7 +28,7 @@ class StageControl:
     def _setting(self, name: str) -> float:
         return float(self.svc.settings[name])
 
-    def _spec_stage(self, act: Active) -> Dict[str, Any]:
+    def spec_stage(self, act: Active) -> Dict[str, Any]:
         return next(s for s in self.chain.specs[act.run]["stage"] if s["name"] == act.stage)
 
     # -- start
@@ -106,7 +106,7 @@ class StageControl:
         act.escalate(mono)
         run = self.chain.runs[act.run]
         st = stage_of(run, act.stage)
-        sspec = self._spec_stage(act)
+        sspec = self.spec_stage(act)
         if act.kind == "wait":
             self._check_wait(act, sspec, st, now)
             return
@@ -194,7 +194,7 @@ class StageControl:
         act.kill_leftovers()
         run = self.chain.runs[act.run]
         st = stage_of(run, act.stage)
-        sspec = self._spec_stage(act)
+        sspec = self.spec_stage(act)
         self.svc.watch_call(act.watch, "finish", now)
         facts = outcome.build_facts(
             sspec, st, self.chain.specs[act.run]["workdir"], info, act.watch, now, act.stop_reason,
@@ -250,7 +250,7 @@ class StageControl:
     def stall_checks(self, now: float, default_stall: Optional[float]) -> None:
         for act in list(self.chain.active.values()):
             spec = self.chain.specs[act.run]
-            sspec = self._spec_stage(act)
+            sspec = self.spec_stage(act)
             after = sspec.get("stall_after") or spec.get("stall_after") or default_stall
             if not after or act.watch is None:
                 continue

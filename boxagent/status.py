@@ -6,7 +6,6 @@ heartbeat is, and shows submitted-but-not-yet-picked-up jobs as `queued`.
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import Any, Dict, List, Optional
@@ -89,12 +88,8 @@ def queued_block(req: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def daemon_pid(home: Home, roots: Roots) -> Optional[int]:
-    """The live daemon's pid, or None. pid + start ticks: a reused pid is not our daemon."""
-    info = read_json(home.pidfile)
-    if not isinstance(info, dict):
-        return None
-    pid = info.get("pid")
-    return pid if procs.alive(roots, pid, info.get("start_ticks")) else None
+    """The live daemon's pid, or None (pid + start ticks from daemon.pid)."""
+    return procs.daemon_pid(home.pidfile, roots)
 
 
 def read(home: Home, roots: Roots, now: Optional[float] = None, n_events: int = STATUS_EVENTS) -> Dict[str, Any]:
@@ -190,6 +185,3 @@ def _run_lines(run: Dict[str, Any]) -> List[str]:
         out.append("  cause: %s: %s" % (run["cause"].get("class"), run["cause"].get("summary")))
     return out
 
-
-def exists(path: str) -> bool:
-    return os.path.exists(path)

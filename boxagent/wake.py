@@ -126,7 +126,8 @@ def _make_observer(on_change: Callable[[], None]) -> Optional[Tuple[Any, Any]]:
             on_change()
 
     try:
-        observer = Observer()
+        # The dispatch thread wakes every `timeout` s when idle; a long one keeps an idle agent idle.
+        observer = Observer(timeout=30)
         observer.daemon = True
         observer.start()
     except Exception:  # noqa: BLE001 - no inotify here (old kernel, limits): poll instead

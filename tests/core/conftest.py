@@ -89,9 +89,21 @@ class Box:
 
     def wait_run(self, name: str, states: Any = TERMINAL, timeout: float = 20) -> Dict[str, Any]:
         states = (states,) if isinstance(states, str) else states
-        wait_for(lambda: self.run_state(name).get("state") in states, timeout,
-                 "run %s in %s (now %s)" % (name, states, self.run_state(name).get("state")))
+        try:
+            wait_for(lambda: self.run_state(name).get("state") in states, timeout, "run %s in %s" % (name, states))
+        except AssertionError as exc:
+            raise AssertionError("%s; now %s\n%s" % (exc, self.run_state(name).get("state"), self.diagnostics()))
         return self.run_state(name)
+
+    def diagnostics(self) -> str:
+        """What a failed wait needs: the daemon's own log and the last events."""
+        out = []
+        for log in [self.home / "daemon.log"] + sorted(self.tmp.glob("daemon-*.log")):
+            if log.exists():
+                out.append("--- %s\n%s" % (log.name, log.read_text()[-3000:]))
+        out.append("--- events\n" + "\n".join("%s %s %s %s" % (e["at"], e["type"], e.get("run"), e.get("stage"))
+                                               for e in self.events()[-15:]))
+        return "\n".join(out)
 
     def wait_stage(self, run: str, stage: str, state: str, timeout: float = 20) -> Dict[str, Any]:
         def ok() -> bool:
