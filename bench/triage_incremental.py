@@ -15,7 +15,6 @@ there is a lower bound). Goal: the tick < 5 ms, and the same for both sizes.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import subprocess
 import sys

@@ -73,7 +73,7 @@ def load_rules(path: Optional[str]) -> List[Dict[str, Any]]:
 def _parse_rules(path: str, raw: bytes) -> Any:
     if path.endswith(".toml"):
         try:
-            import tomllib  # type: ignore[import-not-found]  # Python >= 3.11
+            import tomllib  # type: ignore[import-not-found]  # novermin (guarded: Python >= 3.11)
         except ImportError:
             raise UsageError("TOML rules need Python >= 3.11 on this machine",
                              "give the rules as JSON instead")

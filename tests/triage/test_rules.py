@@ -7,7 +7,6 @@ import subprocess
 
 import pytest
 
-from boxagent.triage.builtin_rules import BUILTIN_RULES
 from boxagent.triage.rules import ScanState, build_rules, derive_keywords, minimal_anchors
 from boxagent.triage.text import match_text
 from tests.triage.conftest import CORPUS
