@@ -76,14 +76,14 @@ def install(ctx: click.Context, host: str, profile: str | None, home: str | None
     rep = do_install(t, InstallOptions(profile=profile, deps=deps, deps_timeout_s=deps_timeout,
                                         notify_file=notify_file, sample_every=sample_every), say=err)
     up, status = rep.upload, rep.start.get("status") or {}
+    agent = status.get("agent") or {}
     click.echo("rgt agent %s on %s: %s, sha256 %s" % (
-        (up.get("version") or {}).get("version", "?"), host,
+        agent.get("version") or "?", host,
         "installed" if up.get("replaced") else "unchanged", rep.sha256[:16]))
     click.echo("  home     %s" % up.get("home"))
     for line in box_summary(up):
         click.echo(line)
     click.echo("  profile  %s (%s)" % (rep.profile.get("name"), rep.profile_reason))
-    agent = status.get("agent") or {}
     click.echo("  daemon   %s" % ("running, pid %s" % agent.get("pid") if agent.get("running") else "started"))
     for w in rep.warnings:
         click.echo("  warning  %s" % w)

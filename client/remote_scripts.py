@@ -102,7 +102,6 @@ def main():
         done(error="the installed agent file has sha256 %s, expected %s" % (installed, sha))
     atomic(sha_path, (sha + "\n").encode(), 0o644)
     OUT["deps_install"] = deps(deps_timeout) if want_deps else None
-    OUT["version"] = as_json(agent(["version", "--json"], timeout=30))
     probe = agent(["probe", "--json"], timeout=90)
     OUT["probe"] = as_json(probe)
     if OUT["probe"] is None:

@@ -131,8 +131,7 @@ def test_logs_handbook_and_unknown_run(box):
     assert res.exit_code == 0 and "epoch 3/3" in res.stdout
     res = rgt("handbook", "rgt-box", "chain3", "--home", home)
     assert res.exit_code == 0 and "chain3" in res.stdout
-    for cmd in (["logs", "rgt-box", "nope"], ["watch", "rgt-box", "nope"], ["status", "rgt-box", "--run", "nope"],
-                ["cancel", "rgt-box", "nope"]):
+    for cmd in (["logs", "rgt-box", "nope"], ["watch", "rgt-box", "nope"], ["status", "rgt-box", "--run", "nope"]):
         res = rgt(*cmd, "--home", home)
         assert res.exit_code == exitcodes.USAGE, (cmd, res.output)
         assert "no run 'nope'" in res.stderr and "chain3" in res.stderr, res.stderr

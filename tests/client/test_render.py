@@ -109,3 +109,26 @@ def test_patrol_exit_priority():
 def test_run_line_names_where_it_is():
     assert run_line(RUNNING) == "a3 running stage eval (2/3) 45% eta 15m00s"
     assert run_line(FAILED) == "b1 failed at stage train: cgroup_oom"
+
+
+PROBE = {"schema": "rgt.probe/1", "deps": {"psutil": True, "pynvml": True},
+         "system": {"memory_total_bytes": 128e9}, "cgroup": {"version": "v2", "max_bytes": 60e9},
+         "cpu": {"quota_cores": 8, "host_cores": 96},
+         "gpu": {"driver_version": "535.104.05", "cuda_version": "12.2",
+                 "gpus": [{"name": "NVIDIA A100"}, {"name": "NVIDIA A100"}]},
+         "disks": [{"path": "/root/autodl-tmp", "role": "data", "bytes_used_pct": 62.0, "bytes_total": 5e10,
+                    "inodes_used_pct": 12.0}],
+         "kernel_log": {"readable": False}, "warnings": ["inode cap 200000 on /root/autodl-tmp"]}
+
+
+def test_install_box_summary_from_a_probe():
+    from rgt_client.render_box import box_summary
+    text = "\n".join(box_summary({"python_version": "3.10.12", "python": "/usr/bin/python3", "probe": PROBE}))
+    assert "python   3.10.12 (/usr/bin/python3); psutil yes, pynvml yes" in text
+    assert "memory   cgroup v2, limit 60.0 GB, host 128.0 GB" in text
+    assert "cpu      quota 8 cores, 96 host cores" in text
+    assert "gpus     2 x NVIDIA A100 (driver 535.104.05, CUDA 12.2)" in text
+    assert "disk     /root/autodl-tmp (data): 62% of 50.0 GB used, inodes 12%" in text
+    assert "kernlog  not readable" in text and "note     inode cap 200000" in text
+    text = "\n".join(box_summary({"python_version": "3.8.18", "probe": None, "probe_error": "Error: boom"}))
+    assert "probe    unavailable: Error: boom" in text

@@ -3,6 +3,7 @@ replace, no sftp needed, and a Python 3.8 box interpreter."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -64,4 +65,6 @@ def test_upload_under_python38(sshd, tmp_path):
     t = Target("rgt-box", home=str(tmp_path / "h38"), ssh_config=str(sshd.config), python=PY38)
     res = upload(t, data, sha)
     assert res["ok"] and res["python_version"].startswith("3.8")
-    assert (res.get("version") or {}).get("version") or res.get("probe_error") is not None
+    out = subprocess.run([PY38, "-S", str(tmp_path / "h38" / "rgt-agent.pyz"), "version", "--json"],
+                         capture_output=True)
+    assert out.returncode == 0 and json.loads(out.stdout)["version"], out.stderr
