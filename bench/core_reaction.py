@@ -3,7 +3,8 @@
   python bench/core_reaction.py            # 50 stages per mode, 10 re-adopted, 5 reference samples
   python bench/core_reaction.py --full     # 50 re-adopted stages and 50 reference samples
 
-Rows, for the agent on python3 (watchdog -> inotify, tick 1 s) and python3 -S (polling, tick 0.25 s):
+Rows, for the agent on python3 (watchdog -> inotify) and python3 -S (no watchdog: polling), each
+with its default tick (boxagent.config INOTIFY_TICK / POLL_TICK):
   stage exit -> stage_succeeded     a chain of 50 stages; each ends with `date +%s.%N` (the
                                     command's last act); the event's `at` minus that time.
   re-adopted stage exit -> event    the daemon is stopped and a new one started while the stage
@@ -108,7 +109,7 @@ def adopted_exits(agent: Agent, n: int) -> List[float]:
     agent.run("submit", "-", stdin=json.dumps({"name": "adopt", "workdir": str(agent.work), "stage": stages}))
     out = []
     for i in range(n):
-        wait(lambda: (agent.home / "runs/adopt/stages/a%d.1.pid" % i).exists(), 30)
+        wait(lambda: (agent.home / ("runs/adopt/stages/a%d.1.pid" % i)).exists(), 30)
         agent.stop()                     # stages keep running: the next daemon re-adopts
         agent.start()
         time.sleep(0.3)
@@ -154,20 +155,21 @@ def main() -> int:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="rgt-bench-react-"))
     rows = []
-    for name, python, tick in (("python3 (inotify)", [sys.executable], "1.0"),
-                               ("python3 -S (polling)", [sys.executable, "-S"], "0.25")):
+    from boxagent.config import INOTIFY_TICK, POLL_TICK
+    for name, python, tick in (("python3 (inotify)", [sys.executable], INOTIFY_TICK),
+                               ("python3 -S (polling)", [sys.executable, "-S"], POLL_TICK)):
         agent = Agent(tmp, name.split()[0] + ("-S" if "-S" in python else ""), python)
         agent.start()
-        rows.append(("stage exit -> stage_succeeded, %s, tick %s s" % (name, tick), stage_exits(agent, 50)))
+        rows.append(("stage exit -> stage_succeeded, %s, tick %g s" % (name, tick), stage_exits(agent, 50)))
         rows.append(("re-adopted stage exit -> event, %s" % name, adopted_exits(agent, 50 if args.full else 10)))
         rows.append(("submit -> run_queued, %s" % name, submits(agent, 20)))
         agent.stop(signal.SIGTERM)
     ref = reference(tmp, 50 if args.full else 5)
-    print("%-62s %4s %8s %8s %8s %10s" % ("reaction time (s)", "n", "p50", "p95", "max", "ref/agent"))
+    print("%-64s %4s %8s %8s %8s %10s" % ("reaction time (s)", "n", "p50", "p95", "max", "ref/agent"))
     for label, values in rows:
-        print("%-62s %4d %8.3f %8.3f %8.3f %9.0fx" % (label, len(values), pct(values, .5), pct(values, .95),
+        print("%-64s %4d %8.3f %8.3f %8.3f %9.0fx" % (label, len(values), pct(values, .5), pct(values, .95),
                                                      max(values), pct(ref, .95) / max(pct(values, .95), 1e-3)))
-    print("%-62s %4d %8.3f %8.3f %8.3f %10s" % ("shell loop `kill -0` every 5 s (reference)", len(ref), pct(ref, .5),
+    print("%-64s %4d %8.3f %8.3f %8.3f %10s" % ("shell loop `kill -0` every 5 s (reference)", len(ref), pct(ref, .5),
                                                pct(ref, .95), max(ref), "1x"))
     print("goal: agent p95 < 0.5 s  (ratio = reference p95 / agent p95)")
     return 0

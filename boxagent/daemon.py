@@ -290,6 +290,6 @@ class Daemon:
 
     def write_status(self, now: float, running: bool = True) -> None:
         status = self.build_status(now, running)
-        atomic_write_json(self.home.status, status)
+        atomic_write_json(self.home.status, status, durable=False)   # rewritten every sample_every
         self.last_status = status
         self.dirty = False

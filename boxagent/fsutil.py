@@ -7,7 +7,10 @@ import tempfile
 from typing import Any
 
 
-def atomic_write_bytes(path: str, data: bytes, mode: int = 0o644) -> None:
+def atomic_write_bytes(path: str, data: bytes, mode: int = 0o644, durable: bool = True) -> None:
+    """The data is fsynced before the rename, so a reader (or a crash) never sees a torn file.
+    durable=False skips the directory fsync: after a power loss the previous version may come
+    back, which is fine for a file rewritten every few seconds (status.json) and saves CPU."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
     try:
@@ -23,7 +26,8 @@ def atomic_write_bytes(path: str, data: bytes, mode: int = 0o644) -> None:
         except OSError:
             pass
         raise
-    _fsync_dir(directory)
+    if durable:
+        _fsync_dir(directory)
 
 
 def _fsync_dir(directory: str) -> None:
@@ -39,16 +43,16 @@ def _fsync_dir(directory: str) -> None:
         os.close(dfd)
 
 
-def atomic_write_text(path: str, text: str, mode: int = 0o644) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), mode)
+def atomic_write_text(path: str, text: str, mode: int = 0o644, durable: bool = True) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode, durable)
 
 
 def dumps(obj: Any) -> str:
     return json.dumps(obj, indent=1, sort_keys=False, ensure_ascii=False, default=str)
 
 
-def atomic_write_json(path: str, obj: Any, mode: int = 0o644) -> None:
-    atomic_write_text(path, dumps(obj) + "\n", mode)
+def atomic_write_json(path: str, obj: Any, mode: int = 0o644, durable: bool = True) -> None:
+    atomic_write_text(path, dumps(obj) + "\n", mode, durable)
 
 
 def read_json(path: str, default: Any = None) -> Any:
