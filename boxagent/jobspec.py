@@ -26,7 +26,7 @@ RULE_KEYS = ("class", "pattern", "severity", "retryable", "remediation")
 SEVERITIES = ("info", "warning", "critical")
 DEFAULT_WAIT_TIMEOUT = 72 * 3600.0   # "every wait ends": a wait without a timeout gets three days
 MAX_RETRIES = 10
-FORMAT_HINT = "fix the job file; every key is described in the README section \"Job file\""
+FORMAT_HINT = "fix the job file; every key is described in the README section \"The job file\" (examples/job.toml)"
 
 
 class JobError(UsageError):
@@ -248,6 +248,9 @@ class _Validator:
             if key not in st:
                 continue
             out[key] = self.regex(st[key], "%s.%s" % (path, key))
+            if key == "progress_pattern" and out[key] is not None and "done" not in re.compile(out[key]).groupindex:
+                self.bad("%s.%s" % (path, key), "needs a named group `done` (and optionally `total`), "
+                         "e.g. 'epoch (?P<done>\\d+)/(?P<total>\\d+)'")
             if "wait" in st and key != "progress_pattern":
                 self.bad("%s.%s" % (path, key), "a wait stage uses wait.%s instead"
                          % ("pattern" if key == "success_pattern" else key))

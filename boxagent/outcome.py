@@ -6,6 +6,8 @@ The facts keys are the ones documented in boxagent/triage/diagnose.py.
 """
 from __future__ import annotations
 
+import os
+import re
 import signal as _signal
 from typing import Any, Dict, List, Optional
 
@@ -44,7 +46,31 @@ def build_facts(stage_spec: Dict[str, Any], stage_state: Dict[str, Any], workdir
     }
     if exit_info.get("error"):
         facts["spawn_error"] = exit_info["error"]
+    if watch is None and stage_state.get("log"):
+        # No tailer (the triage part failed to load): the patterns still decide, from the file.
+        facts["success_seen"], facts["fail_line"] = scan_log(
+            stage_state["log"], facts["success_pattern"],
+            (stage_spec.get("wait") or {}).get("fail_pattern") or stage_spec.get("fail_pattern"))
     return facts
+
+
+def scan_log(path: str, success: Optional[str], fail: Optional[str], limit: int = 64 << 20) -> tuple:
+    """(success_seen, first fail line) over the last `limit` bytes of a log."""
+    if not success and not fail:
+        return False, None
+    s_re, f_re = (re.compile(success) if success else None), (re.compile(fail) if fail else None)
+    seen, fail_line = False, None
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - limit))
+            for raw in fh:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                seen = seen or bool(s_re and s_re.search(line))
+                if f_re and fail_line is None and f_re.search(line):
+                    fail_line = line
+    except OSError:
+        pass
+    return seen, fail_line
 
 
 def _success_pattern(stage_spec: Dict[str, Any]) -> Optional[str]:

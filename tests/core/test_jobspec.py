@@ -49,6 +49,7 @@ BAD_CASES = [
     ("run_and_wait", bad(stage__0__wait={"file": "x"}), "stage[0]: needs exactly one of `run`"),
     ("neither_run_nor_wait", bad(stage__0__run=DELETE), "stage[0]: needs exactly one of `run`"),
     ("bad_regex", bad(stage__0__success_pattern="(unclosed"), "stage[0].success_pattern: not a valid regular"),
+    ("progress_without_done", bad(stage__0__progress_pattern=r"epoch (\d+)"), "stage[0].progress_pattern: needs a named group `done`"),
     ("abs_artifact", bad(artifacts={"include": ["/etc/passwd"]}), "artifacts.include[0]: must be relative"),
     ("dotdot_artifact", bad(artifacts={"include": ["../x"], "exclude": ["a/../../b"]}), "artifacts.include[0]: must not climb"),
     ("relative_workdir", bad(workdir="proj"), "workdir: expected an absolute path"),
