@@ -56,7 +56,7 @@ def register(sub: Any) -> None:
                    help="how many recent events to include")
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("logs", help="the tail of a stage's log")
+    p = sub.add_parser("logs", help="the tail of the stage logs (all stages that ran, or --stage)")
     p.add_argument("run")
     p.add_argument("--stage")
     p.add_argument("-n", type=int, default=100, help="lines (0 = all)")

@@ -196,11 +196,30 @@ def _wait_state(home: Home, name: str, done: Any, timeout: float) -> str:
 
 
 def logs(home: Home, name: str, stage: Optional[str], n: int, attempt: Optional[int]) -> str:
+    """One stage's log tail; without --stage, every stage that ran (latest attempt), in order,
+    each under a `==> stage (attempt K): path <==` header like tail(1) prints for several files."""
     run = state.load(home, name)
     if run is None:
         raise UsageError("no run named %r on this box (or the daemon has not picked it up yet)" % name,
                          "list the runs with `rgt-agent status`")
-    st = _pick_stage(run, stage)
+    if stage is not None or attempt is not None:
+        st = _pick_stage(run, stage)
+        return tail_lines(_log_path(home, name, st, attempt), n)
+    ran = [st for st in run["stages"] if st.get("attempt") and st.get("log") and os.path.exists(st["log"])]
+    if not ran:
+        raise UsageError("run %s has no stage log yet (state: %s)" % (name, run["state"]),
+                         "see `rgt-agent status --run %s`" % name)
+    if len(ran) == 1:
+        return tail_lines(ran[0]["log"], n)
+    parts = []
+    for st in ran:
+        text = tail_lines(st["log"], n)
+        parts.append("==> %s (attempt %d): %s <==\n%s%s" % (st["name"], st["attempt"], st["log"], text,
+                                                           "" if not text or text.endswith("\n") else "\n"))
+    return "\n".join(parts)
+
+
+def _log_path(home: Home, name: str, st: Dict[str, Any], attempt: Optional[int]) -> str:
     if attempt is None:
         attempt = st.get("attempt") or 1
     path = st.get("log") if (st.get("kind") == "wait" or attempt == st.get("attempt")) and st.get("log") \
@@ -208,7 +227,7 @@ def logs(home: Home, name: str, stage: Optional[str], n: int, attempt: Optional[
     if not path or not os.path.exists(path):
         raise UsageError("stage %s of run %s has no log for attempt %d yet" % (st["name"], name, attempt),
                          "its state is %s; see `rgt-agent status --run %s`" % (st["state"], name))
-    return tail_lines(path, n)
+    return path
 
 
 def _pick_stage(run: Dict[str, Any], stage: Optional[str]) -> Dict[str, Any]:
