@@ -69,3 +69,7 @@ def main() -> None:
 
 
 __all__ = ["cli", "main", "exitcodes"]
+
+
+if __name__ == "__main__":
+    main()
