@@ -84,8 +84,41 @@ def fetch_info(target: transport.Target, run: str, force: bool = False) -> PullI
     return PullInfo(head, raw, manifest)
 
 
+def rsync_version(path: Optional[str]) -> Optional[tuple[int, ...]]:
+    """(3, 2, 7) from `rsync --version`; None when it cannot be run. macOS's stock rsync says
+    2.6.9 (openrsync: "2.6.9 compatible"), which lacks the options pull uses."""
+    if not path:
+        return None
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(rb"version\s+(\d+)\.(\d+)(?:\.(\d+))?", out)
+    return tuple(int(g or 0) for g in m.groups()) if m else None
+
+
+def _parse_version(text: Any) -> Optional[tuple[int, ...]]:
+    m = re.match(r"^(\d+)\.(\d+)(?:\.(\d+))?", str(text or ""))
+    return tuple(int(g or 0) for g in m.groups()) if m else None
+
+
 def local_rsync() -> Optional[str]:
-    return shutil.which("rsync")
+    """This machine's rsync when it is new enough (3.1: --info=progress2), else None."""
+    path = shutil.which("rsync")
+    v = rsync_version(path)
+    return path if v and v >= (3, 1, 0) else None
+
+
+def remote_rsync(head: Dict[str, Any]) -> Optional[str]:
+    """The box's rsync when it is usable (3.0: --protect-args); an agent that does not say its
+    version is trusted with what it found."""
+    path = head.get("rsync")
+    if not path:
+        return None
+    v = _parse_version(head.get("rsync_version"))
+    if "rsync_version" in head and (v is None or v < (3, 0, 0)):
+        return None
+    return path
 
 
 def choose_method(method: str, remote_rsync: Optional[str], here: Optional[str]) -> str:
@@ -93,7 +126,8 @@ def choose_method(method: str, remote_rsync: Optional[str], here: Optional[str])
         raise ClientError("unknown --method %r" % method, "use auto, rsync or stream", exitcodes.USAGE)
     both = bool(remote_rsync) and bool(here)
     if method == "rsync" and not both:
-        raise ClientError("rsync is missing on %s" % ("this machine" if not here else "the box"),
+        raise ClientError("no usable rsync (3.1 or newer here, 3.0 or newer on the box) on %s"
+                          % ("this machine" if not here else "the box"),
                           "install rsync there, or use --method stream", exitcodes.USAGE)
     if method == "auto":
         return "rsync" if both else "stream"
@@ -299,7 +333,7 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
         raise ClientError("%s exists and is not a directory" % dest, "name another DEST", exitcodes.USAGE)
     info = fetch_info(target, run, force)
     here = local_rsync()
-    how = choose_method(method, info.head.get("rsync"), here)
+    how = choose_method(method, remote_rsync(info.head) if not target.is_local else here, here)
     os.makedirs(os.path.join(dest, META_DIR), exist_ok=True)
     save_meta(dest, target, info, how, time.time())
     if on_info:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -23,7 +24,7 @@ from rgt_client.verify import META_DIR, VerifyResult, verify
 
 MAX_LISTED = 50
 _LABEL = {"missing": "MISSING", "extra": "EXTRA", "size": "SIZE", "sha256": "CHANGED", "symlink": "SYMLINK",
-          "type": "TYPE", "unreadable": "UNREADABLE", "load": "NO-LOAD"}
+          "type": "TYPE", "unreadable": "UNREADABLE", "load": "NO-LOAD", "empty": "EMPTY"}
 
 
 class ProgressBar:
@@ -73,20 +74,26 @@ def render_verify(res: VerifyResult) -> str:
 
 
 def _profile(facts: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """The host's profile: this machine's copy by name (validated), else the box's own copy."""
+    """The host's profile: this machine's copy by name (validated), else the box's own copy,
+    else the conservative generic one."""
     facts = facts or {}
     try:
         from rgt_client import profiles
     except ImportError:
         return facts if facts.get("teardown") else None
-    for name in (facts.get("name"), None):
-        if name is None and facts.get("teardown"):
-            return dict(facts, platform=facts.get("platform") or facts.get("name"))
+    name = facts.get("name")
+    # only a plain shipped name: a box must not make us open a local file path
+    if isinstance(name, str) and re.match(r"^[A-Za-z0-9_-]{1,64}$", name):
         try:
-            return profiles.load_profile(name or getattr(profiles, "FALLBACK", "generic-ssh"))
+            return profiles.load_profile(name)
         except ClientError:
-            continue
-    return None
+            pass
+    if facts.get("teardown"):
+        return dict(facts, platform=facts.get("platform") or name or "this box")
+    try:
+        return profiles.load_profile(getattr(profiles, "FALLBACK", "generic-ssh"))
+    except ClientError:
+        return None
 
 
 def gate_text(facts: Optional[Dict[str, Any]], verified: bool, why: Optional[str] = None) -> str:

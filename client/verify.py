@@ -37,7 +37,7 @@ Known = Dict[str, Tuple[int, int, str]]
 @dataclass
 class Problem:
     path: str
-    kind: str        # missing | extra | size | sha256 | symlink | type | unreadable | load
+    kind: str        # missing | extra | size | sha256 | symlink | type | unreadable | load | empty
     detail: str = ""
 
 
@@ -126,7 +126,12 @@ def local_listing(dest: str) -> Tuple[Dict[str, os.stat_result], Dict[str, str],
     stack = [""]
     while stack:
         cur = stack.pop()
-        with os.scandir(os.path.join(dest, cur) if cur else dest) as it:
+        try:
+            it = os.scandir(os.path.join(dest, cur) if cur else dest)
+        except OSError as exc:
+            raise ClientError("cannot list %s: %s" % (os.path.join(dest, cur), exc.strerror or exc),
+                              "check the folder's permissions")
+        with it:
             for de in it:
                 rel = cur + "/" + de.name if cur else de.name
                 if (not cur and de.name in (META_DIR, VERIFIED_NAME)) or de.name == RSYNC_PARTIAL:
@@ -208,6 +213,11 @@ def verify(dest: str, manifest: Optional[str] = None, check_load: bool = False,
     raw, m = load_manifest(manifest or manifest_path(dest))
     files, links, other = local_listing(dest)
     problems, to_hash = _compare_sets(m, files, links, other)
+    if not m["files"] and not m.get("symlinks"):
+        # An empty manifest "verifies" trivially; calling that safe would let a typo in the
+        # include patterns end with the results destroyed on the box.
+        problems.append(Problem("(manifest)", "empty", "the manifest lists no files: do the run's "
+                                "[artifacts] include patterns match what it wrote?"))
     hash_problems, ok = _hash_check(dest, to_hash, files, known, workers)
     res = VerifyResult(dest, str(m.get("run") or "?"), hashlib.sha256(raw).hexdigest(), len(m["files"]),
                        sum(f["bytes"] for f in m["files"]), len(m.get("symlinks") or []),

@@ -16,9 +16,10 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from boxagent.artifacts import stream
 from boxagent.artifacts.manifest import artifact_spec, build_manifest, summary
@@ -98,14 +99,28 @@ def _run_state(home: Home, run: str) -> Any:
     return state.get("state") if isinstance(state, dict) else None
 
 
+def rsync_version(path: Optional[str]) -> Optional[str]:
+    """"3.2.7" from `rsync --version`; None when there is no working rsync."""
+    if not path:
+        return None
+    try:
+        out = subprocess.run([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             timeout=10).stdout.decode("utf-8", "replace")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"version\s+(\d+\.\d+(?:\.\d+)?)", out)
+    return m.group(1) if m else None
+
+
 def cmd_pull_info(args) -> int:
     home = _home(args)
     spec = load_run_spec(home, args.run)
     m = build_manifest(home, args.run, spec, force=args.force)
     with open(home.manifest(args.run), "rb") as fh:
         raw = fh.read()
+    rsync = shutil.which("rsync")
     head = {"schema": "rgt.pullinfo/1", "run": args.run, "root": m["root"],
-            "rsync": shutil.which("rsync"), "manifest_bytes": len(raw),
+            "rsync": rsync, "rsync_version": rsync_version(rsync), "manifest_bytes": len(raw),
             "manifest_sha256": hashlib.sha256(raw).hexdigest(), "run_state": _run_state(home, args.run),
             "profile": _profile_facts(home), "host": os.uname()[1]}
     out = sys.stdout.buffer

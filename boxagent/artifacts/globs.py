@@ -218,6 +218,17 @@ def expand(workdir: str, include: Iterable[str], exclude: Iterable[str] = ()
     return kept, skipped
 
 
+def unmatched(include: Iterable[str], paths: List[str]) -> List[str]:
+    """Include patterns that matched nothing: a typo (`checkpoint/` for `checkpoints/`) would
+    otherwise give an empty manifest that verifies "OK" and a box torn down with the results."""
+    out = []
+    for p in include:
+        r = compile_pattern(check_pattern(p))
+        if not any(r.match(x) for x in paths):
+            out.append(p)
+    return out
+
+
 def _combined(patterns: List[str]) -> Pattern[str]:
     """One regex for many patterns: one match call per path instead of one per pattern."""
     return re.compile("|".join("(?:%s)" % compile_pattern(p).pattern for p in patterns), re.S)

@@ -140,6 +140,8 @@ def collect(root: str, include: List[str], exclude: List[str], old: Dict[str, Di
             files.append({"path": e.path, "bytes": h.size, "mtime_ns": h.mtime_ns, "sha256": h.sha256})
             if not h.stable:
                 warnings.append("%s changed while it was hashed (still being written?)" % e.path)
+    for pat in globs.unmatched(include, [e.path for e in entries]):
+        warnings.append("include pattern %r matched no file" % pat)
     return {"files": files, "symlinks": links, "skipped": skipped, "warnings": warnings,
             "hashed": len(todo)}
 

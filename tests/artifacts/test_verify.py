@@ -140,3 +140,34 @@ def test_manifest_of_100000_files_refreshes_and_verifies(box, ram_dir):
     # verify the workdir itself against the manifest: 100,000 files, all present and equal
     res = verify(ram_dir, str(box.home / "runs" / run / "manifest.json"))
     assert res.ok and res.checked == 100_000
+
+
+def test_an_empty_manifest_is_never_called_safe(box, rgt_local, tmp_path):
+    box.write("checkpoints/a.pt", "w")
+    run = box.run("r1", ["checkpoint/**"])          # the typo that empties the manifest
+    out = box.agent("manifest", run)
+    assert out.returncode == 0 and b"include pattern 'checkpoint/**' matched no file" in out.stdout
+    res = rgt_local("pull", "local", run, str(tmp_path / "pulled"), "--home", str(box.home))
+    assert res.exit_code == 4
+    assert "EMPTY" in res.stdout and "NOT safe to tear down" in res.stdout
+    assert "warning: include pattern 'checkpoint/**' matched no file" in res.stderr
+    assert not (tmp_path / "pulled" / "PULL_VERIFIED.json").exists()
+
+
+@pytest.mark.parametrize("head, here, method, want", [
+    ({"rsync": "/usr/bin/rsync", "rsync_version": "3.2.7"}, "/usr/bin/rsync", "auto", "rsync"),
+    ({"rsync": "/usr/bin/rsync", "rsync_version": "2.6.9"}, "/usr/bin/rsync", "auto", "stream"),
+    ({"rsync": None, "rsync_version": None}, "/usr/bin/rsync", "auto", "stream"),
+    ({"rsync": "/usr/bin/rsync", "rsync_version": "3.2.7"}, None, "auto", "stream"),
+    ({"rsync": "/usr/bin/rsync", "rsync_version": "3.2.7"}, "/usr/bin/rsync", "stream", "stream"),
+])
+def test_rsync_only_when_both_ends_have_a_usable_one(head, here, method, want):
+    from rgt_client.pull import choose_method, remote_rsync
+    assert choose_method(method, remote_rsync(head), here) == want
+
+
+def test_method_rsync_without_rsync_is_a_usage_error():
+    from rgt_client.pull import choose_method
+    with pytest.raises(ClientError) as exc:
+        choose_method("rsync", None, "/usr/bin/rsync")
+    assert exc.value.code == 2 and "--method stream" in exc.value.hint
