@@ -43,6 +43,18 @@ def _events(home):
         return []
 
 
+def _stacks(daemon, tmp_path):
+    """Where a stuck daemon sits: faulthandler (PYTHONFAULTHANDLER=1) prints every thread's
+    stack on SIGABRT into its log."""
+    if daemon.poll() is None:
+        os.kill(daemon.pid, signal.SIGABRT)
+        try:
+            daemon.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+    return (tmp_path / "daemon.log").read_text(errors="replace")[-6000:]
+
+
 @pytest.mark.root
 @pytest.mark.slow
 def test_daemon_in_small_cgroup_diagnoses_cgroup_oom(tmp_path):
@@ -54,7 +66,7 @@ def test_daemon_in_small_cgroup_diagnoses_cgroup_oom(tmp_path):
     (work / "hog.py").write_text(HOG)
     env = dict(os.environ, RGT_HOME=str(home), PYTHONPATH=str(REPO), RGT_TICK="0.05", RGT_SAMPLE_EVERY="0.3",
                RGT_STOP_GRACE="1", RGT_LAUNCH_GRACE="2", RGT_HEARTBEAT_EVERY="3600",
-               RGT_KMSG_PATH=str(tmp_path / "no-kmsg"), RGT_NVML_LIB=str(tmp_path / "no-nvml.so"))
+               RGT_KMSG_PATH=str(tmp_path / "no-kmsg"), RGT_NVML_LIB=str(tmp_path / "no-nvml.so"), PYTHONFAULTHANDLER="1")
     job = {"name": "oomrun", "workdir": str(work),
            "stage": [{"name": "train", "run": "%s hog.py" % sys.executable}]}
     sub = subprocess.run([sys.executable, "-m", "boxagent", "submit", "-"], input=json.dumps(job), env=env,
@@ -66,8 +78,11 @@ def test_daemon_in_small_cgroup_diagnoses_cgroup_oom(tmp_path):
         log = open(tmp_path / "daemon.log", "wb")
         daemon = subprocess.Popen(["sh", "-c", 'echo $$ > "%s" && exec "%s" -m boxagent daemon' % (cg.procs_file, sys.executable)],
                                   env=env, stdout=log, stderr=log, cwd=str(tmp_path), start_new_session=True)
-        state = _wait(lambda: (lambda s: s if s.get("state") in ("succeeded", "failed") else None)(
-            _json(home / "runs" / "oomrun" / "state.json")), 60, "the run to end")
+        try:
+            state = _wait(lambda: (lambda s: s if s.get("state") in ("succeeded", "failed") else None)(
+                _json(home / "runs" / "oomrun" / "state.json")), 60, "the run to end")
+        except AssertionError:
+            raise AssertionError("run did not end; daemon rc=%s\n%s" % (daemon.poll(), _stacks(daemon, tmp_path)))
         assert state["state"] == "failed", state
         cause = state["stages"][0]["cause"]
         assert cause["class"] == "cgroup_oom", cause
