@@ -189,11 +189,16 @@ BUILTIN_RULES = [
        keywords=["device-side assert"],
        remediation="an index out of range on the GPU (often labels >= num_classes): rerun "
                    "with CUDA_LAUNCH_BLOCKING=1 to see the line; fix the data or the model"),
-    _r("code_error", r"^(SyntaxError|IndentationError|TabError): |No module named |"
+    _r("code_error", r"No module named |ImportError: cannot import name",
+       keywords=["No module named", "cannot import name"],
+       remediation="a Python package is missing (or the wrong version) in the interpreter the "
+                   "stage runs: install it there (conda activate / the venv first), pin it in "
+                   "requirements, and keep the image's torch"),
+    _r("code_error", r"^(SyntaxError|IndentationError|TabError): |"
        r"can't open file .*No such file or directory|: command not found$|: error: "
        r"(unrecognized arguments|the following arguments are required|argument )|"
        r"Segmentation fault",
-       keywords=["Error", "No module named", "can't open file", "command not found",
+       keywords=["Error", "can't open file", "command not found",
                  ": error: ", "Segmentation fault"]),
     # The generic exception line counts only after a traceback header, so a metric printed
     # as "MeanSquaredError: 0.12" or a line like "ErrorRate: 3" is never a crash.

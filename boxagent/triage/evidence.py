@@ -60,7 +60,8 @@ def hit_line(h: Dict[str, Any]) -> str:
 def class_evidence(facts: Dict[str, Any], best: Dict[str, Any], limit: int = 3) -> List[str]:
     """The deciding line first, then other lines of its class, then what else was seen."""
     same = [h for h in facts.get("hits") or [] if isinstance(h, dict) and h is not best
-            and h.get("class") == best["class"] and h.get("line") != best.get("line")]
+            and h.get("class") == best["class"] and h.get("line") != best.get("line")
+            and h.get("severity") != "info"]
     ev = [hit_line(best)] + [hit_line(h) for h in same[-(limit - 1):]]
     others = {}
     for h in failure_hits(facts):
