@@ -71,8 +71,10 @@ class Slot:
 class Worker(threading.Thread):
     """Delivers one notifier's outbox FIFO and its slots until stop()."""
 
-    def __init__(self, hub: Any, notifier: Any, http_factory: Callable[[], Any]):
+    def __init__(self, hub: Any, notifier: Any, http_factory: Callable[[], Any], after: Any = None):
         super().__init__(name="rgt-notify-%s" % notifier.id, daemon=True)
+        self.after = after              # a predecessor thread for the same id, to let finish first
+        self.removed = False
         self.hub = hub
         self.n = notifier
         self.http_factory = http_factory
@@ -87,8 +89,9 @@ class Worker(threading.Thread):
     # -- called from the daemon thread ------------------------------------------------------
     def enqueue(self, name: str, record: Dict[str, Any]) -> None:
         with self.lock:
-            self.queue.append(name)
-            self.records[name] = record
+            if name not in self.records:       # adopt() may have found the file first
+                self.queue.append(name)
+                self.records[name] = record
         self.wake.set()
 
     def set_slot(self, key: str, item: Item, now: float) -> None:
@@ -105,13 +108,25 @@ class Worker(threading.Thread):
         with self.lock:
             return len(self.queue)
 
-    def stop(self, deadline: float) -> None:
+    def merge(self, records: Dict[str, Dict[str, Any]]) -> None:
+        """Add files found on disk; names sort in publish order, so the queue stays in order."""
+        with self.lock:
+            for name, rec in records.items():
+                self.records.setdefault(name, rec)
+            self.queue = deque(sorted(set(self.queue) | set(records)))
+        self.wake.set()
+
+    def stop(self, deadline: float, removed: bool = False) -> None:
         self.deadline = deadline
+        self.removed = removed
         self.stopping = True
         self.wake.set()
 
     # -- the thread ---------------------------------------------------------------------------
     def run(self) -> None:
+        if self.after is not None:
+            self.after.join()
+        self.hub.adopt(self)
         http = self.http_factory()
         try:
             while True:
@@ -132,6 +147,16 @@ class Worker(threading.Thread):
             close = getattr(http, "close", None)
             if close:
                 close()
+            if self.removed:
+                self._drop_all("its notifier was removed by notify-set")
+
+    def _drop_all(self, why: str) -> None:
+        with self.lock:
+            names, self.queue = list(self.queue), deque()
+        for name in names:
+            rec = self.records.pop(name, None) or self.hub.outbox.read(name)
+            if rec is not None:
+                self.hub.outbox.fail(name, rec, why)
 
     def _next_due(self) -> Optional[float]:
         with self.lock:

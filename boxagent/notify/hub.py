@@ -113,33 +113,44 @@ class NotifyHub:
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
-        """Start one delivery thread per notifier, with what the outbox still holds from before."""
+        """Start one delivery thread per notifier; each adopts what the outbox holds from before."""
         with self._lock:
             self.outbox.ensure()
             self._started = True
             self._spawn_workers(self.notifiers)
-            self._adopt_pending()
+            self._fail_orphans()
 
-    def _spawn_workers(self, notifiers: List[Notifier]) -> None:
+    def _spawn_workers(self, notifiers: List[Notifier], after: Optional[Dict[str, Worker]] = None) -> None:
         for n in notifiers:
-            w = Worker(self, n, self._new_http)
+            w = Worker(self, n, self._new_http, after=(after or {}).get(n.id))
             self._workers[n.id] = w
             w.start()
 
-    def _adopt_pending(self) -> None:
-        configured = load_entries(self.home) is not None and not self.config_errors
-        for nid, names in self.outbox.pending().items():
-            w = self._workers.get(nid)
-            for name in names:
-                rec = self.outbox.read(name)
-                if rec is None:
-                    continue
+    def adopt(self, w: Worker) -> None:
+        """Called by a worker before its first send: its files on disk join its queue, in order."""
+        names = self.outbox.pending().get(w.n.id, [])
+        recs = {}
+        for name in names:
+            rec = self.outbox.read(name)
+            if rec is not None:
+                recs[name] = rec
+        with self._lock:
+            for rec in recs.values():
                 eid = (rec.get("event") or {}).get("id")
                 if eid:
-                    self._remember(eid)
-                if w is not None and name not in w.records:
-                    w.enqueue(name, rec)
-                elif w is None and configured:
+                    self._remember(str(eid))
+        w.merge(recs)
+
+    def _fail_orphans(self) -> None:
+        """Files of notifiers no longer configured go to failed/ (only with a readable config)."""
+        if load_entries(self.home) is None or self.config_errors:
+            return
+        for nid, names in self.outbox.pending().items():
+            if nid in self._workers:
+                continue
+            for name in names:
+                rec = self.outbox.read(name)
+                if rec is not None:
                     self.outbox.fail(name, rec, "notifier %s is no longer configured" % nid)
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -164,6 +175,7 @@ class NotifyHub:
             new = {n.id: n for n in self.notifiers}
             if not self._started:
                 return
+            stopped: Dict[str, Worker] = {}
             for nid, n in old.items():
                 gone = nid not in new or new[nid].url != n.url
                 if n.deadman_s and n.format == "ntfy" and (gone or not new[nid].deadman_s):
@@ -171,12 +183,14 @@ class NotifyHub:
                 if gone:
                     w = self._workers.pop(nid, None)
                     if w:
-                        w.stop(self.clock())
+                        # Removed: its unsent files go to failed/. Same id, new URL: the new thread
+                        # takes them over once this one has finished its send in flight.
+                        w.stop(self.clock(), removed=nid not in new)
+                        stopped[nid] = w
                     self._sched.pop(nid, None)
-            self._spawn_workers([n for nid, n in new.items() if nid not in self._workers])
+            self._spawn_workers([n for nid, n in new.items() if nid not in self._workers], after=stopped)
             for nid, n in new.items():
                 self._workers[nid].n = n
-            self._adopt_pending()
 
     def _cancel_deadman(self, n: Notifier) -> None:
         """A dead-man the user took away must not fire later: DELETE it (best effort, off-thread)."""

@@ -203,3 +203,24 @@ def test_run_failed_after_the_same_stage_failure_buzzes_once(make_hub, receiver)
     hub.publish(event("f3", "run_failed", run="other-run", cause=other))
     hub.stop(5)
     assert _ids(receiver.requests) == ["q3", "f1", "f3"]
+
+
+def test_removed_notifier_pending_messages_are_recorded_not_lost_silently(make_hub, receiver, receiver2, rgt_home):
+    from tests.notify.receiver import write_secrets
+    receiver.down()
+    hub = make_hub([dict(_ntfy(receiver), id="old")])
+    hub.publish(event("p1"))
+    hub.publish(event("p2"))
+    _wait_summary(hub, lambda s: s["pending"] == 2 and s["last_error"])
+    write_secrets(rgt_home, [{"url": "ntfy://127.0.0.1:%d/t" % receiver2.port, "id": "new"}])
+    os.utime(rgt_home / "secrets.json", (1, 1))
+    hub.tick(1000.0, {})
+    import time
+    deadline = time.monotonic() + 10
+    while len(os.listdir(hub.outbox.failed_dir)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    failed = sorted(os.listdir(hub.outbox.failed_dir))
+    assert len(failed) == 2
+    rec = json.loads(open(os.path.join(hub.outbox.failed_dir, failed[0])).read())
+    assert rec["event"]["id"] == "p1" and "removed by notify-set" in rec["failed_reason"]
+    assert receiver2.requests == []
