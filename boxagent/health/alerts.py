@@ -170,6 +170,7 @@ class AlertBook:
                 continue  # one filesystem, one alert (state dir and workdir often share it)
             seen_dev.add(dev)
             path = d["path"]
+            specs += self._unresponsive(d, now, who)
             summary = "disk %s (%s) %.0f%% full, %s free" % (path, d.get("role"), d.get("bytes_used_pct") or 0,
                                                            format_bytes(d.get("bytes_free")))
             specs += self._level("disk_low:" + path, "disk_low", d.get("bytes_used_pct"), self.t["disk_warn_pct"],
@@ -182,6 +183,18 @@ class AlertBook:
                                  self.t["inodes_crit_pct"], now, summary,
                                  ["statvfs %s: %s of %s inodes free%s" % (path, d.get("inodes_free"), d.get("inodes_total"), cap)], who)
         return specs
+
+    def _unresponsive(self, d: Dict[str, Any], now: float, who: Dict[str, Any]) -> List[Dict[str, Any]]:
+        """A network mount whose statvfs hangs: writes there (checkpoints!) will hang too."""
+        key = "disk_unresponsive:" + d["path"]
+        flip = self._flag(key, bool(d.get("timed_out")), 1, 2)
+        if flip:
+            return self._raise(key, "disk_unresponsive", "warning", now,
+                               "%s (%s, %s) does not answer: writes there will hang" % (d["path"], d.get("role"), d.get("fstype")),
+                               [str(d.get("error"))], who)
+        if flip is False:
+            return self._clear(key, now, "%s answers again" % d["path"], who)
+        return []
 
     def _gpu(self, g: Dict[str, Any], now: float, who: Dict[str, Any]) -> List[Dict[str, Any]]:
         i = g.get("index")

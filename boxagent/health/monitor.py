@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from boxagent.health import alerts as alertsmod
 from boxagent.health.cgroup import CgroupReader, affinity_cores, find_cgroup
-from boxagent.health.disks import sample_disks
+from boxagent.health.disks import DiskSampler
 from boxagent.health.faults import FaultLog
 from boxagent.health.history import History
 from boxagent.health.nvml import Nvml
@@ -47,6 +47,7 @@ class HealthMonitor:
         self.alerts = alertsmod.AlertBook(alertsmod.merge_thresholds(prof_thr, self.config.get("thresholds")))
         caps = _profile_call("inode_caps", self.profile, None)
         self.inode_caps: Dict[str, int] = caps if isinstance(caps, dict) else dict(self.profile.get("inode_caps") or {})
+        self.disks = DiskSampler(roots.proc, float(self.config.get("disk_timeout_s", 2.0)))
         self.cg: Optional[CgroupReader] = None
         self.kmsg: Optional[KmsgReader] = None
         self.xid_thread: Optional[XidEventThread] = None
@@ -93,7 +94,7 @@ class HealthMonitor:
             "sampled_at": alertsmod.iso(now),
             "memory": cg.memory(),
             "cpu": cg.cpu(),
-            "disks": sample_disks(dirs, self.inode_caps),
+            "disks": self.disks.sample(dirs, self.inode_caps),
             "gpu_source": "nvml" if self.nvml.available else "none",
             "gpu_unavailable_reason": None if self.nvml.available else self.nvml.reason,
             "gpus": gpus,

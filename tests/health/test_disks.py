@@ -97,3 +97,44 @@ def test_missing_dir_is_an_entry_with_the_error(tmp_path):
     assert disks[0]["error"] and disks[0]["bytes_total"] is None
     assert disks[1]["role"] == "state" and disks[1]["bytes_total"] > 0
     assert _alert_types(disks) == []
+
+
+def test_hung_network_mount_does_not_freeze_the_sampler(tmp_path):
+    """A dead NFS server blocks statvfs forever; the fake stat below blocks until released."""
+    import threading
+    import time
+
+    from boxagent.health.disks import DiskSampler
+    nfs, local = tmp_path / "nfs", tmp_path / "local"
+    nfs.mkdir()
+    local.mkdir()
+    proc = tmp_path / "proc" / "self"
+    proc.mkdir(parents=True)
+    (proc / "mountinfo").write_text(
+        "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
+        "2 1 0:50 / %s rw - nfs4 server:/export rw,vers=4.1\n" % nfs)
+    release, calls = threading.Event(), []
+
+    def statfn(path):
+        calls.append(path)
+        if path == str(nfs):
+            release.wait(30)          # the hang (bounded so the test never leaks a thread forever)
+        return os.statvfs(path), os.stat(path).st_dev
+
+    ds = DiskSampler(str(tmp_path / "proc"), timeout_s=0.2, statfn=statfn)
+    t0 = time.monotonic()
+    first = ds.sample([(str(nfs), "durable"), (str(local), "workdir")])
+    assert time.monotonic() - t0 < 2.0
+    assert first[0]["timed_out"] and "did not answer" in first[0]["error"] and first[0]["fstype"] == "nfs4"
+    assert first[1]["bytes_total"] > 0 and first[1]["fstype"] == "ext4"
+    ds.sample([(str(nfs), "durable")])          # still hung: no second request piles up
+    assert calls.count(str(nfs)) == 1
+    book = AlertBook()
+    assert [s["type"] for s in book.evaluate({"disks": first}, [], [], 1.0)] == ["disk_unresponsive"]
+    release.set()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        again = ds.sample([(str(nfs), "durable")])[0]
+        if not again.get("timed_out"):
+            break
+    assert again["bytes_total"] > 0 and not again.get("error")
