@@ -39,7 +39,8 @@ def watch(target: Target, run: str, every_s: float, max_wait_s: float, say: Call
             say("%s the agent on %s stayed down for %d checks; restart it: rgt-client install %s"
                 % (_ts(), target.host, dead, target.host))
             return exitcodes.AGENT_DOWN
-        next_tick += every_s
+        # the next tick on the schedule, but never a burst of catch-up ticks after a slow ssh
+        next_tick = max(next_tick + every_s, clock.monotonic())
         if next_tick - start > max_wait_s:
             say("%s gave up after %s: run %s is still not finished (it keeps going on the box)"
                 % (_ts(), _dur(max_wait_s), run))

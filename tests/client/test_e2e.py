@@ -197,15 +197,6 @@ def test_attach_to_a_log_and_a_pid(box, tmp_path):
     assert "bypid" in res.stdout
 
 
-def test_logs_follow_streams_until_the_run_ends(box, tmp_path):
-    rgt, home = box["rgt"], box["home"]
-    rgt("run", "rgt-box", "--home", str(home), "--name", "talk", "--workdir", str(tmp_path), "--",
-        "for i in 1 2 3 4; do echo line-$i; sleep 0.3; done")
-    res = rgt("logs", "rgt-box", "talk", "--follow", "--max-wait", "30s", "--home", str(home))
-    assert res.exit_code == 0, res.output
-    assert [ln for ln in res.stdout.splitlines() if ln.startswith("line-")] == ["line-1", "line-2", "line-3", "line-4"]
-
-
 def _state(home: Path, run: str) -> str | None:
     for r in read_status(home).get("runs") or []:
         if r.get("name") == run:

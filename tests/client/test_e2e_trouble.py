@@ -3,6 +3,7 @@ patrol's RUN-FAILED and AGENT-DOWN, watch giving up, status with the daemon dead
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from tests.client.conftest import Cli, needs_daemon, stop_daemon, wait_for
 from tests.client.test_e2e import _state, install
 
 pytestmark = [pytest.mark.ssh, needs_daemon]
+PY38 = "/root/.pyenv/versions/3.8.18/bin/python3.8"
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +22,9 @@ def trouble(sshd, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RGT_CLIENT_CONFIG_DIR", str(base / "client-config"))
         rgt = Cli(sshd.config)
-        install(rgt, home)
+        # the box's python: 3.8 where the machine has it (install's box-side scripts, the daemon
+        # and logs --follow all run under it), else this one
+        install(rgt, home, *(["--python", PY38] if Path(PY38).exists() else []))
         yield rgt, home
     stop_daemon(home)
 
@@ -46,6 +50,16 @@ def test_failure_cancel_resume_and_patrol(trouble, tmp_path):
     assert res.exit_code == 0, res.output
     wait_for(lambda: _state(home, "long") in ("queued", "running"), 20)
     rgt("cancel", "rgt-box", "long", "--home", str(home))
+
+
+def test_logs_follow_streams_until_the_run_ends(trouble, tmp_path):
+    """Under the box's Python 3.8 where installed: the follow script runs there."""
+    rgt, home = trouble
+    rgt("run", "rgt-box", "--home", str(home), "--name", "talk", "--workdir", str(tmp_path), "--",
+        "for i in 1 2 3 4; do echo line-$i; sleep 0.3; done")
+    res = rgt("logs", "rgt-box", "talk", "--follow", "--max-wait", "30s", "--home", str(home))
+    assert res.exit_code == 0, res.output
+    assert [ln for ln in res.stdout.splitlines() if ln.startswith("line-")] == ["line-1", "line-2", "line-3", "line-4"]
 
 
 def test_watch_gives_up_with_6_and_agent_down_is_3(trouble, tmp_path):

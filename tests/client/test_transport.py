@@ -83,3 +83,13 @@ def test_missing_ssh_binary_is_an_error(monkeypatch, tmp_path):
     with pytest.raises(ClientError) as exc:
         run_python(Target("rgt-box"), "print(1)")
     assert "openssh-client" in (exc.value.hint or "")
+
+
+def test_watch_tells_ssh_failed_from_run_failed_and_gives_up(sshd, rgt, tmp_path):
+    cfg = tmp_path / "ssh_config"
+    add_alias(sshd, "dead-box", port=free_port(), config=cfg)
+    res = rgt("--ssh-config", str(cfg), "watch", "dead-box", "r1", "--every", "0.1s", "--max-wait", "0.35s")
+    assert res.exit_code == exitcodes.GAVE_UP, res.output
+    lines = res.stdout.splitlines()
+    assert len(lines) >= 3 and all("ssh failed (the run is not affected)" in ln for ln in lines[:-1])
+    assert "gave up" in lines[-1]
