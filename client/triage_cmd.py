@@ -13,7 +13,7 @@ from rgt_client.errors import ClientError
 
 
 @click.command("triage")
-@click.argument("log", type=click.Path(dir_okay=False))
+@click.argument("log", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--exit-code", "exit_code", type=int, default=None,
               help="The command's exit code, if known (137 = SIGKILL, ...).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -26,6 +26,7 @@ from rgt_client.errors import ClientError
 def triage(log: str, exit_code: int | None, as_json: bool, rules_file: str | None,
            progress_pattern: str | None, engine: str) -> None:
     """Classes found in LOG (with line numbers) and the cause, with its remediation.
+    LOG may be - for stdin (`kubectl logs POD | rgt-client triage -`).
 
     Exit codes: 0 no failure found (or --exit-code 0: warnings only), 4 a failure (the cause
     is printed), 2 bad input.

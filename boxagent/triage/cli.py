@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 from typing import Any, Dict, List, Optional
 
 from boxagent.errors import EXIT_OK, EXIT_RUN_FAILED, AgentError, UsageError
@@ -26,7 +28,7 @@ SCHEMA = "rgt.triage/1"
 def register(sub) -> None:
     p = sub.add_parser("triage", help="classes found in a log (with line numbers) and the cause",
                        description="Run rgt's failure rules and diagnosis on a log file.")
-    p.add_argument("log", help="the log file")
+    p.add_argument("log", help="the log file, or - for stdin")
     p.add_argument("--exit-code", type=int, default=None,
                    help="the command's exit code, if known (137 = SIGKILL, ...)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -91,7 +93,9 @@ def _parse_rules(path: str, raw: bytes) -> Any:
 def report(path: str, exit_code: Optional[int] = None, job_rules: Optional[List[Dict[str, Any]]] = None,
            engine: str = "auto", progress_pattern: Optional[str] = None,
            probe_disks: bool = False) -> Dict[str, Any]:
-    """The triage report of one log file (what --json prints)."""
+    """The triage report of one log file (what --json prints); "-" reads stdin."""
+    if path == "-":
+        return _report_stdin(exit_code, job_rules, engine, progress_pattern)
     if not os.path.isfile(path):
         raise UsageError("no such log file: %s" % path, "give the path of a log file")
     try:
@@ -115,6 +119,17 @@ def report(path: str, exit_code: Optional[int] = None, job_rules: Optional[List[
         cause = diagnose(facts)
     rep = dict(scan, schema=SCHEMA, exit_code=exit_code, cause=cause, warnings=warnings)
     rep["verdict"] = "failed" if cause else ("ok" if exit_code == 0 else "no_failure_found")
+    return rep
+
+
+def _report_stdin(exit_code: Optional[int], job_rules: Optional[List[Dict[str, Any]]], engine: str,
+                  progress_pattern: Optional[str]) -> Dict[str, Any]:
+    """`kubectl logs POD | rgt-client triage -`: spooled to a temp file, then the same scan."""
+    with tempfile.NamedTemporaryFile(prefix="rgt-triage-stdin-") as tmp:
+        shutil.copyfileobj(getattr(sys.stdin, "buffer", sys.stdin), tmp, 1 << 20)
+        tmp.flush()
+        rep = report(tmp.name, exit_code, job_rules, engine, progress_pattern, probe_disks=False)
+    rep["log"] = "-"
     return rep
 
 

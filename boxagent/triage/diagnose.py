@@ -195,8 +195,9 @@ def _signalled(f: Dict[str, Any]) -> Optional[Cause]:
     if sig is None:
         return None
     if sig == "SIGHUP" or f.get("hangup"):
+        hit = E.top_hit(f, ("hangup",))
         return _cause("hangup", "hung up (SIGHUP): the terminal or session it ran in went away",
-                      [how or "SIGHUP"])
+                      [how or "SIGHUP"] + ([E.hit_line(hit)] if hit else []))
     if sig == "SIGKILL":
         hit = E.top_hit(f, ("cgroup_oom",))
         if hit is not None:

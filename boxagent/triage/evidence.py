@@ -152,6 +152,9 @@ def signal_of(facts: Dict[str, Any]) -> Tuple[Optional[str], Optional[str]]:
     if isinstance(sig, int) and sig > 0:
         return signal_name(sig), "killed by %s (signal %d)" % (signal_name(sig), sig)
     ec = facts.get("exit_code")
+    if isinstance(ec, int) and -64 <= ec < 0:          # Popen.returncode / torchrun's "exitcode: -9"
+        name = signal_name(-ec)
+        return name, "exit code %d = killed by %s" % (ec, name)
     if isinstance(ec, int) and 128 < ec <= 128 + 64:
         name = signal_name(ec - 128)
         return name, "exit code %d = 128 + %s" % (ec, name)

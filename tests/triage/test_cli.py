@@ -83,3 +83,15 @@ def test_client_triage_bad_input():
     r = CliRunner().invoke(cli, ["triage", "/nonexistent/x.log"])
     assert r.exit_code == 2
     assert "Error: no such log file" in r.output and "Hint:" in r.output
+
+
+def test_triage_reads_stdin_and_negative_exit_codes(agent):
+    data = (CORPUS / "hangup.log").read_bytes()
+    out = agent("triage", "-", "--exit-code", "-1", "--json", stdin=data)
+    rep = json.loads(out.stdout)
+    assert out.returncode == 4 and rep["log"] == "-"
+    assert rep["cause"]["class"] == "hangup"
+    assert rep["cause"]["evidence"][0] == "exit code -1 = killed by SIGHUP"
+    assert "Hangup" in rep["cause"]["evidence"][1]
+    r = CliRunner().invoke(cli, ["triage", "-", "--json"], input=(CORPUS / "cuda_oom__torch2.log").read_bytes())
+    assert r.exit_code == 4 and json.loads(r.output)["cause"]["class"] == "cuda_oom"
