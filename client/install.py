@@ -54,7 +54,7 @@ def install(target: Target, opts: InstallOptions, say: Callable[[str], None] = l
     say("uploading rgt-agent.pyz (%d KB, sha256 %s) to %s" % (len(data) // 1024, sha[:12], target.host))
     t0 = time.monotonic()
     res = run_python(target, UPLOAD, [sha, str(len(data)), "1" if opts.deps else "0",
-                                      str(int(opts.deps_timeout_s))], stdin=data,
+                                      "%.3f" % opts.deps_timeout_s], stdin=data,
                      timeout=UPLOAD_TIMEOUT_S + opts.deps_timeout_s)
     up = parse_result(res.text, "the upload on %s" % target.host, res.err)
     upload_s = time.monotonic() - t0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,16 @@ from tests.sshd import counting_ssh
 
 pytestmark = [pytest.mark.ssh, needs_daemon]
 PY = sys.executable
+SECRET = "hmac-S3CRET-do-not-leak"
+
+
+def argv_logging_ssh(bin_dir: Path, log: Path) -> Path:
+    """An `ssh` first on PATH that records its whole argv, then execs the real one."""
+    real = shutil.which("ssh")
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "ssh").write_text("#!/bin/sh\nprintf '%%s\\n' \"$*\" >> '%s'\nexec '%s' \"$@\"\n" % (log, real))
+    (bin_dir / "ssh").chmod(0o755)
+    return bin_dir
 NASTY_DIR = "work dir 'q' \"dq\" $(touch PWNED)"
 
 JOB = '''
@@ -49,17 +60,22 @@ def box(sshd, tmp_path_factory):
     base = tmp_path_factory.mktemp("e2e")
     home, work = base / "box home 'x'", base / NASTY_DIR
     work.mkdir()
+    notify = base / "notify.toml"
+    notify.write_text('[[notify]]\nurl = "http://127.0.0.1:9/hook"\nformat = "json"\nsecret = "%s"\n'
+                      '\n[[notify]]\nurl = "file://%s"\n' % (SECRET, base / "sink.jsonl"))
+    argv_log = base / "ssh-argv.log"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RGT_CLIENT_CONFIG_DIR", str(base / "client-config"))
+        mp.setenv("PATH", "%s:%s" % (argv_logging_ssh(base / "bin", argv_log), os.environ["PATH"]))
         rgt = Cli(sshd.config)
-        first = install(rgt, home)
+        first = install(rgt, home, "--notify", str(notify))
         job = base / "job.toml"
         job.write_text(JOB % {"workdir": json.dumps(str(work)), "py": PY})
         submitted = rgt("run", "rgt-box", str(job), "--home", str(home))
         watched = rgt("watch", "rgt-box", "chain3", "--every", "0.3s", "--max-wait", "60s", "--home", str(home))
         patrol = rgt("patrol", "rgt-box", "rgt-box2", "--home", str(home))
         yield {"home": home, "work": work, "install": first, "submitted": submitted, "watched": watched,
-               "patrol": patrol, "rgt": rgt, "base": base}
+               "patrol": patrol, "rgt": rgt, "base": base, "argv_log": argv_log}
     stop_daemon(home)
 
 
@@ -69,6 +85,18 @@ def test_install_prints_the_box_and_the_profile(box):
     assert "python " in out and "profile  " in out and "daemon   running, pid" in out
     assert "Profile " in out  # the profile's first-contact block
     assert (box["home"] / "agent.sha256").read_text().strip() in json.dumps(read_status(box["home"]))
+
+
+def test_notifier_secrets_travel_on_stdin_only(box):
+    home = box["home"]
+    secrets = home / "secrets.json"
+    assert oct(secrets.stat().st_mode & 0o777) == "0o600" and SECRET in secrets.read_text()
+    argv = box["argv_log"].read_text()
+    assert "rgt-box" in argv and SECRET not in argv
+    for name in ("status.json", "events.jsonl", "config.json", "daemon.log"):
+        assert SECRET not in (home / name).read_text(), name
+    assert SECRET not in box["install"].output
+    assert (box["base"] / "sink.jsonl").exists()
 
 
 def test_run_prints_the_name_and_how_to_check(box):
