@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import click
@@ -96,36 +95,8 @@ def logs(ctx: click.Context, host: str, run: str, stage: str | None, lines: int,
         args = ["logs", run, "-n", str(lines)] + (["--stage", stage] if stage else [])
         _run_cmd(ctx, host, args, run, home, python)
         return
-    ctx.exit(_follow(t, run, stage or "", lines, max_wait))
-
-
-def _follow(t, run: str, stage: str, lines: int, max_wait: float) -> int:
-    """One ssh connection: a box-side script streams new log bytes, then prints a result line."""
-    import subprocess
-    from rgt_client.remote_scripts import FOLLOW, parse_result
-    from rgt_client.transport import check_reach, python_command, spawn, Result
-    proc = spawn(t, python_command(t, FOLLOW, [run, stage, str(lines), str(max_wait), "0.5"]),
-                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None and proc.stderr is not None
-    out_fd = proc.stdout.fileno()
-    while True:
-        chunk = os.read(out_fd, 65536)   # chunks, not lines: tqdm's \r updates pass through
-        if not chunk:
-            break
-        sys.stdout.buffer.write(chunk)
-        sys.stdout.flush()
-    stderr = proc.stderr.read()
-    check_reach(t, Result(proc.wait(), b"", stderr))
-    result = parse_result(stderr.decode("utf-8", "replace"), "logs --follow on %s" % t.host)
-    if result.get("error"):
-        from rgt_client.ops import fetch_status, unknown_run
-        raise unknown_run(t, run, fetch_status(t, events=0).status)
-    state = result.get("state")
-    if result.get("gave_up"):
-        err("gave up following after the --max-wait bound; run %s is %s" % (run, state))
-        return exitcodes.GAVE_UP
-    err("run %s %s" % (run, state))
-    return exitcodes.OK if state == "succeeded" else exitcodes.RUN_FAILED
+    from rgt_client.follow import follow
+    ctx.exit(follow(t, run, stage or "", lines, max_wait, err))
 
 
 @_register

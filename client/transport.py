@@ -102,13 +102,14 @@ def agent_command(target: Target, args: list[str]) -> str:
     return preamble(target) + "exec %s \"$RGT_HOME/rgt-agent.pyz\" %s" % (target.python_word(), words)
 
 
-def python_command(target: Target, script: str, args: list[str] | None = None) -> str:
+def python_command(target: Target, script: str, args: list[str] | None = None,
+                   need_agent: bool = False) -> str:
     """Run a small Python script on the box: base64 in one argv word, so no newline or quote
     in it ever meets the remote login shell (csh/fish users included)."""
     code = base64.b64encode(script.encode("utf-8")).decode("ascii")
     boot = "import base64;exec(compile(base64.b64decode('%s'),'<rgt>','exec'))" % code
     words = " ".join(shlex.quote(a) for a in (args or []))
-    return preamble(target, need_agent=False) + "exec %s -c %s %s" % (
+    return preamble(target, need_agent=need_agent) + "exec %s -c %s %s" % (
         target.python_word(), shlex.quote(boot), words)
 
 
