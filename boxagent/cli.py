@@ -29,13 +29,31 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The core's commands: `status` & co. then import only the core (a CLI call is ~3x faster than
+# with every part's imports, which matters for the client's one-round-trip `status`).
+CORE_COMMANDS = ("start", "daemon", "stop", "configure", "submit", "cancel", "resume", "status", "logs",
+                 "handbook", "version")
+
+
+def _command_word(args: List[str]) -> Optional[str]:
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--home":
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def build_parser(modules: tuple = COMMAND_MODULES) -> argparse.ArgumentParser:
     parser = _Parser(prog="rgt-agent", description="rgt box agent")
     parser.add_argument("--version", action="version", version="rgt-agent " + __version__)
     parser.add_argument("--home", help="state directory (default $RGT_HOME or ~/.rgt)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    for name in modules:
         try:
             importlib.import_module(name).register(sub)
         except Exception as exc:  # noqa: BLE001
@@ -52,7 +70,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         # The stage shim lives as long as the stage: skip the other parts' imports (memory, start time).
         from boxagent.shim import main as shim_main
         return shim_main(args_in[1:])
-    parser = build_parser()
+    core_only = _command_word(args_in) in CORE_COMMANDS
+    parser = build_parser(COMMAND_MODULES[:1] if core_only else COMMAND_MODULES)
     args = parser.parse_args(args_in)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)

@@ -33,6 +33,9 @@ def test_host_from_config_reaches_events_and_status(box):
 
 
 def test_logs_command(box):
+    from boxagent import control
+    from boxagent.errors import UsageError
+    from boxagent.home import Home
     box.submit(job("lg", box.workdir, {"name": "a", "run": "for i in 1 2 3 4 5; do echo line$i; done"},
                    {"name": "b", "run": "echo bee"}))
     box.start()
@@ -41,13 +44,15 @@ def test_logs_command(box):
     assert out.returncode == 0 and out.stdout == "line4\nline5\n"
     both = box.agent("logs", "lg", "-n", "1").stdout            # every stage that ran, with headers
     assert both.startswith("==> a (attempt 1): ") and "line5\n" in both and both.endswith("<==\nbee\n")
-    assert box.agent("logs", "lg", "--stage", "a", "-n", "0").stdout.count("line") == 5
-    out = box.agent("logs", "lg", "--stage", "zz")
-    assert out.returncode == 2 and "no stage" in out.stderr
+    home = Home(str(box.home))
+    assert control.logs(home, "lg", "a", 0, None).count("line") == 5
+    for args, msg in ((("lg", "zz", 5, None), "no stage"), (("nope", None, 5, None), "no run named"),
+                      (("lg", "a", 5, 9), "no log for attempt 9")):
+        with pytest.raises(UsageError) as exc:
+            control.logs(home, *args)
+        assert msg in exc.value.message and exc.value.hint
     out = box.agent("logs", "nope")
     assert out.returncode == 2 and out.stderr.startswith("Error:")
-    out = box.agent("logs", "lg", "--stage", "a", "--attempt", "9")
-    assert out.returncode == 2 and "no log for attempt 9" in out.stderr
 
 
 def test_handbook_names_commands_markers_and_reconnect(box):

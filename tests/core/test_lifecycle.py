@@ -224,7 +224,7 @@ def test_status_with_the_daemon_dead(box):
 
 
 def test_status_json_never_partial_under_a_hammering_reader(box):
-    box.submit(job("ham", box.workdir, *[{"name": "s%d" % i, "run": "echo %d" % i} for i in range(15)]))
+    box.submit(job("ham", box.workdir, *[{"name": "s%d" % i, "run": "echo %d" % i} for i in range(8)]))
     box.start()
     path = box.home / "status.json"
     reads = 0
