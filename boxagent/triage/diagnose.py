@@ -217,7 +217,7 @@ def _log_cause(f: Dict[str, Any], hit: Dict[str, Any], prefix: str = "") -> Caus
     cls = hit["class"]
     ev = E.class_evidence(f, hit)
     if cls == "disk_full":
-        lines = [h.get("line", "") for h in f.get("hits") or [] if h.get("class") == "disk_full"]
+        lines = [str(h.get("line", "")) for h in E.hits_of(f) if h.get("class") == "disk_full"]
         cls, disk_ev = E.disk_verdict(f, lines)
         ev = ev[:1] + disk_ev + ev[1:]
     elif cls == "cgroup_oom" and hit.get("source") == "builtin":

@@ -15,6 +15,11 @@ CRASH_SIGNALS = ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE", "SIGILL", "SIGSYS", "
 
 
 # -- log hits
+def hits_of(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """facts.hits, keeping only well-formed entries (the daemon hands over what it has)."""
+    return [h for h in facts.get("hits") or [] if isinstance(h, dict) and isinstance(h.get("class"), str)]
+
+
 def class_rank(cls: str) -> int:
     return CLASS_RANK.index(cls) if cls in CLASS_RANK else -1
 
@@ -29,8 +34,7 @@ def failure_hits(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
     """The hits that can explain a failure: warning/critical ones, and of those only the ones
     after the last progress line when there are any (an error the job survived is not what
     killed it)."""
-    hits = [h for h in facts.get("hits") or [] if isinstance(h, dict)
-            and h.get("severity") in ("critical", "warning") and h.get("class")]
+    hits = [h for h in hits_of(facts) if h.get("severity") in ("critical", "warning")]
     after = [h for h in hits if h.get("after_progress")]
     if after:
         return after
@@ -50,7 +54,7 @@ def top_hit(facts: Dict[str, Any], classes: Optional[Tuple[str, ...]] = None) ->
 
 
 def tracebacks(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
-    return [h for h in facts.get("hits") or [] if isinstance(h, dict) and h.get("tag") == "traceback"]
+    return [h for h in hits_of(facts) if h.get("tag") == "traceback"]
 
 
 def hit_line(h: Dict[str, Any]) -> str:
@@ -59,8 +63,7 @@ def hit_line(h: Dict[str, Any]) -> str:
 
 def class_evidence(facts: Dict[str, Any], best: Dict[str, Any], limit: int = 3) -> List[str]:
     """The deciding line first, then other lines of its class, then what else was seen."""
-    same = [h for h in facts.get("hits") or [] if isinstance(h, dict) and h is not best
-            and h.get("class") == best["class"] and h.get("line") != best.get("line")
+    same = [h for h in hits_of(facts) if h is not best and h.get("class") == best["class"] and h.get("line") != best.get("line")
             and h.get("severity") != "info"]
     ev = [hit_line(best)] + [hit_line(h) for h in same[-(limit - 1):]]
     others = {}

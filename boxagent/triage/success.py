@@ -60,7 +60,7 @@ def _traceback_after_progress(f: Dict[str, Any]) -> Optional[str]:
     if not tbs:
         return None
     tb = tbs[-1]
-    exc = [h for h in f.get("hits") or [] if (h.get("line_no") or 0) > (tb.get("line_no") or 0)
+    exc = [h for h in E.hits_of(f) if (h.get("line_no") or 0) > (tb.get("line_no") or 0)
            and h.get("severity") == "critical"]
     where = ("follows the last progress line" if _after(f, tb)
              else "is in a log without progress lines")
@@ -69,7 +69,7 @@ def _traceback_after_progress(f: Dict[str, Any]) -> Optional[str]:
 
 
 def _errors_after_progress(f: Dict[str, Any]) -> Optional[str]:
-    crit = [h for h in f.get("hits") or [] if h.get("severity") == "critical"
+    crit = [h for h in E.hits_of(f) if h.get("severity") == "critical"
             and _after(f, h) and h.get("class") != "code_error"]
     if not crit:
         return None
@@ -78,7 +78,7 @@ def _errors_after_progress(f: Dict[str, Any]) -> Optional[str]:
 
 
 def _divergence(f: Dict[str, Any]) -> Optional[str]:
-    div = [h for h in f.get("hits") or [] if h.get("class") == "divergence"]
+    div = [h for h in E.hits_of(f) if h.get("class") == "divergence"]
     if not div:
         return None
     return "the loss became NaN/inf (first at line %s): check the result before using it" % (

@@ -198,3 +198,19 @@ def test_profile_rules_sit_between_builtins_and_job_rules(tmp_path):
 def test_malformed_rules_are_dropped_not_fatal():
     rs = build_rules([{"class": "x"}, "junk", {"class": "y", "pattern": "("}], [{"pattern": "a"}])
     assert all(r.source == "builtin" for r in rs.rules)
+
+
+def test_odd_facts_never_raise():
+    """The daemon hands over whatever it has; a diagnosis must come out regardless."""
+    odd = [{}, {"exit_code": "1"}, {"signal": "KILL"}, {"signal": 99}, {"exit_code": 300},
+           {"hits": ["junk", {"class": "disk_full"}, {"severity": "critical"}], "exit_code": 1},
+           {"hits": [{"class": "disk_full", "severity": "critical", "line_no": None}],
+            "disks": ["x", {"path": None}], "exit_code": 1},
+           {"gpu_faults": ["x", {"type": "gpu_xid", "code": "79"}], "exit_code": 1},
+           {"vanished": True, "last_lines": []}, {"expect_missing": ["a"], "exit_code": 0},
+           {"oom_kill_delta": "3", "exit_code": 137}]
+    from boxagent.triage import success_warnings
+    for f in odd:
+        c = diagnose(f)
+        assert c["class"] and c["summary"] and isinstance(c["evidence"], list), f
+        assert isinstance(success_warnings(f), list)
