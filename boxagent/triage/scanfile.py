@@ -61,11 +61,13 @@ def scan_file(path: str, rules: Optional[RuleSet] = None, engine: str = "auto",
 def _scan_python(path: str, rs: RuleSet, store: HitStore) -> int:
     state = ScanState()
     t = Tailer(path, chunk=COUNT_CHUNK)
+    end = _size(path)                      # a log still being written: stop where it was
     try:
-        while True:
+        while t.offset < end:
+            before = t.offset
             block = t.read()
             if block is None:
-                if t.offset >= _size(path):
+                if t.offset == before:
                     break
                 continue
             for h in rs.scan(block.data, block.first_line_no, state):
