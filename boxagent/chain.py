@@ -37,6 +37,7 @@ class Chain:
         self.artifacts: Dict[str, Dict[str, Any]] = {}
         self.boot_id = roots.boot_id()
         self.frozen = False     # preemption: finish what runs, start nothing new
+        self.reap: List[Any] = []   # shims we started whose attempt ended: waited for, no zombies
         from boxagent.stagectl import StageControl
         self.stages = StageControl(self)
 
@@ -163,6 +164,8 @@ class Chain:
 
     # -- the scheduler, every fast tick
     def tick(self, now: float, mono: float) -> None:
+        if self.reap:
+            self.reap = [p for p in self.reap if p.poll() is None]
         for act in list(self.active.values()):
             self.stages.check(act, now, mono)
         if self.frozen:

@@ -60,14 +60,16 @@ def run_shim(home: Home, run: str, stage: str, attempt: int) -> int:
     if not _claim(home.stage_claim(run, stage, attempt)):
         return EXIT_CLAIMED
     roots = Roots.from_env()
+    forwarder = _Forwarder()        # before the spawn: a TERM in the launch window is not lost
     child = _spawn(launch)
     exit_path = home.stage_exit(run, stage, attempt)
     if not isinstance(child, subprocess.Popen):
         _write_pid(home.stage_pid(run, stage, attempt), roots, None)
         atomic_write_json(exit_path, {"exit_code": SPAWN_FAILED, "signal": None, "ended_at": time.time(),
                                       "error": child})
+        procs.poke_daemon(home.pidfile, roots)
         return 0
-    _forward_signals(child.pid)
+    forwarder.attach(child.pid)
     _write_pid(home.stage_pid(run, stage, attempt), roots, child.pid)
     rc = child.wait()
     atomic_write_json(exit_path, {"exit_code": rc if rc >= 0 else None, "signal": -rc if rc < 0 else None,
@@ -102,14 +104,33 @@ def _spawn(launch: Dict[str, Any]) -> Any:
         log.close()
 
 
-def _forward_signals(child_pgid: int) -> None:
-    def forward(signum: int, _frame: Any) -> None:
-        try:
-            os.killpg(child_pgid, signum)
-        except OSError:
-            pass
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, forward)
+class _Forwarder:
+    """TERM/INT to the shim go to the command's process group. A signal that arrives while the
+    command is being spawned is kept and passed on as soon as the command exists."""
+
+    def __init__(self) -> None:
+        self.pgid: Optional[int] = None
+        self.early: Optional[int] = None
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self.handle)
+
+    def handle(self, signum: int, _frame: Any) -> None:
+        if self.pgid:
+            _kill_group(self.pgid, signum)
+        else:
+            self.early = signum
+
+    def attach(self, pgid: int) -> None:
+        self.pgid = pgid
+        if self.early:
+            _kill_group(pgid, self.early)
+
+
+def _kill_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except OSError:
+        pass
 
 
 def _write_pid(path: str, roots: Roots, child: Optional[int]) -> None:

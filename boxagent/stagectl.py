@@ -192,6 +192,8 @@ class StageControl:
                vanished: bool = False, boot_changed: bool = False) -> None:
         self.chain.active.pop(act.run, None)
         act.kill_leftovers()
+        if act.popen is not None and act.popen.poll() is None:
+            self.chain.reap.append(act.popen)   # it exits right after its exit file
         run = self.chain.runs[act.run]
         st = stage_of(run, act.stage)
         sspec = self.spec_stage(act)

@@ -254,3 +254,40 @@ def test_cancelled_run_can_be_resumed(box, kind):
     run = box.wait_run("res", "succeeded")
     assert [s["state"] for s in run["stages"]] == ["skipped", "succeeded"]
     assert (box.workdir / "first").read_text() == "f\n"
+
+
+def test_term_to_the_shim_reaches_the_command_and_is_recorded(box):
+    # Someone (a human, a watchdog script) TERMs the shim itself: the command gets it, the shim
+    # survives to write the exit file, and the stage fails with the signal as evidence.
+    box.submit(job("shimterm", box.workdir, {"name": "s", "run": "sleep 30"}))
+    box.start()
+    box.wait_stage("shimterm", "s", "running")
+    info = _pidinfo(box, "shimterm", "s")
+    os.kill(info["shim_pid"], signal.SIGTERM)
+    run = box.wait_run("shimterm")
+    st = run["stages"][0]
+    assert run["state"] == "failed" and st["signal"] == 15 and st["cause"]["class"]
+    exit_info = json.loads((box.home / "runs/shimterm/stages/s.1.exit").read_text())
+    assert exit_info["signal"] == 15
+
+
+def test_no_zombie_shims_after_stages_end(box):
+    box.submit(job("zomb", box.workdir, *[{"name": "s%d" % i, "run": "true"} for i in range(3)]))
+    box.start()
+    box.wait_run("zomb")
+    pid = box.daemon_pid()
+    time.sleep(0.3)
+
+    def zombies():
+        out = []
+        for p in os.listdir("/proc"):
+            if p.isdigit():
+                try:
+                    stat = open("/proc/%s/stat" % p).read()
+                except OSError:
+                    continue
+                rest = stat.rsplit(")", 1)[1].split()
+                if rest[0] == "Z" and int(rest[1]) == pid:
+                    out.append(p)
+        return out
+    wait_for(lambda: not zombies(), 5, "the daemon to reap its shims")
