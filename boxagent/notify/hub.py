@@ -17,10 +17,11 @@ from typing import Any, Dict, List, Optional
 
 from boxagent.fsutil import read_json
 from boxagent.home import Home
-from boxagent.notify import messages, ntfy
+from boxagent.notify import messages, schedule
+from boxagent.notify.messages import iso
 from boxagent.notify.config import SEVERITY_RANK, Notifier, NotifyConfigError, parse_entry
 from boxagent.notify.delivery import RetryPolicy, Worker, confirmed_deadman, deliver
-from boxagent.notify.formats import Item, endpoint, takes
+from boxagent.notify.formats import Item, takes
 from boxagent.notify.http import HttpClient, profile_proxies
 from boxagent.notify.outbox import Outbox
 
@@ -32,10 +33,6 @@ QUIET_INFO_EVENTS = frozenset(("daemon_started", "daemon_stopped", "run_queued",
 ROUTED_KEEP = 5000
 SECRETS_CHECK_S = 1.0
 STATE_SAVE_S = 1.0
-
-
-def iso(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 def load_entries(home: Home) -> Optional[List[Any]]:
@@ -179,7 +176,7 @@ class NotifyHub:
             for nid, n in old.items():
                 gone = nid not in new or new[nid].url != n.url
                 if n.deadman_s and n.format == "ntfy" and (gone or not new[nid].deadman_s):
-                    self._cancel_deadman(n)
+                    schedule.cancel_deadman(self, n)
                 if gone:
                     w = self._workers.pop(nid, None)
                     if w:
@@ -191,20 +188,6 @@ class NotifyHub:
             self._spawn_workers([n for nid, n in new.items() if nid not in self._workers], after=stopped)
             for nid, n in new.items():
                 self._workers[nid].n = n
-
-    def _cancel_deadman(self, n: Notifier) -> None:
-        """A dead-man the user took away must not fire later: DELETE it (best effort, off-thread)."""
-        self._per(n).pop("deadman", None)
-        self._sched.get(n.id, {}).pop("deadman", None)
-
-        def cancel() -> None:
-            try:
-                res = self._new_http().send(ntfy.cancel_request(n, endpoint(n)), n.timeout_s)
-                if not res.ok:
-                    self.record_error(n, "cancelling the dead-man: %s" % n.scrub(res.error or "failed"))
-            except Exception as exc:  # noqa: BLE001 - best effort; the status says what happened
-                self.record_error(n, "cancelling the dead-man: %s" % n.scrub(str(exc)))
-        threading.Thread(target=cancel, name="rgt-notify-cancel", daemon=True).start()
 
     # -- events ---------------------------------------------------------------------------------
     def _remember(self, eid: str) -> None:
@@ -363,35 +346,10 @@ class NotifyHub:
             for n in self.notifiers:
                 w = self._workers.get(n.id)
                 if w is not None:
-                    self._schedule(n, w, now)
+                    schedule.due(self, n, w, now)
         if now - self._last_save >= STATE_SAVE_S:
             self._last_save = now
             self._save_state()
-
-    def _schedule(self, n: Notifier, w: Worker, now: float) -> None:
-        sched = self._sched.setdefault(n.id, {})
-        wall = self.clock()
-        if n.format == "ntfy" and n.deadman_s:
-            if now >= sched.get("deadman", now):
-                sched["deadman"] = now + rearm_every(n.deadman_s)
-                msg = messages.render_deadman(self.host, n.deadman_s, self._status, iso(wall))
-                ev = {"id": "deadman-%s" % n.id, "type": "deadman", "severity": "critical", "host": self.host}
-                w.set_slot("deadman", Item("deadman", ev, msg, n.deadman_s), wall)
-        ping_every = n.heartbeat_s or (n.deadman_s / 4.0 if n.deadman_s else None)
-        if n.format == "healthchecks" and ping_every:
-            if now >= sched.get("ping", now):
-                sched["ping"] = now + ping_every
-                ev = {"id": "ping-%s-%d" % (n.id, int(wall)), "type": "ping", "host": self.host}
-                w.set_slot("ping", Item("ping", ev, messages.render_heartbeat(self.host, self._status)), wall)
-        elif n.heartbeat_s:
-            due = sched.setdefault("heartbeat", now + n.heartbeat_s)
-            if now >= due:
-                sched["heartbeat"] = now + n.heartbeat_s
-                ev = {"id": "heartbeat-%s-%d" % (n.id, int(wall)), "type": "heartbeat", "severity": "info",
-                      "host": self.host, "summary": messages.status_line(self._status)}
-                item = Item("heartbeat", ev, messages.render_heartbeat(self.host, self._status))
-                if takes(n, item):
-                    w.set_slot("heartbeat", item, wall)
 
     # -- status -----------------------------------------------------------------------------------
     def summary(self) -> Dict[str, Any]:
@@ -434,7 +392,3 @@ class NotifyHub:
                         "elapsed_s": round(time.monotonic() - t0, 3)})
         return out
 
-
-def rearm_every(deadman_s: float) -> float:
-    """Re-arm 4 times per dead-man window (at most every 5 min): one late tick never fires it."""
-    return max(0.1, min(300.0, deadman_s / 4.0))

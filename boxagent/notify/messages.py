@@ -8,6 +8,7 @@ reader must always learn what broke and what to do.
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any, Callable, Dict, List, Optional
 
 from boxagent.units import format_bytes, format_duration
@@ -81,6 +82,10 @@ def _shrink_part(msg: Message, part: Part, render: Callable[[Message], str], lim
             part.lines.pop()
         else:
             part.lines[-1] = _cut(last, len(last) - over - 1)
+
+
+def iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 def measure(text: str, unit: str) -> int:

@@ -63,7 +63,7 @@ def test_400_is_permanent_and_recorded(make_hub, receiver):
     s = _wait_summary(hub, lambda s: s["failed"] == 1 and s["sent"] == 1)
     assert "HTTP 400" in s["last_error"] and "invalid topic" in s["last_error"]
     assert _ids(receiver.requests) == ["ev-bad", "ev-next"]          # not retried
-    failed = os.listdir(hub.outbox.failed_dir)
+    failed = [n for n in os.listdir(hub.outbox.failed_dir) if not n.startswith(".")]
     assert len(failed) == 1
     rec = json.loads(open(os.path.join(hub.outbox.failed_dir, failed[0])).read())
     assert rec["event"]["id"] == "ev-bad" and rec["failed_reason"].startswith("HTTP 400")
@@ -216,10 +216,13 @@ def test_removed_notifier_pending_messages_are_recorded_not_lost_silently(make_h
     os.utime(rgt_home / "secrets.json", (1, 1))
     hub.tick(1000.0, {})
     import time
+
+    def failed_files():       # not the .tmp- of a write in progress
+        return sorted(n for n in os.listdir(hub.outbox.failed_dir) if not n.startswith("."))
     deadline = time.monotonic() + 10
-    while len(os.listdir(hub.outbox.failed_dir)) < 2 and time.monotonic() < deadline:
+    while len(failed_files()) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
-    failed = sorted(os.listdir(hub.outbox.failed_dir))
+    failed = failed_files()
     assert len(failed) == 2
     rec = json.loads(open(os.path.join(hub.outbox.failed_dir, failed[0])).read())
     assert rec["event"]["id"] == "p1" and "removed by notify-set" in rec["failed_reason"]
