@@ -10,6 +10,7 @@ Errors are returned as text, never raised: the caller scrubs secrets from them.
 from __future__ import annotations
 
 import email.utils
+import logging
 import os
 import time
 import urllib.error
@@ -86,6 +87,9 @@ class HttpClient:
         self.backend = "requests" if mod is not None else "urllib"
         self._session = None
         if mod is not None:
+            # urllib3 warns (retries, broken connections) with the URL path in the text; with no
+            # handler configured Python prints that to stderr, i.e. daemon.log. Keep it quiet.
+            logging.getLogger("urllib3").addHandler(logging.NullHandler())
             self._session = mod.Session()
             self._requests = mod
         else:
