@@ -5,7 +5,7 @@ notifier that takes it, wake that notifier's thread. Delivery happens on the thr
 blocks the chain. tick() schedules heartbeats, the ntfy dead-man re-arm and healthchecks pings,
 and notices secrets.json changing (notify-set). Secrets come only from secrets.json and never
 leave this process: files, status and errors name a notifier by its id and redacted target.
-The hub also works one-shot without the daemon: send_test(), or publish() then stop(timeout).
+The hub also works one-shot without the daemon: send_test(), or start(), publish(), stop(timeout).
 """
 from __future__ import annotations
 
