@@ -164,6 +164,9 @@ class Daemon:
                     self.write_status(now)
                 if mono - last_hub >= HUB_TICK_S:
                     self.svc.hub_call("tick", now, self.last_status)
+                    for spec in self.svc.hub_call("drain_events", default=[]) or []:
+                        if isinstance(spec, dict):
+                            self.emit(spec)      # e.g. notify_failed: a message given up on
                     last_hub = mono
             except Exception as exc:  # noqa: BLE001 - a bug costs one tick, never the daemon
                 self._tick_failed(exc)

@@ -46,6 +46,9 @@ def build_facts(stage_spec: Dict[str, Any], stage_state: Dict[str, Any], workdir
     }
     if exit_info.get("error"):
         facts["spawn_error"] = exit_info["error"]
+    facts.update(timeout_s=stage_spec.get("timeout"), workdir=workdir,
+                 previous_duration_s=stage_state.get("last_success_s"))
+    _merge_watch_facts(facts, watch)
     if watch is None and stage_state.get("log"):
         # No tailer (the triage part failed to load): the patterns still decide, from the file.
         facts["success_seen"], facts["fail_line"] = scan_log(
@@ -71,6 +74,20 @@ def scan_log(path: str, success: Optional[str], fail: Optional[str], limit: int 
     except OSError:
         pass
     return seen, fail_line
+
+
+def _merge_watch_facts(facts: Dict[str, Any], watch: Any) -> None:
+    """The tailer's own facts (progress_line_no, last_traceback_line_no...) fill what is unset."""
+    fn = getattr(watch, "facts", None)
+    if fn is None:
+        return
+    try:
+        extra = fn() or {}
+    except Exception:  # noqa: BLE001 - a broken tailer must not lose the stage's outcome
+        return
+    for key, value in extra.items():
+        if facts.get(key) in (None, [], False, "") and value not in (None, [], ""):
+            facts[key] = value
 
 
 def _success_pattern(stage_spec: Dict[str, Any]) -> Optional[str]:

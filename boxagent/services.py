@@ -123,6 +123,13 @@ class Services:
             return success_warnings(facts)
         return [str(w) for w in (self._call("success_warnings", run, []) or [])]
 
+    def fast_spec(self, facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        def run() -> Any:
+            from boxagent.triage import fast_spec
+            return fast_spec(facts)
+        spec = self._call("fast_spec", run, None)
+        return spec if isinstance(spec, dict) else None
+
     def watch_call(self, watch: Any, method: str, *args: Any, default: Any = None) -> Any:
         fn = getattr(watch, method, None) if watch is not None else None
         if fn is None:

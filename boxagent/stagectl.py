@@ -198,6 +198,7 @@ class StageControl:
         st = stage_of(run, act.stage)
         sspec = self.spec_stage(act)
         self.svc.watch_call(act.watch, "finish", now)
+        self.svc.watch_call(act.watch, "close")
         facts = outcome.build_facts(
             sspec, st, self.chain.specs[act.run]["workdir"], info, act.watch, now, act.stop_reason,
             vanished, boot_changed, self.svc.monitor_value("oom_kill_count"),
@@ -222,9 +223,14 @@ class StageControl:
         atomic_write_json(marker, {"run": run["name"], "stage": st["name"], "attempt": st["attempt"],
                                    "succeeded_at": iso_utc(now), "duration_s": facts["duration_s"],
                                    "exit_code": facts["exit_code"], "spec_sha256": run.get("spec_sha256")})
-        st.update(marker=marker, warnings=warnings)
+        st.update(marker=marker, warnings=warnings, last_success_s=facts["duration_s"])
         self.chain.change_stage(run, st, SUCCEEDED, now, attempt=st["attempt"], duration_s=facts["duration_s"],
                                 warnings=warnings, severity="warning" if warnings else None)
+        fast = self.svc.fast_spec(facts)
+        if fast is not None:
+            fast.setdefault("run", run["name"])
+            fast.setdefault("stage", st["name"])
+            self.svc.emit(fast)
         self.chain.advance(run, now)      # the next stage starts in this same tick
 
     def _failed(self, run: Dict[str, Any], sspec: Dict[str, Any], st: Dict[str, Any], facts: Dict[str, Any],

@@ -175,3 +175,11 @@ def test_missing_workdir_fails_the_stage_with_the_reason_in_its_log(box):
     assert run["state"] == "failed"
     log = (box.home / "runs/nowd/logs/s.1.log").read_text()
     assert "cannot start the stage" in log
+
+
+def test_suspiciously_fast_stage_is_flagged(box):
+    box.submit(job("fast", box.workdir, {"name": "train", "run": "true", "expected_duration": "1h"}))
+    box.start()
+    assert box.wait_run("fast")["state"] == "succeeded"
+    ev = box.wait_event("suspiciously_fast", run="fast")
+    assert ev["stage"] == "train" and ev["severity"] == "warning"
