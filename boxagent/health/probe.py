@@ -62,8 +62,18 @@ def probe(monitor: Any, home_root: str, extra: List[str]) -> Dict[str, Any]:
                        "error": h["xid_sources"]["kernel_log_error"],
                        "hard_faults_since_boot": monitor.hard_faults_present()},
     }
+    report["platform_facts"] = _platform_facts()
     report["warnings"] = warnings(report)
     return report
+
+
+def _platform_facts() -> Dict[str, Any]:
+    """Which platform markers this box has (paths, env NAMES only): the client's profile detection."""
+    try:
+        from boxagent.profile import detect_facts
+        return detect_facts()
+    except Exception as exc:  # noqa: BLE001 - detection is advice; never lose the audit for it
+        return {"error": "%s: %s" % (type(exc).__name__, exc)}
 
 
 def warnings(r: Dict[str, Any]) -> List[str]:
