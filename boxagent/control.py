@@ -96,6 +96,8 @@ def configure(home: Home, text: str) -> str:
     config_mod.validate(cfg)
     home.ensure()
     atomic_write_json(home.config, cfg, mode=0o600)
+    if status_mod.daemon_pid(home, Roots.from_env()) is not None:
+        inbox.post(home, "reload", {})   # a running daemon takes the new intervals now
     return home.config
 
 

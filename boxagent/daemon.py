@@ -203,6 +203,7 @@ class Daemon:
         elif kind == "stop":
             self.waker.flags["stop"] = True
         elif kind in ("reload", "notify-set"):
+            self._maybe_reload_config()
             self.svc.hub_call("reload")
         else:
             log_line("ignored a request of unknown kind %r" % (kind,))
@@ -239,6 +240,9 @@ class Daemon:
             self.config.clear()
             self.config.update(config_mod.load(self.home.config))
             self.settings.update(self._settings())
+            self.host = self.events.host = config_mod.host_name(self.config)
+            self.tick_s = self.settings["tick"] or (config_mod.INOTIFY_TICK if self.dirwatch.available
+                                                    else config_mod.POLL_TICK)
             log_line("config.json changed: intervals now %s" % self.settings)
 
     def _resume_interrupted(self, now: float) -> None:

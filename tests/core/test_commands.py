@@ -201,3 +201,11 @@ def test_stage_env_values_never_reach_argv_or_status(box):
     assert "s3cr3t-token" not in (box.home / "status.json").read_text()
     assert "s3cr3t-token" not in (box.home / "events.jsonl").read_text()
     assert oct(os.stat(box.home / "runs/sec/spec.json").st_mode & 0o777) == "0o600"
+
+
+def test_configure_reaches_a_running_daemon(box):
+    box.start()
+    out = box.agent("configure", stdin=json.dumps({"host": "renamed-box"}))
+    assert out.returncode == 0
+    box.submit(job("cfg", box.workdir, {"name": "a", "run": "true"}))
+    assert box.wait_event("run_succeeded", run="cfg")["host"] == "renamed-box"
