@@ -101,6 +101,11 @@ def read(home: Home, roots: Roots, now: Optional[float] = None, n_events: int = 
     agent = status.setdefault("agent", {})
     agent["running"] = pid is not None
     agent["pid"] = pid if pid is not None else agent.get("pid")
+    boot_now = roots.boot_id()
+    if agent.get("boot_id") and boot_now and agent["boot_id"] != boot_now:
+        # The box rebooted since the daemon last wrote: say so before anyone restarts the daemon.
+        agent["machine_restarted"] = True
+        agent["boot_id_now"] = boot_now
     hb = agent.get("heartbeat_ts")
     agent["heartbeat_age_s"] = round(now - hb, 3) if isinstance(hb, (int, float)) else None
     status["observed_at"] = iso_utc(now)

@@ -1,7 +1,6 @@
 """The L1 chain with real processes: success gating, markers, expect, patterns, retries, waits."""
 from __future__ import annotations
 
-import os
 
 from tests.core.conftest import job
 

@@ -100,6 +100,8 @@ def test_boot_id_change_interrupts_running_stage_and_resume_requeues_from_marker
     os.killpg(info["pgid"], signal.SIGKILL)           # a reboot takes the processes with it
     os.killpg(info["shim_pid"], signal.SIGKILL)
     box.boot_id_path.write_text("another-boot\n")
+    dead = json.loads(box.agent("status", "--json").stdout)     # before any daemon runs again
+    assert dead["agent"]["running"] is False and dead["agent"]["machine_restarted"] is True
     box.daemon()
     run = box.wait_run("boot", "interrupted")
     train = run["stages"][1]
