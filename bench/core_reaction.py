@@ -17,7 +17,6 @@ random moment against a job that ends at a random moment. Goal: agent p95 < 0.5 
 from __future__ import annotations
 
 import argparse
-import calendar
 import json
 import os
 import random
@@ -34,11 +33,11 @@ sys.path.insert(0, str(REPO))
 
 from boxagent import control  # noqa: E402
 from boxagent.home import Home  # noqa: E402
+from boxagent.units import parse_iso_utc  # noqa: E402
 
 
 def parse_at(at: str) -> float:
-    base, frac = at.rstrip("Z").split(".")
-    return calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) + float("0." + frac)
+    return parse_iso_utc(at)
 
 
 def pct(values: List[float], q: float) -> float:

@@ -80,3 +80,10 @@ def iso_utc(ts: Optional[float]) -> Optional[str]:
     if ms >= 1000:
         secs, ms = secs + 1, ms - 1000
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + ".%03dZ" % ms
+
+
+def parse_iso_utc(text: str) -> float:
+    """iso_utc()'s output (or any "YYYY-MM-DDTHH:MM:SS[.fff]Z") back to epoch seconds."""
+    import calendar
+    base, _, frac = text.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) + (float("0." + frac) if frac else 0.0)
