@@ -30,7 +30,8 @@ from boxagent.units import iso_utc
 from boxagent.wake import DirWatch, Waker
 
 HUB_TICK_S = 1.0        # NotifyHub.tick cadence (heartbeats, dead-man pings, retries)
-FLUSH_TIMEOUT_S = 5.0   # what hub.stop() may take on the way out (a spot grace is often ~5 s)
+FLUSH_TIMEOUT_S = 5.0
+MIN_SLEEP_S = 0.02   # what hub.stop() may take on the way out (a spot grace is often ~5 s)
 RESUME_CAUSES = ("machine_restart", "preempted")
 
 
@@ -171,7 +172,8 @@ class Daemon:
             except Exception as exc:  # noqa: BLE001 - a bug costs one tick, never the daemon
                 self._tick_failed(exc)
             mono = time.monotonic()
-            self.waker.wait(min(self.tick_s, next_slow - mono, self.chain.next_deadline(time.time(), mono)))
+            due = min(self.tick_s, next_slow - mono, self.chain.next_deadline(time.time(), mono))
+            self.waker.wait(max(MIN_SLEEP_S, due))   # a deadline already past must not spin the loop
 
     def _tick_failed(self, exc: Exception) -> None:
         key = "%s: %s" % (type(exc).__name__, exc)
