@@ -137,7 +137,7 @@ def _scan(top: str, rel: str, out: List[Entry], skipped: List[Dict[str, str]]) -
         with it:
             for de in it:
                 name = de.name
-                if not _utf8_ok(name):
+                if not name.isascii() and not _utf8_ok(name):
                     skipped.append({"path": (prefix + name).encode("utf-8", "surrogateescape").decode(
                         "utf-8", "backslashreplace"), "reason": "name is not valid UTF-8"})
                     continue

@@ -91,15 +91,14 @@ def _read_old(path: str) -> Tuple[bytes, Dict[str, Any]]:
 
 
 def _old_files(old: Dict[str, Any], root: str) -> Dict[str, Dict[str, Any]]:
-    """path -> the previous manifest's entry (reused as is when the file is unchanged)."""
-    if old.get("root") != root:
+    """path -> the previous manifest's entry, reused as is when the file is unchanged.
+    Types are checked where an entry is reused (collect), not here: this runs per file."""
+    if old.get("root") != root or not isinstance(old.get("files"), list):
         return {}
-    out = {}
-    for f in old.get("files") or []:
-        if isinstance(f, dict) and isinstance(f.get("path"), str) and isinstance(f.get("bytes"), int) \
-                and isinstance(f.get("mtime_ns"), int) and isinstance(f.get("sha256"), str):
-            out[f["path"]] = f
-    return out
+    try:
+        return {f["path"]: f for f in old["files"]}
+    except (TypeError, KeyError):  # a hand-edited manifest: start afresh
+        return {}
 
 
 def _hash_entries(root: str, todo: List[globs.Entry], workers: Optional[int]
@@ -126,7 +125,8 @@ def collect(root: str, include: List[str], exclude: List[str], old: Dict[str, Di
     todo = []
     for e in regular:
         o = old.get(e.path)
-        if o is None or o["bytes"] != e.size or o["mtime_ns"] != e.mtime_ns:
+        if o is None or o.get("bytes") != e.size or o.get("mtime_ns") != e.mtime_ns \
+                or type(o.get("sha256")) is not str:
             todo.append(e)
     fresh = _hash_entries(root, todo, workers)
     files, warnings = [], []
