@@ -98,6 +98,15 @@ class Receiver:
         self.throttle = _Throttle(bwlimit_kbps)
         self.known: Known = {}
         self.errors: List[Tuple[str, str]] = []
+        self.made: set = set()      # directories known to exist: one mkdir per folder, not per file
+        self.checked: set = set()   # final folders known to lie inside dest
+
+    def _dir(self, path: str) -> str:
+        d = os.path.dirname(path)
+        if d not in self.made:
+            os.makedirs(d, exist_ok=True)
+            self.made.add(d)
+        return d
 
     def run(self, rd) -> bool:
         """Consume frames until {"end"}; False when the stream broke off first."""
@@ -117,9 +126,9 @@ class Receiver:
     def _receive(self, rd, rel: str, offset: int, count: int) -> bool:
         entry = self.by_path.get(rel)
         part = partial_path(self.dest, rel)
-        if entry is None or not inside(self.dest, os.path.join(self.dest, rel)):
+        if entry is None:   # (where it lands is checked in _finish, once per folder)
             raise ClientError("the box sent %r, which this pull did not ask for" % rel)
-        os.makedirs(os.path.dirname(part), exist_ok=True)
+        self._dir(part)
         fd = os.open(part, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             os.ftruncate(fd, offset)        # the box may answer from less than we hold
@@ -144,15 +153,13 @@ class Receiver:
 
     def _finish(self, rel: str, part: str, entry: Dict[str, Any], size: int, sha: str) -> None:
         final = os.path.join(self.dest, rel)
-        os.makedirs(os.path.dirname(final), exist_ok=True)
-        if not inside(self.dest, final):
-            self.errors.append((rel, "its directory is a symlink out of %s" % self.dest))
-            return
+        d = self._dir(final)
+        if d not in self.checked:
+            if not inside(self.dest, final):
+                self.errors.append((rel, "its directory is a symlink out of %s" % self.dest))
+                return
+            self.checked.add(d)
         os.replace(part, final)
-        try:  # tidy the empty partial folders this pull made (never a file, never outside .rgt)
-            os.removedirs(os.path.dirname(part))
-        except OSError:
-            pass
         mtime = int(entry["mtime_ns"])
         os.utime(final, ns=(mtime, mtime))
         self.known[rel] = (size, mtime, sha)
@@ -177,6 +184,16 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+def tidy_partials(dest: str) -> None:
+    """Remove the empty folders under .rgt/partial (only folders, only empty, only there)."""
+    top = os.path.join(dest, META_DIR, "partial")
+    for d, _subs, _files in os.walk(top, topdown=False):
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
+
+
 def make_symlinks(dest: str, links: List[Dict[str, Any]]) -> None:
     """Recreate the manifest's symlinks that are absent; anything already there is left alone
     (verify names it if it differs)."""
@@ -197,7 +214,10 @@ def stream_pull(target: transport.Target, run: str, manifest: Dict[str, Any], de
     wants, held = plan(dest, files)
     rx = Receiver(dest, files, held, total, progress, bwlimit_kbps)
     if wants:
-        _run_stream(target, run, wants, rx)
+        try:
+            _run_stream(target, run, wants, rx)
+        finally:
+            tidy_partials(dest)
     make_symlinks(dest, manifest.get("symlinks") or [])
     if rx.errors:
         rel, why = rx.errors[0]
