@@ -148,3 +148,32 @@ def test_pull_info_is_one_header_line_then_the_exact_manifest(box):
     nopath = box.agent("pull-info", run, env={"PATH": os.path.dirname(sys.executable)})
     if not os.path.exists(os.path.join(os.path.dirname(sys.executable), "rsync")):
         assert json.loads(nopath.stdout.partition(b"\n")[0])["rsync"] is None
+
+
+def _python38():
+    import shutil
+    for c in ("/root/.pyenv/versions/3.8.18/bin/python3.8", shutil.which("python3.8")):
+        if c and os.access(c, os.X_OK) and subprocess.run([c, "-c", "pass"], capture_output=True).returncode == 0:
+            return c  # (a pyenv shim exists even where it cannot run 3.8)
+    return None
+
+
+def test_manifest_and_stream_run_on_python_3_8(box):
+    py38 = _python38()
+    if not py38:
+        import pytest
+        pytest.skip("no Python 3.8 interpreter here (the agent's oldest supported Python)")
+    box.write("ck/a.pt", os.urandom(300_000))          # above the one-read size: the chunked path
+    box.write("ck/b.pt", "small")
+    run = box.run("r1", ["ck/**"])
+    env = dict(os.environ, RGT_HOME=str(box.home))
+    out = subprocess.run([py38, "-S", str(box.home / "rgt-agent.pyz"), "manifest", run],
+                         capture_output=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert box.manifest(run)["files"][0]["sha256"] == _sha((box.work / "ck/a.pt").read_bytes())
+    req = json.dumps([{"path": "ck/a.pt", "offset": 0}]).encode()
+    out = subprocess.run([py38, "-S", str(box.home / "rgt-agent.pyz"), "pull-stream", run], input=req,
+                         capture_output=True, env=env)
+    assert out.returncode == 0, out.stderr
+    head, _, rest = out.stdout.partition(b"\n")
+    assert json.loads(head)["bytes"] == 300_000 and rest[:300_000] == (box.work / "ck/a.pt").read_bytes()
