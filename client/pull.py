@@ -69,7 +69,12 @@ def _agent_error(res: transport.Result, what: str) -> ClientError:
 
 def fetch_info(target: transport.Target, run: str, force: bool = False) -> PullInfo:
     """The manifest (refreshed on the box) and the box's capabilities, in one round trip."""
-    res = transport.run_agent(target, ["pull-info", run] + (["--force"] if force else []), timeout=600)
+    # Generous: a first manifest of a few hundred GB hashes for minutes (ssh keepalives still
+    # bound a dead link).
+    res = transport.run_agent(target, ["pull-info", run] + (["--force"] if force else []), timeout=3600)
+    if res.rc == 2 and "invalid choice: 'pull-info'" in res.err:
+        raise ClientError("the agent on %s is too old for pull" % target.host,
+                          "update it: rgt-client install %s" % target.host)
     if res.rc != 0:
         raise _agent_error(res, "pull-info")
     nl = res.stdout.find(b"\n")
