@@ -55,8 +55,10 @@ class PullResult:
 
 
 def default_dest(host: str, run: str) -> str:
-    safe = re.sub(r"[^A-Za-z0-9._@+-]", "_", host) or "host"
-    return os.path.join("rgt-pulls", safe, run)
+    def safe(word: str) -> str:
+        word = re.sub(r"[^A-Za-z0-9._@+-]", "_", word).lstrip(".")
+        return word or "_"
+    return os.path.join("rgt-pulls", safe(host), safe(run))
 
 
 def _agent_error(res: transport.Result, what: str) -> ClientError:
@@ -333,6 +335,9 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
          on_info: Optional[Callable[[PullInfo, str], None]] = None) -> PullResult:
     """Fetch the manifest, copy exactly its files into dest, verify; never deletes anything."""
     t0 = time.monotonic()
+    if target.host.startswith("-"):  # would reach ssh and rsync as an option, not a host
+        raise ClientError("%r is not a host" % target.host, "name an ssh destination or `local`",
+                          exitcodes.USAGE)
     dest = os.path.abspath(dest or default_dest(target.host, run))
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise ClientError("%s exists and is not a directory" % dest, "name another DEST", exitcodes.USAGE)
