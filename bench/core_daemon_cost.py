@@ -128,7 +128,7 @@ def main() -> int:
     loop_cpu *= wall / (wall + SETTLE_S)                 # it also ran during the settle
     rows.append(("shell loop every 5 s (reference)", loop_cpu, ru.ru_maxrss / 1024.0))
     for d in daemons:
-        stop_daemon(d)
+        stop_daemon(d)            # SIGTERM = preemption: the idle stages end with their daemons
     print("daemon cost over %.0f s watching an idle one-stage run (%d CPUs)" % (wall, os.cpu_count() or 0))
     print("%-36s %10s %12s %11s %14s" % ("", "CPU s", "% of a core", "peak RSS", "CPU vs loop"))
     for name, cpu, rss in rows:

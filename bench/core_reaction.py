@@ -67,6 +67,22 @@ class Agent:
         self.proc.send_signal(sig)
         self.proc.wait(60)
 
+    def cleanup(self) -> None:
+        """Whatever happened, leave no daemon and no stage behind."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+        for pidfile in self.home.glob("runs/*/stages/*.pid"):
+            try:
+                info = json.loads(pidfile.read_text())
+            except (OSError, ValueError):
+                continue
+            for pgid in (info.get("pgid"), info.get("shim_pid")):
+                if pgid and pgid > 1:
+                    try:
+                        os.killpg(pgid, signal.SIGKILL)
+                    except OSError:
+                        pass
+
     def events(self, etype: str) -> List[Dict]:
         try:
             lines = (self.home / "events.jsonl").read_text().splitlines()
@@ -103,7 +119,7 @@ def stage_exits(agent: Agent, n: int) -> List[float]:
 
 
 def adopted_exits(agent: Agent, n: int) -> List[float]:
-    stages = [{"name": "a%d" % i, "run": "while [ ! -f go%d ]; do sleep 0.01; done; date +%%s.%%N > u%d" % (i, i)}
+    stages = [{"name": "a%d" % i, "run": "while [ ! -f go%d ]; do sleep 0.05; done; date +%%s.%%N > u%d" % (i, i)}
               for i in range(n)]
     agent.run("submit", "-", stdin=json.dumps({"name": "adopt", "workdir": str(agent.work), "stage": stages}))
     out = []
@@ -158,11 +174,14 @@ def main() -> int:
     for name, python, tick in (("python3 (inotify)", [sys.executable], INOTIFY_TICK),
                                ("python3 -S (polling)", [sys.executable, "-S"], POLL_TICK)):
         agent = Agent(tmp, name.split()[0] + ("-S" if "-S" in python else ""), python)
-        agent.start()
-        rows.append(("stage exit -> stage_succeeded, %s, tick %g s" % (name, tick), stage_exits(agent, 50)))
-        rows.append(("re-adopted stage exit -> event, %s" % name, adopted_exits(agent, 50 if args.full else 10)))
-        rows.append(("submit -> run_queued, %s" % name, submits(agent, 20)))
-        agent.stop(signal.SIGTERM)
+        try:
+            agent.start()
+            rows.append(("stage exit -> stage_succeeded, %s, tick %g s" % (name, tick), stage_exits(agent, 50)))
+            rows.append(("re-adopted stage exit -> event, %s" % name, adopted_exits(agent, 50 if args.full else 10)))
+            rows.append(("submit -> run_queued, %s" % name, submits(agent, 20)))
+            agent.stop(signal.SIGTERM)
+        finally:
+            agent.cleanup()
     ref = reference(tmp, 50 if args.full else 5)
     print("%-64s %4s %8s %8s %8s %10s" % ("reaction time (s)", "n", "p50", "p95", "max", "ref/agent"))
     for label, values in rows:
