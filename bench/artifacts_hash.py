@@ -73,7 +73,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--dir", default=None, help="where to write the test files")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     a = ap.parse_args()
     k = 4 if a.full else 1
     tmp = tempfile.mkdtemp(prefix="rgt-bench-hash-", dir=a.dir)

@@ -121,25 +121,30 @@ def collect(root: str, include: List[str], exclude: List[str], old: Dict[str, Di
                          "check the job's workdir, or that the disk holding it is mounted")
     entries, skipped = globs.expand(root, include, exclude)
     links = [{"path": e.path, "target": e.target} for e in entries if e.target is not None]
-    regular = [e for e in entries if e.target is None]
+    slots: List[Any] = []   # the reused old entry, or the Entry still to hash, in walk order
     todo = []
-    for e in regular:
+    for e in entries:
+        if e.target is not None:
+            continue
         o = old.get(e.path)
         if o is None or o.get("bytes") != e.size or o.get("mtime_ns") != e.mtime_ns \
                 or type(o.get("sha256")) is not str:
             todo.append(e)
+            o = e
+        slots.append(o)
     fresh = _hash_entries(root, todo, workers)
     files, warnings = [], []
-    for e in regular:
-        h = fresh.get(e.path)
-        if h is None:
-            files.append(old[e.path])
-        elif h.sha256 is None:
-            skipped.append({"path": e.path, "reason": h.error or "unreadable"})
+    for o in slots:
+        if type(o) is dict:
+            files.append(o)
+            continue
+        h = fresh[o.path]
+        if h.sha256 is None:
+            skipped.append({"path": o.path, "reason": h.error or "unreadable"})
         else:
-            files.append({"path": e.path, "bytes": h.size, "mtime_ns": h.mtime_ns, "sha256": h.sha256})
+            files.append({"path": o.path, "bytes": h.size, "mtime_ns": h.mtime_ns, "sha256": h.sha256})
             if not h.stable:
-                warnings.append("%s changed while it was hashed (still being written?)" % e.path)
+                warnings.append("%s changed while it was hashed (still being written?)" % o.path)
     for pat in globs.unmatched(include, [e.path for e in entries]):
         warnings.append("include pattern %r matched no file" % pat)
     return {"files": files, "symlinks": links, "skipped": skipped, "warnings": warnings,
