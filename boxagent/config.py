@@ -24,7 +24,7 @@ INTERVALS = {
 # Stage exits and requests wake the loop at once (SIGCHLD, SIGUSR1 from the shim and the commands,
 # inotify): the tick only paces log tailing and is a safety net. A wakeup costs ~0.1 ms of CPU on a
 # small VM, so an idle daemon must sleep long to stay far below the shell loops it replaces.
-POLL_TICK = 2.0
+POLL_TICK = 5.0
 INOTIFY_TICK = 5.0
 
 

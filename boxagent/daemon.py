@@ -10,6 +10,8 @@ for the next daemon to re-adopt (this is also the upgrade path).
 from __future__ import annotations
 
 import fcntl
+import gc
+import json
 import os
 import signal
 import time
@@ -22,7 +24,7 @@ from boxagent import status as status_mod
 from boxagent.chain import Chain
 from boxagent.errors import EXIT_ERROR, AgentError
 from boxagent.events import EventLog
-from boxagent.fsutil import atomic_write_json, read_json
+from boxagent.fsutil import atomic_write_bytes, atomic_write_json, read_json
 from boxagent.home import Home
 from boxagent.roots import Roots
 from boxagent.services import Services, log_line
@@ -140,6 +142,10 @@ class Daemon:
 
     # -- the loop
     def _loop(self) -> str:
+        # Everything imported and built so far lives as long as the daemon: keep it out of the
+        # garbage collector's scans (cheaper collections for the rest of the daemon's life).
+        gc.collect()
+        gc.freeze()
         mono = time.monotonic()
         next_slow = mono
         last_hub = mono - HUB_TICK_S
@@ -299,6 +305,8 @@ class Daemon:
 
     def write_status(self, now: float, running: bool = True) -> None:
         status = self.build_status(now, running)
-        atomic_write_json(self.home.status, status, durable=False)   # rewritten every sample_every
+        # Compact (4x cheaper to encode than indented): machines read it; people run `status`.
+        data = json.dumps(status, separators=(",", ":"), ensure_ascii=False, default=str) + "\n"
+        atomic_write_bytes(self.home.status, data.encode("utf-8"), durable=False)   # rewritten every sample_every
         self.last_status = status
         self.dirty = False
