@@ -93,7 +93,8 @@ def cmd_daemon(args: Any) -> int:
 
 def cmd_stop(args: Any) -> int:
     pid = control.stop(_home(args), Roots.from_env(), args.timeout)
-    sys.stderr.write("rgt agent stopped (pid %s); stages keep running\n" % pid if pid else "rgt agent was not running\n")
+    sys.stderr.write("rgt agent stopped (pid %s); running stages, if any, keep running\n" % pid if pid
+                     else "rgt agent was not running\n")
     return EXIT_OK
 
 
