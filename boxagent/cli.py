@@ -85,6 +85,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         return exc.code
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:   # a full disk, a read-only or foreign state directory...
+        if getattr(args, "debug", False):
+            raise
+        where = exc.filename or ""
+        sys.stderr.write("Error: %s%s\n" % (exc.strerror or exc, (": %s" % where) if where else ""))
+        sys.stderr.write("Hint: check that the state directory (--home or $RGT_HOME) is writable and its "
+                         "disk has space (df -h; df -i)\n")
+        return EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
         if getattr(args, "debug", False):
             raise

@@ -210,3 +210,12 @@ def test_configure_reaches_a_running_daemon(box):
     assert out.returncode == 0
     box.submit(job("cfg", box.workdir, {"name": "a", "run": "true"}))
     assert box.wait_event("run_succeeded", run="cfg")["host"] == "renamed-box"
+
+
+def test_unusable_state_directory_is_an_error_not_a_traceback(box):
+    blocker = box.tmp / "a-file"
+    blocker.write_text("")
+    out = box.agent("--home", str(blocker / "home"), "submit", "-",
+                    stdin=json.dumps(job("x", box.workdir, {"name": "a", "run": "true"})))
+    assert out.returncode == 1 and out.stderr.startswith("Error: ") and "Hint: " in out.stderr
+    assert "Traceback" not in out.stderr
