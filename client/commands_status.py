@@ -46,7 +46,7 @@ def status(ctx: click.Context, hosts: tuple[str, ...], as_json: bool, run_name: 
                 if hs.error.hint:
                     click.echo("  Hint: %s" % hs.error.hint)
                 continue
-            click.echo(render_status(hs.status or {}, hs.client))
+            click.echo(render_status(hs.status or {}, dict(hs.client, show_events=events is not None)))
     ctx.exit(max(hs.code for hs in results))
 
 

@@ -51,7 +51,14 @@ def render_status(status: dict[str, Any], client: dict[str, Any]) -> str:
         lines.append("  no runs yet: rgt-client run %s JOB.toml" % client.get("host"))
     lines += _alerts(status.get("alerts") or [])
     lines += _notifications(status.get("notifications"))
+    if client.get("show_events"):
+        lines += _events(status.get("events") or [])
     return "\n".join(lines)
+
+
+def _events(events: list[dict[str, Any]]) -> list[str]:
+    return ["events"] + ["  %s %-8s %-18s %s" % (e.get("at"), e.get("severity"), e.get("type"), e.get("summary") or "")
+                         for e in events] if events else []
 
 
 def _header(status: dict[str, Any], client: dict[str, Any]) -> list[str]:

@@ -132,3 +132,10 @@ def test_install_box_summary_from_a_probe():
     assert "kernlog  not readable" in text and "note     inode cap 200000" in text
     text = "\n".join(box_summary({"python_version": "3.8.18", "probe": None, "probe_error": "Error: boom"}))
     assert "probe    unavailable: Error: boom" in text
+
+
+def test_events_are_listed_when_asked():
+    st = scenario([RUNNING])
+    st["events"] = [{"at": "2025-01-02T09:59:00Z", "severity": "warning", "type": "disk_low", "summary": "91% used"}]
+    assert "disk_low" not in render_status(st, {"host": "box"})
+    assert "2025-01-02T09:59:00Z warning  disk_low           91% used" in render_status(st, {"host": "box", "show_events": True})
