@@ -123,13 +123,13 @@ def run(ctx: click.Context, host: str, args: tuple[str, ...], name: str | None, 
     from rgt_client import jobfile
     if name:
         job = jobfile.command_job(name, list(args), workdir, stage_timeout)
+        jobfile.validate(job, "job")
     elif len(args) == 1:
         job = jobfile.load_job(args[0])
     else:
         raise ClientError("run needs a job file, or --name and a command after --",
                           "rgt-client run HOST job.toml   |   rgt-client run HOST --name N -- python train.py",
                           exitcodes.USAGE)
-    jobfile.validate(job, "job")
     _submit(ctx, host, job, as_json, home, python)
 
 

@@ -10,6 +10,7 @@ import pytest
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
 from rgt_client.transport import Target, agent_command, run_python, ssh_argv
+from tests.client.conftest import Cli
 from tests.sshd import add_alias, free_port
 
 pytestmark = pytest.mark.ssh
@@ -54,7 +55,7 @@ def test_unreachable_host_exits_5_within_the_connect_timeout(sshd, rgt, tmp_path
 def test_unreachable_among_reachable_hosts_is_one_block_each(sshd, rgt, tmp_path, homes):
     cfg = tmp_path / "ssh_config"
     add_alias(sshd, "dead-box", port=free_port(), config=cfg)
-    res = rgt("--ssh-config", str(cfg), "status", "dead-box", "rgt-box", "--home", str(homes.new()))
+    res = Cli()("status", "dead-box", "rgt-box", "--home", str(homes.new()), env={"RGT_SSH_CONFIG": str(cfg)})
     assert res.exit_code == exitcodes.UNREACHABLE
     assert "dead-box · Error: cannot reach" in res.stdout
     assert "rgt-box · Error: the rgt agent is not installed" in res.stdout
