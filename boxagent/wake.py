@@ -81,9 +81,19 @@ class DirWatch:
         if self.observer is None or path in self.watches or not os.path.isdir(path):
             return
         try:
-            self.watches[path] = self.observer.schedule(self._handler, path, recursive=False)
+            self.watches[path] = self._schedule(path)
         except Exception:  # noqa: BLE001 - inotify limits reached: the tick still polls
             pass
+
+    def _schedule(self, path: str) -> Any:
+        # Only creations and renames: without the filter inotify also reports IN_OPEN/IN_CLOSE,
+        # so the daemon's own listdir() of inbox/ would wake watchdog's threads every tick.
+        try:
+            from watchdog.events import FileCreatedEvent, FileMovedEvent
+            return self.observer.schedule(self._handler, path, recursive=False,
+                                          event_filter=[FileCreatedEvent, FileMovedEvent])
+        except (ImportError, TypeError):   # watchdog < 4 has no event_filter
+            return self.observer.schedule(self._handler, path, recursive=False)
 
     def unwatch(self, path: str) -> None:
         watch = self.watches.pop(path, None)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import signal
 import time
 
+import pytest
+
 from tests.core.conftest import job, wait_for
 
 SLOW = {"RGT_TICK": "30", "RGT_SAMPLE_EVERY": "30", "RGT_NO_INOTIFY": "1"}
@@ -45,3 +47,17 @@ def test_timeouts_fire_on_time_with_a_long_tick(box):
     run = box.wait_run("to", timeout=10)
     assert run["stages"][0]["cause"]["class"] == "timeout"
     assert time.monotonic() - t0 < 4
+
+
+def test_inotify_wakes_the_loop_for_a_request_nobody_signalled(box):
+    pytest.importorskip("watchdog")
+    box.env.update(RGT_TICK="30", RGT_SAMPLE_EVERY="30")
+    box.daemon()
+    assert box.events("daemon_started")[0]["inotify"] is True
+    time.sleep(0.3)
+    from boxagent.fsutil import atomic_write_json       # a request written without the poke
+    spec = {"name": "quiet", "workdir": str(box.workdir), "stage": [{"name": "a", "run": "true"}]}
+    t0 = time.monotonic()
+    atomic_write_json(str(box.home / "inbox" / "0000000000000000001-submit-x.json"), {"kind": "submit", "spec": spec})
+    box.wait_run("quiet", timeout=10)
+    assert time.monotonic() - t0 < 3
