@@ -100,8 +100,10 @@ class Services:
     # -- triage
     def rules(self, spec: Dict[str, Any]) -> Any:
         def make() -> Any:
+            from boxagent import profile as profile_view
             from boxagent.triage import build_rules
-            return build_rules(self.profile.get("rules") or self.profile.get("rule"), spec.get("rule") or [])
+            # profile.rules() fills defaults and drops malformed entries the daemon must not choke on
+            return build_rules(profile_view.rules(self.profile), spec.get("rule") or [])
         return self._call("build_rules", make, [])
 
     def stage_watch(self, log_path: str, rules: Any, success: Optional[str], fail: Optional[str],
