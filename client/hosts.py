@@ -8,12 +8,12 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from boxagent.fsutil import atomic_write_text
 from rgt_client.transport import Target
 
 
@@ -67,21 +67,8 @@ def remember(host: str, **fields: Any) -> None:
 
 
 def _write(data: dict) -> None:
-    path = hosts_file()
-    fd, tmp = tempfile.mkstemp(prefix=".hosts-", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # the same tmp -> fsync -> replace the agent uses for every file a reader may see mid-write
+    atomic_write_text(str(hosts_file()), json.dumps(data, indent=1, sort_keys=True) + "\n", mode=0o600)
 
 
 def target_for(host: str, ssh_config: str | None = None, home: str | None = None,
