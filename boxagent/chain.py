@@ -38,6 +38,9 @@ class Chain:
         self.boot_id = roots.boot_id()
         self.frozen = False     # preemption: finish what runs, start nothing new
         self.reap: List[Any] = []   # shims we started whose attempt ended: waited for, no zombies
+        # run -> ManifestJob: every stage is done and the manifest builds on a worker thread
+        # (minutes for hundreds of GB); the run stays `running` until collect_manifests().
+        self.finalizing: Dict[str, Any] = {}
         from boxagent.stagectl import StageControl
         self.stages = StageControl(self)
 
@@ -142,6 +145,10 @@ class Chain:
         if act is not None:
             self.stages.stop(act, "cancel", mono)        # ends through the normal finish path
             return
+        if run["state"] == RUNNING and (name in self.finalizing or self.all_done(run)):
+            # Every stage succeeded: cancelling now would throw that away for a manifest.
+            log_line("run %s: cancel ignored: every stage is done and its manifest is being built" % name)
+            return
         for st in run["stages"]:
             if st["state"] == PENDING and run["state"] == RUNNING and st.get("retry_at"):
                 st["retry_at"] = None
@@ -166,6 +173,8 @@ class Chain:
     def tick(self, now: float, mono: float) -> None:
         if self.reap:
             self.reap = [p for p in self.reap if p.poll() is None]
+        if self.finalizing:
+            self.collect_manifests(now)
         for act in list(self.active.values()):
             self.stages.check(act, now, mono)
         if self.frozen:
@@ -217,16 +226,46 @@ class Chain:
         self.finish_run(run, now)
 
     def finish_run(self, run: Dict[str, Any], now: float) -> None:
-        spec = self.specs[run["name"]]
-        # The manifest comes BEFORE run_succeeded: the notification carries its totals.
-        manifest = self.svc.build_manifest(run["name"], spec) or {}
+        """Every stage is done: build the manifest on a worker thread, one at a time (hundreds of
+        GB take minutes and the loop must keep ticking); collect_manifests() then emits
+        run_succeeded, which carries the manifest's totals and sha256. Meanwhile the run stays
+        `running` with no current stage (status.json: `finalizing`). A daemon that stops first
+        leaves it so in state.json, and the next one gets here again: the manifest is incremental."""
+        name = run["name"]
+        if self.finalizing:       # this run's build, or another's: one at a time
+            return
+        if run.get("current_stage") is not None:
+            run["current_stage"] = None
+            state.save(self.home, run)
+        log_line("run %s: every stage is done; building its manifest" % name)
+        self.finalizing[name] = self.svc.start_manifest(name, self.specs[name])
+
+    def collect_manifests(self, now: float) -> None:
+        for name, job in list(self.finalizing.items()):
+            if not job.done():
+                continue
+            del self.finalizing[name]
+            run = self.runs.get(name)
+            if run is not None and run["state"] == RUNNING:
+                self._succeed(run, job, now)
+
+    def _succeed(self, run: Dict[str, Any], job: Any, now: float) -> None:
+        # A failed manifest costs the manifest, never the run's success: the event says what is known.
+        manifest = job.manifest or {}
         totals = manifest.get("totals") or {}
         self.artifacts[run["name"]] = self.svc.artifacts_summary(run["name"])
         sha = self.artifacts[run["name"]].get("sha256") or manifest.get("sha256")
         duration = round(now - run["started_at"], 3) if run.get("started_at") else None
+        extra: Dict[str, Any] = {"manifest_s": job.elapsed_s}
+        if job.error:
+            extra.update(manifest_error=job.error, evidence=["the manifest could not be built: %s" % job.error])
         self.change_run(run, SUCCEEDED, now, stages=len(run["stages"]), duration_s=duration,
                         artifacts={"files": totals.get("files", 0), "bytes": totals.get("bytes", 0),
-                                   "sha256": sha})
+                                   "sha256": sha}, **extra)
+
+    @staticmethod
+    def all_done(run: Dict[str, Any]) -> bool:
+        return all(st["state"] in (SUCCEEDED, SKIPPED) for st in run["stages"])
 
     def fail_run(self, run: Dict[str, Any], st: Dict[str, Any], cause: Dict[str, Any], now: float,
                  new: str = FAILED) -> None:
@@ -242,8 +281,10 @@ class Chain:
         for act in list(self.active.values()):
             act.stop_reason = act.stop_reason or "preempt"
             self.stages.finish(act, {"exit_code": None, "signal": 9, "ended_at": now}, now)
+        self.collect_manifests(now)
         for run in self.runs.values():
-            if run["state"] == RUNNING:
+            if run["state"] == RUNNING and not self.all_done(run):
+                # (a run whose stages are all done stays running: the next daemon builds its manifest)
                 cause = self.svc.diagnose({"preempted": True}) or {
                     "class": "preempted", "summary": "stopped by SIGTERM to the agent",
                     "remediation": "resume from the last marker", "retryable": True, "evidence": []}
@@ -254,6 +295,8 @@ class Chain:
         """Seconds until something is due without any wakeup: a retry backoff ends, a stage times
         out, a TERM escalates to KILL. The loop sleeps no longer than this (the tick may be long)."""
         due = [3600.0]
+        if self.finalizing:
+            due.append(1.0)    # the worker wakes us when it ends; this is only a backstop
         for run in self.runs.values():
             if run["state"] != RUNNING:
                 continue

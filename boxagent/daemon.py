@@ -14,6 +14,7 @@ import gc
 import json
 import os
 import signal
+import sys
 import time
 import traceback
 from typing import Any, Dict, List, Optional
@@ -76,7 +77,29 @@ class Daemon:
             reason = self._loop()
         finally:
             self._teardown(reason)
+            self._leave_manifest_builds()
         return 0
+
+    def _leave_manifest_builds(self) -> None:
+        """Exit now if a manifest still builds. Its hashing threads would keep the interpreter
+        alive to the end (minutes for hundreds of GB: past a spot grace, and with daemon.lock
+        already free for the next daemon). Nothing is lost: state.json still says `running` with
+        every stage done, the next daemon builds the manifest again, and manifest.json is only
+        ever replaced whole (tmp -> rename)."""
+        chain = getattr(self, "chain", None)
+        busy = [name for name, job in (chain.finalizing.items() if chain is not None else ()) if not job.done()]
+        if not busy:
+            return
+        failed = sys.exc_info()[0] is not None
+        if failed:
+            log_line("daemon failed: %s" % traceback.format_exc())
+        log_line("exiting while the manifest of run %s builds; the next daemon builds it again" % ", ".join(busy))
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(EXIT_ERROR if failed else 0)
 
     def _lock(self) -> None:
         fd = os.open(self.home.lock, os.O_RDWR | os.O_CREAT, 0o600)
@@ -96,6 +119,7 @@ class Daemon:
         self.host = config_mod.host_name(self.config)
         self.events = EventLog(self.home.events, self.host)
         self.svc.emit = self.emit
+        self.svc.wake = self.waker.wake        # a manifest worker thread ends the loop's wait
         self.deps = status_mod.deps()
         prev_boot = ((read_json(self.home.status) or {}).get("agent") or {}).get("boot_id")
         self.chain = Chain(self.home, self.roots, self.svc)
@@ -120,9 +144,12 @@ class Daemon:
     def _teardown(self, reason: str) -> None:
         try:
             now = time.time()
+            self.svc.wake = lambda: None       # the waker's fds close below; a worker may still end
+            notes = ["stages keep running"] if reason == "stop" and self.chain.active else []
+            if self.chain.finalizing:
+                notes.append("the next start builds the manifest of run %s" % ", ".join(sorted(self.chain.finalizing)))
             self.emit({"type": "daemon_stopped", "severity": "warning" if reason == "preempted" else "info",
-                       "summary": "rgt agent stopped (%s)%s" % (reason, "; stages keep running" if reason == "stop"
-                                                                 and self.chain.active else ""),
+                       "summary": "rgt agent stopped (%s)%s" % (reason, "".join("; " + n for n in notes)),
                        "reason": reason})
             self.write_status(now, running=False)
             self.svc.hub_call("stop", min(FLUSH_TIMEOUT_S, max(1.0, self.settings["stop_grace"])))
@@ -294,14 +321,23 @@ class Daemon:
             "agent": status_mod.agent_block(os.getpid(), running, now, now, self.chain.boot_id,
                                             self.machine_restarted, self.deps),
             "health": self.svc.last_sample,
-            "runs": [status_mod.run_block(r, self.chain.stages.progress(r["name"]),
-                                          self.chain.artifacts.get(r["name"]), now) for r in runs],
+            "runs": [self._run_block(r, now, running) for r in runs],
             "alerts": self.svc.monitor_value("active_alerts", default=[]) or [],
             "notifications": self.svc.hub_call("summary", default=None)
             or {"sent": 0, "pending": 0, "failed": 0, "last_error": None},
             "history": self.svc.monitor_value("history", default={}) or {},
             "events": list(self.events.recent)[-status_mod.STATUS_EVENTS:],
         }
+
+    def _run_block(self, run: Dict[str, Any], now: float, running: bool) -> Dict[str, Any]:
+        block = status_mod.run_block(run, self.chain.stages.progress(run["name"]),
+                                     self.chain.artifacts.get(run["name"]), now)
+        job = self.chain.finalizing.get(run["name"])
+        if job is not None and running:
+            # Every stage is done; run_succeeded waits for the manifest (a worker thread hashes).
+            block["finalizing"] = {"step": "manifest", "since": iso_utc(job.started_at),
+                                   "elapsed_s": round(max(0.0, now - job.started_at), 1)}
+        return block
 
     def write_status(self, now: float, running: bool = True) -> None:
         status = self.build_status(now, running)

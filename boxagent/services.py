@@ -5,11 +5,13 @@ Signatures are the contracts in docs/ARCHITECTURE.md.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from boxagent import profile as profile_mod
+from boxagent.errors import AgentError
 from boxagent.home import Home
 from boxagent.roots import Roots
 
@@ -29,6 +31,7 @@ class Services:
         self.hub = self._build_hub()
         self.last_sample: Optional[Dict[str, Any]] = None
         self.emit: Callable[[Dict[str, Any]], Dict[str, Any]] = lambda spec: spec   # set by the daemon
+        self.wake: Callable[[], None] = lambda: None    # set by the daemon: ends its loop's wait early
 
     def _call(self, what: str, fn: Callable[[], Any], default: Any) -> Any:
         try:
@@ -139,11 +142,12 @@ class Services:
         return self._call("StageWatch." + method, lambda: fn(*args), default)
 
     # -- artifacts
-    def build_manifest(self, run: str, spec: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-        def run_it() -> Any:
+    def start_manifest(self, run: str, spec: Dict[str, Any]) -> ManifestJob:
+        """Build the run's manifest on a worker thread; the loop polls job.done()."""
+        def build() -> Any:
             from boxagent.artifacts import build_manifest
             return build_manifest(self.home, run, spec)
-        return self._call("build_manifest", run_it, None)
+        return ManifestJob(run, build, lambda: self.wake())
 
     def artifacts_summary(self, run: str) -> Dict[str, Any]:
         def run_it() -> Any:
@@ -157,3 +161,44 @@ class Services:
         if fn is None:
             return default
         return self._call("NotifyHub." + method, lambda: fn(*args), default)
+
+
+class ManifestJob:
+    """One manifest build on its own thread. Hashing a few hundred GB takes minutes at disk speed,
+    and the daemon's loop must keep ticking meanwhile (status, heartbeats, requests, SIGTERM).
+    hashlib and reads release the GIL, so the loop barely notices the hashing threads.
+
+    The thread is a daemon thread and the daemon exits without waiting for it (daemon.py): the
+    run is still `running` in state.json, and the next daemon builds the manifest again."""
+
+    def __init__(self, run: str, build: Callable[[], Any], wake: Callable[[], None]):
+        self.run = run
+        self.started_at = time.time()
+        self._t0 = time.monotonic()
+        self.manifest: Optional[Dict[str, Any]] = None
+        self.error: Optional[str] = None
+        self.elapsed_s: Optional[float] = None
+        self._build, self._wake = build, wake
+        self._done = threading.Event()
+        self.thread = threading.Thread(target=self._work, name="rgt-manifest-%s" % run, daemon=True)
+        try:
+            self.thread.start()
+        except RuntimeError as exc:   # no thread to be had (pids.max): build inline, as before
+            log_line("run %s: no thread for the manifest (%s); building it inline" % (run, exc))
+            self._work()
+
+    def _work(self) -> None:
+        try:
+            got = self._build()
+            self.manifest = got if isinstance(got, dict) else None
+        except Exception as exc:  # noqa: BLE001 - a failed manifest costs the manifest, never the run
+            self.error = "%s: %s" % (type(exc).__name__, getattr(exc, "message", None) or exc)
+            trace = "" if isinstance(exc, AgentError) else "\n" + traceback.format_exc()   # a bug, not a state
+            log_line("run %s: building the manifest failed: %s%s" % (self.run, self.error, trace))
+        finally:
+            self.elapsed_s = round(time.monotonic() - self._t0, 3)
+            self._done.set()
+            self._wake()
+
+    def done(self) -> bool:
+        return self._done.is_set()
