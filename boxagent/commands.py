@@ -1,6 +1,10 @@
 """Core subcommands: start daemon stop configure submit cancel resume status logs handbook version
 (+ exec-stage, the shim). Thin handlers over plain functions (control.py, status.py, jobspec.py);
 data to stdout, diagnostics to stderr, AgentError for anything a user must fix.
+
+Imports are lazy (inside the handlers): registering the commands imports none of their modules, and
+each command loads only what it uses. From the .pyz every module is compiled from source on every
+call, so each module skipped makes the client's one-round-trip `status` faster.
 """
 from __future__ import annotations
 
@@ -8,8 +12,6 @@ import json
 import sys
 from typing import Any
 
-from boxagent import control, shim
-from boxagent import status as status_mod
 from boxagent.errors import EXIT_NOT_RUNNING, EXIT_OK, UsageError
 from boxagent.home import Home
 from boxagent.roots import Roots
@@ -52,7 +54,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("status", help="the box status (works with the daemon dead)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--run", metavar="NAME")
-    p.add_argument("--events", type=int, default=status_mod.STATUS_EVENTS, metavar="N",
+    p.add_argument("--events", type=int, default=None, metavar="N",
                    help="how many recent events to include")
     p.set_defaults(func=cmd_status)
 
@@ -71,14 +73,25 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_version)
 
-    shim.register(sub)
+    # = shim.register(sub), without importing the shim (subprocess, shutil) for every command
+    p = sub.add_parser("exec-stage", help="(internal) the stage shim the daemon starts")
+    p.add_argument("--run", required=True)
+    p.add_argument("--stage", required=True)
+    p.add_argument("--attempt", required=True, type=int)
+    p.set_defaults(func=cmd_exec_stage)
 
 
 def _home(args: Any) -> Home:
     return Home.from_env(getattr(args, "home", None))
 
 
+def cmd_exec_stage(args: Any) -> int:
+    from boxagent.shim import run_shim
+    return run_shim(_home(args), args.run, args.stage, args.attempt)
+
+
 def cmd_start(args: Any) -> int:
+    from boxagent import control
     pid, fresh = control.start(_home(args), Roots.from_env(), args.timeout, args.resume_interrupted)
     if not fresh:
         sys.stderr.write("rgt agent already running\n")
@@ -92,6 +105,7 @@ def cmd_daemon(args: Any) -> int:
 
 
 def cmd_stop(args: Any) -> int:
+    from boxagent import control
     pid = control.stop(_home(args), Roots.from_env(), args.timeout)
     sys.stderr.write("rgt agent stopped (pid %s); running stages, if any, keep running\n" % pid if pid
                      else "rgt agent was not running\n")
@@ -99,12 +113,14 @@ def cmd_stop(args: Any) -> int:
 
 
 def cmd_configure(args: Any) -> int:
+    from boxagent import control
     path = control.configure(_home(args), sys.stdin.read())
     sys.stderr.write("config written to %s\n" % path)
     return EXIT_OK
 
 
 def cmd_submit(args: Any) -> int:
+    from boxagent import control, procs
     home, roots = _home(args), Roots.from_env()
     result = control.submit(home, control.read_job_text(args.file), args.file if args.file != "-" else "stdin",
                             replace=args.replace)
@@ -116,12 +132,13 @@ def cmd_submit(args: Any) -> int:
             sys.stderr.write("Hint: resume it with `rgt-agent resume %s`\n" % result["run"])
     else:
         print("run %s queued" % result["run"])
-    if status_mod.daemon_pid(home, roots) is None:
+    if procs.daemon_pid(home.pidfile, roots) is None:   # = status.daemon_pid
         sys.stderr.write("Note: the daemon is not running; the run starts when it does (`rgt-agent start`)\n")
     return EXIT_OK
 
 
 def cmd_cancel(args: Any) -> int:
+    from boxagent import control
     home, roots = _home(args), Roots.from_env()
     text, code = control.cancel(home, roots, args.run, args.wait)
     print(text)
@@ -129,6 +146,7 @@ def cmd_cancel(args: Any) -> int:
 
 
 def cmd_resume(args: Any) -> int:
+    from boxagent import control
     home, roots = _home(args), Roots.from_env()
     text, code = control.resume(home, roots, args.run)
     print(text)
@@ -136,8 +154,10 @@ def cmd_resume(args: Any) -> int:
 
 
 def cmd_status(args: Any) -> int:
+    from boxagent import status as status_mod
     home, roots = _home(args), Roots.from_env()
-    status = status_mod.read(home, roots, n_events=max(0, args.events))
+    n_events = status_mod.STATUS_EVENTS if args.events is None else args.events
+    status = status_mod.read(home, roots, n_events=max(0, n_events))
     if args.run:
         runs = [r for r in status.get("runs") or [] if r.get("name") == args.run]
         if not runs:
@@ -151,16 +171,19 @@ def cmd_status(args: Any) -> int:
 
 
 def cmd_logs(args: Any) -> int:
+    from boxagent import control
     sys.stdout.write(control.logs(_home(args), args.run, args.stage, args.n, args.attempt))
     return EXIT_OK
 
 
 def cmd_handbook(args: Any) -> int:
+    from boxagent import control
     sys.stdout.write(control.handbook_text(_home(args), args.run))
     return EXIT_OK
 
 
 def cmd_version(args: Any) -> int:
+    from boxagent import control
     info = control.version_info()
     if args.json:
         print(json.dumps(info))

@@ -1,20 +1,19 @@
 """The plain functions behind the core commands. None of them writes state.json: they read files
 and post requests to the inbox; the daemon acts (it is the single writer).
+Modules only some commands need (config, jobspec, status, subprocess) are imported where used, so
+`logs`, `handbook` and `version` stay cheap to start (commands.py).
 """
 from __future__ import annotations
 
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from typing import Any, Dict, Optional, Tuple
 
 import boxagent
-from boxagent import config as config_mod
-from boxagent import inbox, jobspec, procs, state
-from boxagent import status as status_mod
+from boxagent import inbox, procs, state
 from boxagent.errors import EXIT_NOT_RUNNING, EXIT_OK, AgentError, UsageError
 from boxagent.fsutil import atomic_write_json, read_json
 from boxagent.home import Home
@@ -24,11 +23,17 @@ DAEMON_LOG_ROTATE = 5 * 1024 * 1024
 POLL_S = 0.05
 
 
+def _daemon_pid(home: Home, roots: Roots) -> Optional[int]:
+    from boxagent import status as status_mod
+    return status_mod.daemon_pid(home, roots)
+
+
 # -- daemon lifetime
 def start(home: Home, roots: Roots, timeout: float = 20.0, resume_interrupted: bool = False) -> Tuple[int, bool]:
     """(pid, started_now). Idempotent: a running daemon's pid comes back with started_now False."""
+    import subprocess
     home.ensure()
-    pid = status_mod.daemon_pid(home, roots)
+    pid = _daemon_pid(home, roots)
     if pid is not None:
         return pid, False
     _rotate(home.daemon_log)
@@ -41,7 +46,7 @@ def start(home: Home, roots: Roots, timeout: float = 20.0, resume_interrupted: b
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if child.poll() is not None:
-            other = status_mod.daemon_pid(home, roots)
+            other = _daemon_pid(home, roots)
             if other is not None:          # another `start` won the race: fine, it runs
                 return other, False
             raise AgentError("the daemon exited at once (exit code %s): %s" % (child.returncode, _log_tail(home)),
@@ -68,7 +73,7 @@ def _log_tail(home: Home, n: int = 5) -> str:
 
 def stop(home: Home, roots: Roots, timeout: float = 15.0) -> Optional[int]:
     """Stop the daemon, leaving stages running. Returns the pid it stopped, None if none ran."""
-    pid = status_mod.daemon_pid(home, roots)
+    pid = _daemon_pid(home, roots)
     if pid is None:
         return None
     request = inbox.post(home, "stop", {})
@@ -78,7 +83,7 @@ def stop(home: Home, roots: Roots, timeout: float = 15.0) -> Optional[int]:
         pass
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if status_mod.daemon_pid(home, roots) is None:
+        if _daemon_pid(home, roots) is None:
             # The daemon may exit on SIGINT before reading the request; left behind, it would
             # stop the NEXT daemon (`install` = stop + start) on its first tick.
             inbox.done(request)
@@ -93,10 +98,11 @@ def configure(home: Home, text: str) -> str:
         cfg = json.loads(text or "")
     except ValueError as exc:
         raise UsageError("config is not valid JSON: %s" % exc, 'send e.g. {"host": "box1"} on stdin')
+    from boxagent import config as config_mod
     config_mod.validate(cfg)
     home.ensure()
     atomic_write_json(home.config, cfg, mode=0o600)
-    if status_mod.daemon_pid(home, Roots.from_env()) is not None:
+    if _daemon_pid(home, Roots.from_env()) is not None:
         inbox.post(home, "reload", {})   # a running daemon takes the new intervals now
     return home.config
 
@@ -116,6 +122,7 @@ def read_job_text(path: str) -> str:
 
 def submit(home: Home, text: str, source: str, replace: bool = False) -> Dict[str, Any]:
     """Validate and queue; {"run", "state", "duplicate"}. Nothing is written on any error."""
+    from boxagent import jobspec
     spec = jobspec.validate(jobspec.parse_text(text, source), source)
     name, sha = spec["name"], jobspec.spec_sha256(spec)
     with inbox.submit_lock(home):
@@ -139,6 +146,7 @@ def _current(home: Home, name: str) -> Optional[Tuple[str, Optional[str]]]:
     """(state, spec sha) of the run under this name: a pending submit first, then state.json."""
     pending = inbox.pending_submits(home).get(name)
     if pending is not None:
+        from boxagent import jobspec
         try:
             return state.QUEUED, jobspec.spec_sha256(jobspec.validate(pending["spec"]))
         except UsageError:
@@ -161,7 +169,7 @@ def cancel(home: Home, roots: Roots, name: str, wait: float) -> Tuple[str, int]:
     if before not in state.LIVE:
         return "run %s is already %s; nothing to cancel" % (name, before), EXIT_OK
     inbox.post(home, "cancel", {"run": name})
-    if status_mod.daemon_pid(home, roots) is None:
+    if _daemon_pid(home, roots) is None:
         return ("cancel of run %s queued, but the daemon is not running: it takes effect when it starts "
                 "(`rgt-agent start`)" % name), EXIT_NOT_RUNNING
     after = _wait_state(home, name, lambda s: s not in state.LIVE, wait)
@@ -179,7 +187,7 @@ def resume(home: Home, roots: Roots, name: str) -> Tuple[str, int]:
     if before == state.SUCCEEDED:
         return "run %s already succeeded; nothing to resume" % name, EXIT_OK
     inbox.post(home, "resume", {"run": name})
-    if status_mod.daemon_pid(home, roots) is None:
+    if _daemon_pid(home, roots) is None:
         return ("resume of run %s queued; the daemon is not running: start it with `rgt-agent start`" % name,
                 EXIT_NOT_RUNNING)
     _wait_state(home, name, lambda s: s in state.LIVE, 3.0)

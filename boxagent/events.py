@@ -10,7 +10,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import secrets
 from typing import Any, Callable, Deque, Dict, List, Optional
 
 from boxagent.fsutil import append_jsonl
@@ -27,6 +26,7 @@ class EventLog:
         self.host = host
         self.rotate_bytes = rotate_bytes
         self.recent: Deque[Dict[str, Any]] = collections.deque(tail(path, RECENT), maxlen=RECENT)
+        import secrets   # here: `status --events N` reads the log and needs no hmac/hashlib
         self._prefix = secrets.token_hex(3)   # two daemons in the same millisecond still differ
         self._seq = 0
         self.listeners: List[Callable[[Dict[str, Any]], None]] = []

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from typing import Any
 
 
@@ -11,6 +10,7 @@ def atomic_write_bytes(path: str, data: bytes, mode: int = 0o644, durable: bool 
     """The data is fsynced before the rename, so a reader (or a crash) never sees a torn file.
     durable=False skips the directory fsync: after a power loss the previous version may come
     back, which is fine for a file rewritten every few seconds (status.json) and saves CPU."""
+    import tempfile   # here: readers (`status`) need none of tempfile's imports (random, shutil)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
     try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import secrets
 import time
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -22,6 +21,7 @@ KINDS = ("submit", "cancel", "resume", "stop", "reload", "notify-set")
 
 
 def post(home: Home, kind: str, payload: Dict[str, Any]) -> str:
+    import secrets   # here, not at the top: `status` reads the inbox and needs no hmac/hashlib
     home.ensure()
     body = dict(payload)
     body["kind"] = kind

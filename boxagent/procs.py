@@ -6,7 +6,6 @@ from /proc/PID/stat, and a zombie counts as gone (in containers PID 1 often neve
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import signal
@@ -60,6 +59,7 @@ def build_sha256() -> Optional[str]:
     if pyz is None:
         return None
     if pyz not in _SHA_CACHE:
+        import hashlib
         digest = hashlib.sha256()
         try:
             with open(pyz, "rb") as fh:

@@ -11,7 +11,6 @@ from typing import Any, Dict, List, Optional
 
 from boxagent.fsutil import atomic_write_json, read_json
 from boxagent.home import Home
-from boxagent.jobspec import stage_kind
 
 SCHEMA = "rgt.runstate/1"
 QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED, INTERRUPTED = (
@@ -69,6 +68,7 @@ def check_stage_transition(old: str, new: str) -> None:
 
 
 def new_stage(spec_stage: Dict[str, Any]) -> Dict[str, Any]:
+    from boxagent.jobspec import stage_kind   # here: `status` reads state.json and needs no jobspec
     return {"name": spec_stage["name"], "kind": stage_kind(spec_stage), "state": PENDING, "attempt": 0,
             "exit_code": None, "signal": None, "started_at": None, "ended_at": None, "duration_s": None,
             "marker": None, "log": None, "cause": None, "warnings": [], "retry_at": None,

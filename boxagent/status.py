@@ -11,8 +11,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 import boxagent
-from boxagent import events as events_mod
-from boxagent import inbox, procs, state
+from boxagent import inbox, procs
 from boxagent.fsutil import read_json
 from boxagent.home import Home
 from boxagent.roots import Roots
@@ -27,11 +26,29 @@ def deps() -> Dict[str, bool]:
     import importlib.util
     out = {}
     for name in OPTIONAL_DEPS:
+        if _in_zip_on_path(name):   # pynvml travels inside the .pyz
+            out[name] = True
+            continue
         try:
             out[name] = importlib.util.find_spec(name) is not None
         except (ImportError, ValueError):
             out[name] = False
     return out
+
+
+def _in_zip_on_path(name: str) -> bool:
+    """True when a zip on sys.path (the .pyz) holds the top-level module `name`. find_spec() would
+    say the same, but zipimport compiles the module's source to answer it (~90 ms for pynvml)."""
+    import zipimport   # already loaded: it is what imports the .pyz
+    for entry in sys.path:
+        finder = sys.path_importer_cache.get(entry)
+        if isinstance(finder, zipimport.zipimporter):
+            try:
+                finder.is_package(name)   # a lookup in the zip's table of contents; raises when absent
+                return True
+            except ImportError:   # zipimport.ZipImportError
+                pass
+    return False
 
 
 def agent_block(pid: Optional[int], running: bool, heartbeat_at: Optional[float], now: float,
@@ -113,13 +130,18 @@ def read(home: Home, roots: Roots, now: Optional[float] = None, n_events: int = 
     for name, req in inbox.pending_submits(home).items():
         if name not in known:
             status.setdefault("runs", []).append(queued_block(req))
-    if n_events != STATUS_EVENTS:
+    if n_events <= 0:
+        status["events"] = []   # = events.tail(path, 0), without importing events (the client's --events 0)
+    elif n_events != STATUS_EVENTS:
+        from boxagent import events as events_mod
         status["events"] = events_mod.tail(home.events, n_events)
     return status
 
 
 def skeleton(home: Home, roots: Roots, now: float) -> Dict[str, Any]:
     """No status.json yet (the daemon never ran here): what the files say."""
+    from boxagent import events as events_mod
+    from boxagent import state
     runs = [run_block(r, None, None, now) for r in state.load_all(home)]
     return {"schema": SCHEMA, "observed_at": iso_utc(now), "host": None, "profile": None,
             "agent": agent_block(None, False, None, now, roots.boot_id(), False, deps()),

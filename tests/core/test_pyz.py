@@ -74,3 +74,34 @@ def test_agent_imports_without_site_packages():
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "")}, timeout=30)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+# What the client's one-round-trip commands must not load: from the .pyz every module is compiled
+# from source on each call (no .pyc in the zip), so each one is paid for on every `rgt-client status`.
+NOT_FOR_READERS = {"boxagent.control", "boxagent.jobspec", "boxagent.shim", "boxagent.config",
+                   "boxagent.daemon", "boxagent.chain", "boxagent.services", "boxagent.notify",
+                   "boxagent.health", "boxagent.triage", "boxagent.artifacts", "boxagent.profile",
+                   "subprocess", "secrets", "tempfile", "socket"}
+
+
+def _imports(agent_pyz, home, *args):
+    env = {"PATH": os.environ.get("PATH", ""), "RGT_HOME": str(home)}
+    out = subprocess.run([sys.executable, "-S", "-X", "importtime", str(agent_pyz), *args],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode in (0, 3), out.stderr[-2000:]   # 3: the daemon is not running
+    return {line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+def test_status_and_version_import_only_what_they_need(tmp_path, agent_pyz):
+    home = tmp_path / "home"
+    home.mkdir()
+    # no status.json yet: `status` builds it from the files (state, events, deps, the build sha256)
+    assert not _imports(agent_pyz, home, "status", "--json") & NOT_FOR_READERS
+    (home / "status.json").write_text(json.dumps({"schema": "rgt.status/1", "agent": {}, "runs": []}))
+    for args in (["status", "--json"], ["status", "--json", "--events", "0"], ["status"]):
+        loaded = _imports(agent_pyz, home, *args)
+        assert "boxagent.status" in loaded and not loaded & (NOT_FOR_READERS | {"boxagent.state", "hashlib"}), args
+    loaded = _imports(agent_pyz, home, "version", "--json")
+    assert "boxagent.control" in loaded and not loaded & (NOT_FOR_READERS - {"boxagent.control"}
+                                                         | {"boxagent.status"})
