@@ -132,7 +132,8 @@ def cmd_submit(args: Any) -> int:
             sys.stderr.write("Hint: resume it with `rgt-agent resume %s`\n" % result["run"])
     else:
         print("run %s queued" % result["run"])
-    if procs.daemon_pid(home.pidfile, roots) is None:   # = status.daemon_pid
+    waiting = result["state"] in ("queued", "running")   # a finished duplicate starts nothing
+    if waiting and procs.daemon_pid(home.pidfile, roots) is None:   # = status.daemon_pid
         sys.stderr.write("Note: the daemon is not running; the run starts when it does (`rgt-agent start`)\n")
     return EXIT_OK
 

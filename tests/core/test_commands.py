@@ -219,3 +219,17 @@ def test_unusable_state_directory_is_an_error_not_a_traceback(box):
                     stdin=json.dumps(job("x", box.workdir, {"name": "a", "run": "true"})))
     assert out.returncode == 1 and out.stderr.startswith("Error: ") and "Hint: " in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_resubmitting_a_finished_run_does_not_promise_it_will_start(box):
+    j = job("done-once", box.workdir, {"name": "a", "run": "true"})
+    box.daemon()
+    assert box.submit(j).returncode == 0
+    box.wait_run("done-once")
+    box.agent("stop")
+    again = box.submit(j)
+    assert again.returncode == 0
+    assert "identical job" in again.stdout and "succeeded" in again.stdout
+    assert "daemon is not running" not in again.stderr
+    fresh = box.submit(job("not-yet", box.workdir, {"name": "a", "run": "true"}))
+    assert "daemon is not running" in fresh.stderr
