@@ -140,31 +140,30 @@ def _follow(target: Target, sink: Path, max_wait_s: float, say: Callable[[str], 
     return state
 
 
-def _show_log(stage: str, path: str, offset: int, say: Callable[[str], None]) -> int:
-    """New complete lines of a stage log (the box is this machine, so read it directly)."""
+def _new_lines(path: "str | Path", offset: int) -> "tuple[list[str], int]":
+    """Complete lines appended to `path` since `offset` (the box is this machine: read it directly)."""
     try:
         with open(path, "rb") as fh:
             fh.seek(offset)
             data = fh.read()
     except OSError:
-        return offset
+        return [], offset
     complete = data[: data.rfind(b"\n") + 1]
-    for line in complete.decode("utf-8", "replace").splitlines():
+    return complete.decode("utf-8", "replace").splitlines(), offset + len(complete)
+
+
+def _show_log(stage: str, path: str, offset: int, say: Callable[[str], None]) -> int:
+    lines, offset = _new_lines(path, offset)
+    for line in lines:
         say("     %s | %s" % (stage, line))
-    return offset + len(complete)
+    return offset
 
 
 def _show_notifications(sink: Path, offset: int, say: Callable[[str], None]) -> int:
-    try:
-        with open(sink, "rb") as fh:
-            fh.seek(offset)
-            data = fh.read()
-    except OSError:
-        return offset
-    complete = data[: data.rfind(b"\n") + 1]
-    for line in complete.decode("utf-8", "replace").splitlines():
+    lines, offset = _new_lines(sink, offset)
+    for line in lines:
         say("   notify > %s" % _one_line(line))
-    return offset + len(complete)
+    return offset
 
 
 def _one_line(line: str) -> str:
