@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from rgt_client.cli import cli
+from tests.clirunner import Cli
+
 from rgt_client.transport import Target
 
 
@@ -73,18 +73,6 @@ class Box:
 @pytest.fixture
 def box(tmp_path, agent_pyz) -> Box:
     return Box(tmp_path, agent_pyz)
-
-
-class Cli:
-    def __init__(self, ssh_config: Path | None = None):
-        self.ssh_config = ssh_config
-
-    def __call__(self, *args: str):
-        pre = ["--ssh-config", str(self.ssh_config)] if self.ssh_config else []
-        res = CliRunner().invoke(cli, pre + list(args), obj={}, catch_exceptions=True)
-        if res.exception is not None and not isinstance(res.exception, SystemExit):
-            raise AssertionError("traceback from rgt-client %s: %r\n%s" % (args, res.exception, res.output))
-        return res
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from rgt_client.cli import cli
+from tests.clirunner import Cli
+
 
 
 def agent_has(command: str) -> bool:
@@ -74,20 +74,6 @@ def homes(tmp_path):
     h = Homes(tmp_path)
     yield h
     h.stop_all()
-
-
-class Cli:
-    """rgt-client in-process (CliRunner); exit code, stdout and stderr apart."""
-
-    def __init__(self, ssh_config: Path | None = None):
-        self.ssh_config = ssh_config
-
-    def __call__(self, *args: str, env: dict | None = None, input: str | None = None):
-        pre = ["--ssh-config", str(self.ssh_config)] if self.ssh_config else []
-        res = CliRunner().invoke(cli, pre + list(args), obj={}, env=env, input=input, catch_exceptions=True)
-        if res.exception is not None and not isinstance(res.exception, SystemExit):
-            raise AssertionError("traceback from rgt-client %s: %r\n%s" % (args, res.exception, res.output))
-        return res
 
 
 @pytest.fixture
