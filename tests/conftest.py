@@ -57,3 +57,16 @@ def sshd(tmp_path_factory):
                         aliases=("rgt-box", "rgt-box2", "rgt-box3", "rgt-box4"))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def rgt(sshd):
+    """rgt-client in-process, with the test sshd's config (aliases rgt-box..rgt-box4)."""
+    from tests.clirunner import Cli
+    return Cli(sshd.config)
+
+
+@pytest.fixture
+def rgt_local():
+    from tests.clirunner import Cli
+    return Cli()

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.clirunner import Cli
 
 from rgt_client.transport import Target
 
@@ -73,16 +72,6 @@ class Box:
 @pytest.fixture
 def box(tmp_path, agent_pyz) -> Box:
     return Box(tmp_path, agent_pyz)
-
-
-@pytest.fixture
-def rgt(sshd) -> Cli:
-    return Cli(sshd.config)
-
-
-@pytest.fixture
-def rgt_local() -> Cli:
-    return Cli()
 
 
 def client_argv(ssh_config: Path | None, *args: str) -> list[str]:

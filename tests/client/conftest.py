@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clirunner import Cli
+from tests.clirunner import Cli  # noqa: F401 - re-exported to the tests of this folder
 
 
 
@@ -74,16 +74,6 @@ def homes(tmp_path):
     h = Homes(tmp_path)
     yield h
     h.stop_all()
-
-
-@pytest.fixture
-def rgt(sshd) -> Cli:
-    return Cli(sshd.config)
-
-
-@pytest.fixture
-def rgt_local() -> Cli:
-    return Cli()
 
 
 def wait_for(pred, timeout: float = 30.0, every: float = 0.1):
