@@ -254,17 +254,12 @@ def _pick_stage(run: Dict[str, Any], stage: Optional[str]) -> Dict[str, Any]:
 
 
 def tail_lines(path: str, n: int, chunk: int = 65536) -> str:
+    from boxagent.fsutil import read_tail
     try:
-        with open(path, "rb") as fh:
-            if n <= 0:
+        if n <= 0:
+            with open(path, "rb") as fh:
                 return fh.read().decode("utf-8", "replace")
-            fh.seek(0, os.SEEK_END)
-            pos, data = fh.tell(), b""
-            while pos > 0 and data.count(b"\n") <= n:
-                step = min(chunk, pos)
-                pos -= step
-                fh.seek(pos)
-                data = fh.read(step) + data
+        data = read_tail(path, n, chunk)
     except OSError:
         return ""
     lines = data.splitlines(True)[-n:]

@@ -67,17 +67,9 @@ def tail(path: str, n: int, chunk: int = 65536) -> List[Dict[str, Any]]:
     """The last n events (oldest first), reading only the end of the file."""
     if n <= 0:
         return []
+    from boxagent.fsutil import read_tail
     try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            data = b""
-            pos = size
-            while pos > 0 and data.count(b"\n") <= n:
-                step = min(chunk, pos)
-                pos -= step
-                fh.seek(pos)
-                data = fh.read(step) + data
+        data = read_tail(path, n, chunk)
     except OSError:
         return []
     out: List[Dict[str, Any]] = []

@@ -74,3 +74,17 @@ def append_jsonl(path: str, obj: Any, fsync: bool = False) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def read_tail(path: str, lines: int, chunk: int = 65536) -> bytes:
+    """The end of a file holding at least `lines` complete lines (or the whole file), read
+    backwards in chunks: cost follows what is returned, not the file's size. OSError propagates."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        pos, data = fh.tell(), b""
+        while pos > 0 and data.count(b"\n") <= lines:
+            step = min(chunk, pos)
+            pos -= step
+            fh.seek(pos)
+            data = fh.read(step) + data
+    return data
