@@ -70,3 +70,13 @@ def rgt(sshd):
 def rgt_local():
     from tests.clirunner import Cli
     return Cli()
+
+
+@pytest.fixture
+def client_config(tmp_path, monkeypatch) -> Path:
+    """A private rgt-client config dir; RGT_SSH_CONFIG and RGT_HOME unset in this process."""
+    d = tmp_path / "client-config"
+    monkeypatch.setenv("RGT_CLIENT_CONFIG_DIR", str(d))
+    monkeypatch.delenv("RGT_SSH_CONFIG", raising=False)
+    monkeypatch.delenv("RGT_HOME", raising=False)
+    return d

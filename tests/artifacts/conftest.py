@@ -17,12 +17,9 @@ from rgt_client.transport import Target
 
 
 @pytest.fixture(autouse=True)
-def client_config(tmp_path, monkeypatch) -> Path:
-    d = tmp_path / "client-config"
-    monkeypatch.setenv("RGT_CLIENT_CONFIG_DIR", str(d))
-    monkeypatch.delenv("RGT_SSH_CONFIG", raising=False)
-    monkeypatch.delenv("RGT_HOME", raising=False)
-    return d
+def _isolated_client(client_config) -> Path:
+    """Every test here gets its own client config dir and no inherited RGT_HOME/RGT_SSH_CONFIG."""
+    return client_config
 
 
 class Box:

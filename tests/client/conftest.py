@@ -31,12 +31,9 @@ needs_daemon = pytest.mark.skipif(not agent_has("submit") or not agent_has("daem
 
 
 @pytest.fixture(autouse=True)
-def client_config(tmp_path, monkeypatch) -> Path:
-    d = tmp_path / "client-config"
-    monkeypatch.setenv("RGT_CLIENT_CONFIG_DIR", str(d))
-    monkeypatch.delenv("RGT_SSH_CONFIG", raising=False)
-    monkeypatch.delenv("RGT_HOME", raising=False)
-    return d
+def _isolated_client(client_config) -> Path:
+    """Every test here gets its own client config dir and no inherited RGT_HOME/RGT_SSH_CONFIG."""
+    return client_config
 
 
 def stop_daemon(home: Path) -> None:

@@ -4,26 +4,12 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
-from contextlib import contextmanager
 
 import pytest
 
 from boxagent.health.alerts import AlertBook
 from boxagent.health.disks import cap_for, sample_disks, stat_disk
-
-
-@contextmanager
-def tmpfs(path, options):
-    os.makedirs(path, exist_ok=True)
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "rgt-test", str(path)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip("cannot mount tmpfs here: %s" % proc.stderr.strip())
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+from tests.mounts import tmpfs
 
 
 def _fill_bytes(path):

@@ -10,13 +10,13 @@ import signal
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 
 import pytest
 
 from boxagent.procs import group_members
 from boxagent.roots import Roots
 from tests.core.conftest import job, wait_for
+from tests.mounts import tmpfs
 
 PY = sys.executable
 FILL_BYTES = ("import time\nf = open('blob', 'wb')\nprint('step 1/10 loss 1.0', flush=True)\n"
@@ -27,19 +27,6 @@ FILL_INODES = ("import time\nprint('step 1/10 loss 1.0', flush=True)\ni = 0\n"
                "try:\n    while True:\n        open('f%d' % i, 'w').close()\n        i += 1\n"
                "except OSError:\n    time.sleep(1.5)\n    raise\n")
 SLEEPER = "import time\nprint('step 1/100 loss 2.0', flush=True)\ntime.sleep(60)\n"
-
-
-@contextmanager
-def tmpfs(path, options):
-    os.makedirs(path, exist_ok=True)
-    out = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "rgt-triage", str(path)],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        pytest.skip("cannot mount tmpfs here: %s" % out.stderr.strip())
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
 def _pidinfo(box, run, stage, attempt=1):
