@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from boxagent.artifacts import build_manifest  # noqa: E402
-from boxagent.home import Home  # noqa: E402
+from boxagent.base.home import Home  # noqa: E402
 
 
 def write_files(root: str, n: int, size: int, sub: str) -> None:

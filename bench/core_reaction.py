@@ -4,7 +4,7 @@
   python bench/core_reaction.py --full     # 50 re-adopted stages and 50 reference samples
 
 Rows, for the agent on python3 (watchdog -> inotify) and python3 -S (no watchdog: polling), each
-with its default tick (boxagent.config INOTIFY_TICK / POLL_TICK):
+with its default tick (boxagent.base.config INOTIFY_TICK / POLL_TICK):
   stage exit -> stage_succeeded     a chain of 50 stages; each ends with `date +%s.%N` (the
                                     command's last act); the event's `at` minus that time.
   re-adopted stage exit -> event    the daemon is stopped and a new one started while the stage
@@ -31,9 +31,9 @@ from typing import Dict, List
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from boxagent import control  # noqa: E402
-from boxagent.home import Home  # noqa: E402
-from boxagent.units import parse_iso_utc  # noqa: E402
+from boxagent.daemon import control  # noqa: E402
+from boxagent.base.home import Home  # noqa: E402
+from boxagent.base.units import parse_iso_utc  # noqa: E402
 
 
 def parse_at(at: str) -> float:
@@ -170,7 +170,7 @@ def main() -> int:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="rgt-bench-react-"))
     rows = []
-    from boxagent.config import INOTIFY_TICK, POLL_TICK
+    from boxagent.base.config import INOTIFY_TICK, POLL_TICK
     for name, python, tick in (("python3 (inotify)", [sys.executable], INOTIFY_TICK),
                                ("python3 -S (polling)", [sys.executable, "-S"], POLL_TICK)):
         agent = Agent(tmp, name.split()[0] + ("-S" if "-S" in python else ""), python)

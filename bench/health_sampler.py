@@ -29,10 +29,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from boxagent.fsutil import dumps  # noqa: E402
+from boxagent.base.fsutil import dumps  # noqa: E402
 from boxagent.health import HealthMonitor  # noqa: E402
 from boxagent.health.cgroup import find_cgroup  # noqa: E402
-from boxagent.roots import Roots  # noqa: E402
+from boxagent.base.roots import Roots  # noqa: E402
 from tests.health.conftest import FakeNvml, healthy  # noqa: E402
 
 

@@ -25,7 +25,7 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from boxagent import profile as agentprof  # noqa: E402
+from boxagent.base import profile as agentprof  # noqa: E402
 from rgt_client import profiles as P  # noqa: E402
 
 

@@ -12,10 +12,10 @@ import sys
 from typing import List, Optional
 
 from boxagent import __version__
-from boxagent.errors import EXIT_ERROR, EXIT_USAGE, AgentError
+from boxagent.wire.errors import EXIT_ERROR, EXIT_USAGE, AgentError
 
 COMMAND_MODULES = (
-    "boxagent.commands",          # core: start daemon stop submit cancel resume status version exec-stage
+    "boxagent.daemon.commands",          # core: start daemon stop submit cancel resume status version exec-stage
     "boxagent.health.cli",        # probe
     "boxagent.triage.cli",        # triage
     "boxagent.notify.cli",        # notify-set notify-test
@@ -68,7 +68,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args_in = sys.argv[1:] if argv is None else list(argv)
     if args_in[:1] == ["exec-stage"]:
         # The stage shim lives as long as the stage: skip the other parts' imports (memory, start time).
-        from boxagent.shim import main as shim_main
+        from boxagent.engine.shim import main as shim_main
         return shim_main(args_in[1:])
     core_only = _command_word(args_in) in CORE_COMMANDS
     parser = build_parser(COMMAND_MODULES[:1] if core_only else COMMAND_MODULES)

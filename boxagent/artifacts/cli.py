@@ -23,10 +23,10 @@ from typing import Any, Dict, Optional
 
 from boxagent.artifacts import stream
 from boxagent.artifacts.manifest import artifact_spec, build_manifest, summary
-from boxagent.errors import UsageError
-from boxagent.fsutil import read_json
-from boxagent.home import Home
-from boxagent.units import format_bytes
+from boxagent.wire.errors import UsageError
+from boxagent.base.fsutil import read_json
+from boxagent.base.home import Home
+from boxagent.base.units import format_bytes
 
 _RUN_NAME = re.compile(r"^[A-Za-z0-9._@+-]{1,200}$")
 

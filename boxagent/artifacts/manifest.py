@@ -20,9 +20,9 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from boxagent.artifacts import globs, hashing
-from boxagent.errors import AgentError, UsageError
-from boxagent.fsutil import atomic_write_bytes, read_json
-from boxagent.home import Home
+from boxagent.wire.errors import AgentError, UsageError
+from boxagent.base.fsutil import atomic_write_bytes, read_json
+from boxagent.base.home import Home
 
 SCHEMA = "rgt.manifest/1"
 _ENC = json.encoder.encode_basestring  # type: ignore[attr-defined]  # the C one when available

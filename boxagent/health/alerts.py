@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 from typing import Any, Dict, List, Optional, Tuple
 
-from boxagent.units import format_bytes
+from boxagent.base.units import format_bytes
 
 DEFAULTS: Dict[str, Any] = {
     "memory_warn_pct": 90, "memory_crit_pct": 97,

@@ -5,7 +5,7 @@ import json
 import sys
 from typing import Any
 
-from boxagent.errors import EXIT_OK
+from boxagent.wire.errors import EXIT_OK
 
 
 def register(sub: Any) -> None:
@@ -18,11 +18,11 @@ def register(sub: Any) -> None:
 
 
 def cmd_probe(args: Any) -> int:
-    from boxagent import profile as profmod
+    from boxagent.base import profile as profmod
     from boxagent.health.monitor import HealthMonitor
     from boxagent.health.probe import probe, render
-    from boxagent.home import Home
-    from boxagent.roots import Roots
+    from boxagent.base.home import Home
+    from boxagent.base.roots import Roots
 
     home = Home.from_env(getattr(args, "home", None))
     try:

@@ -18,13 +18,13 @@ from boxagent.health.faults import FaultLog
 from boxagent.health.history import History
 from boxagent.health.nvml import Nvml
 from boxagent.health.xid import KmsgReader, XidEventThread
-from boxagent.roots import Roots
+from boxagent.base.roots import Roots
 
 
 def _profile_call(fn_name: str, profile: Dict[str, Any], default: Any) -> Any:
-    """boxagent.profile helpers owned by the profiles work; absent or failing -> default."""
+    """boxagent.base.profile helpers owned by the profiles work; absent or failing -> default."""
     try:
-        from boxagent import profile as profmod
+        from boxagent.base import profile as profmod
         fn = getattr(profmod, fn_name, None)
         value = fn(profile) if fn else None
     except Exception:  # noqa: BLE001 - a bad profile must not stop health sampling

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from boxagent.units import format_bytes, parse_size
+from boxagent.base.units import format_bytes, parse_size
 
 RE_RENT = "re-rent another box (this one's GPUs are not fit for the job)"
 FREE_DISK = "free or grow the disk (df -h / df -i; delete *.tmp and old checkpoints), or re-rent a bigger box"

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from boxagent.units import format_bytes
+from boxagent.base.units import format_bytes
 
 DEPS = ("psutil", "requests", "watchdog", "pynvml")
 
@@ -70,7 +70,7 @@ def probe(monitor: Any, home_root: str, extra: List[str]) -> Dict[str, Any]:
 def _platform_facts() -> Dict[str, Any]:
     """Which platform markers this box has (paths, env NAMES only): the client's profile detection."""
     try:
-        from boxagent.profile import detect_facts
+        from boxagent.base.profile import detect_facts
         return detect_facts()
     except Exception as exc:  # noqa: BLE001 - detection is advice; never lose the audit for it
         return {"error": "%s: %s" % (type(exc).__name__, exc)}

@@ -11,9 +11,9 @@ import secrets as _secrets
 import sys
 from typing import Any, Dict, List
 
-from boxagent.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, AgentError, UsageError
-from boxagent.fsutil import atomic_write_json, read_json
-from boxagent.home import Home
+from boxagent.wire.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, AgentError, UsageError
+from boxagent.base.fsutil import atomic_write_json, read_json
+from boxagent.base.home import Home
 
 
 def register(sub) -> None:
@@ -93,7 +93,7 @@ def cmd_notify_set(args: Any) -> int:
 def _tell_daemon(home: Home) -> None:
     """Ask a running daemon to reload now (it would also notice secrets.json's mtime within a tick)."""
     try:
-        from boxagent import inbox
+        from boxagent.daemon import inbox
         inbox.post(home, "notify-set", {})
     except Exception:  # noqa: BLE001 - an older core without the inbox: the mtime check covers it
         pass
@@ -101,7 +101,7 @@ def _tell_daemon(home: Home) -> None:
 
 def cmd_notify_test(args: Any) -> int:
     from boxagent.notify.hub import NotifyHub
-    from boxagent import profile as profile_mod
+    from boxagent.base import profile as profile_mod
     home = _home(args)
     config = read_json(home.config, {}) or {}
     hub = NotifyHub(home, config, profile_mod.load(home))

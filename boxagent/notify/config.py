@@ -13,7 +13,7 @@ import re
 from typing import Any, Dict, List, Optional
 from urllib.parse import unquote, urlsplit
 
-from boxagent.units import parse_duration
+from boxagent.base.units import parse_duration
 
 SEVERITIES = ("info", "warning", "critical")
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}

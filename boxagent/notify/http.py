@@ -26,14 +26,14 @@ MAX_RETRY_AFTER_S = 3600.0
 def profile_proxies(profile: Optional[Dict[str, Any]]) -> Dict[str, str]:
     """{"http": ..., "https": ..., "no": ...} from the profile's [proxy] (or a plain `proxy = URL`);
     {} when it names none, so the environment's proxies apply. The hook (AutoDL's
-    /etc/network_turbo) is run by boxagent.profile.proxy_env, bounded, once per hub."""
+    /etc/network_turbo) is run by boxagent.base.profile.proxy_env, bounded, once per hub."""
     p = (profile or {}).get("proxy")
     if isinstance(p, str) and p:
         return {"http": p, "https": p}
     if not isinstance(p, dict):
         return {}
     try:
-        from boxagent.profile import proxy_env
+        from boxagent.base.profile import proxy_env
         env = proxy_env(profile or {})
     except Exception:  # noqa: BLE001 - a broken hook means "go direct", never a dead notifier
         env = {}

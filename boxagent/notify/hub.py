@@ -15,8 +15,8 @@ import threading
 import time
 from typing import Any, Dict, List, Optional
 
-from boxagent.fsutil import read_json
-from boxagent.home import Home
+from boxagent.base.fsutil import read_json
+from boxagent.base.home import Home
 from boxagent.notify import messages, schedule
 from boxagent.notify.messages import iso
 from boxagent.notify.config import SEVERITY_RANK, Notifier, NotifyConfigError, parse_entry

@@ -11,7 +11,7 @@ import copy
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from boxagent.units import format_bytes, format_duration
+from boxagent.base.units import format_bytes, format_duration
 
 SEV_EMOJI = {"critical": "\U0001F6A8", "warning": "\u26A0\uFE0F", "info": "\u2139\uFE0F"}
 SEV_TAG = {"critical": "rotating_light", "warning": "warning", "info": "information_source"}

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional
 
-from boxagent.fsutil import atomic_write_bytes, read_json
+from boxagent.base.fsutil import atomic_write_bytes, read_json
 
 FAILED_KEEP = 200
 _NAME = re.compile(r"^(\d{19,20})-([A-Za-z0-9_-]{1,40})\.json$")

@@ -14,13 +14,13 @@ import sys
 import tempfile
 from typing import Any, Dict, List, Optional
 
-from boxagent.errors import EXIT_OK, EXIT_RUN_FAILED, AgentError, UsageError
+from boxagent.wire.errors import EXIT_OK, EXIT_RUN_FAILED, AgentError, UsageError
 from boxagent.triage import evidence as E
 from boxagent.triage.diagnose import diagnose
 from boxagent.triage.rules import build_rules, validate_rule
 from boxagent.triage.scanfile import ScanError, scan_file
 from boxagent.triage.success import success_warnings
-from boxagent.units import format_bytes
+from boxagent.base.units import format_bytes
 
 SCHEMA = "rgt.triage/1"
 

@@ -16,7 +16,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from boxagent.triage import evidence as E
-from boxagent.units import format_duration
+from boxagent.base.units import format_duration
 
 # What an NCCL/CUDA failure looks like in the last lines of a log.
 _END_ERROR = re.compile(r"CUDA error|CUDA out of memory|cudaError|NCCL (error|WARN|timeout)|"

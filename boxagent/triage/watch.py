@@ -16,7 +16,7 @@ from boxagent.triage.progress import ProgressTracker, compile_progress_pattern
 from boxagent.triage.rules import RuleSet, ScanState, build_rules, candidate_lines, derive_keywords
 from boxagent.triage.tailer import DEFAULT_CHUNK, Block, Tailer
 from boxagent.triage.text import decode, last_segment, match_text, show, show_match
-from boxagent.units import format_duration
+from boxagent.base.units import format_duration
 
 KEEP_TAIL = 50            # lines kept for last_lines()
 PROGRESS_LOOKBACK = 2000  # lines searched backwards in a block for the latest progress

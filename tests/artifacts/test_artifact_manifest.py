@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from boxagent.artifacts import build_manifest, summary
-from boxagent.home import Home
+from boxagent.base.home import Home
 
 
 def _sha(data: bytes) -> str:

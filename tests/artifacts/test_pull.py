@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from boxagent.artifacts import summary
-from boxagent.home import Home
+from boxagent.base.home import Home
 from tests.artifacts.conftest import client_argv
 
 pytestmark = pytest.mark.ssh

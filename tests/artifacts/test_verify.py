@@ -7,7 +7,7 @@ import os
 import pytest
 
 from boxagent.artifacts import build_manifest
-from boxagent.home import Home
+from boxagent.base.home import Home
 from rgt_client.errors import ClientError
 from rgt_client.pull import adopt_rsync_temps
 from rgt_client.verify import check_manifest, verify

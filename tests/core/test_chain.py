@@ -130,8 +130,8 @@ def test_timeout_kills_the_process_group(box):
     assert run["state"] == "failed" and st["cause"]["class"] == "timeout"
     assert st["signal"] in (15, 9)
     pidinfo = __import__("json").loads((box.home / "runs/slow/stages/s.1.pid").read_text())
-    from boxagent.procs import group_members
-    from boxagent.roots import Roots
+    from boxagent.base.procs import group_members
+    from boxagent.base.roots import Roots
     assert group_members(Roots(), pidinfo["pgid"]) == [], "the stage's background child must die with its group"
 
 

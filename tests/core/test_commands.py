@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from boxagent import events as events_mod
+from boxagent.wire import events as events_mod
 from tests.core.conftest import job
 
 
@@ -33,9 +33,9 @@ def test_host_from_config_reaches_events_and_status(box):
 
 
 def test_logs_command(box):
-    from boxagent import control
-    from boxagent.errors import UsageError
-    from boxagent.home import Home
+    from boxagent.daemon import control
+    from boxagent.wire.errors import UsageError
+    from boxagent.base.home import Home
     box.submit(job("lg", box.workdir, {"name": "a", "run": "for i in 1 2 3 4 5; do echo line$i; done"},
                    {"name": "b", "run": "echo bee"}))
     box.start()
@@ -156,7 +156,7 @@ def test_event_ids_unique_and_rotation(tmp_path):
 
 
 def test_heartbeat_events_are_rate_limited(box):
-    from boxagent.units import parse_iso_utc as parse_at
+    from boxagent.base.units import parse_iso_utc as parse_at
     box.env["RGT_HEARTBEAT_EVERY"] = "0.3"
     box.start()
     from tests.core.conftest import wait_for

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from boxagent import jobspec
+from boxagent.engine import jobspec
 
 GOOD = {"name": "resnet-a3", "workdir": "/tmp/proj", "env": {"WANDB_MODE": "online"},
         "stage": [{"name": "train", "run": "python train.py", "expect": ["ckpt/best.pt"],

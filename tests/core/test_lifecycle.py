@@ -145,8 +145,8 @@ def test_sigterm_preempts_stages_term_then_kill_and_records_it(box):
     d1.send_signal(signal.SIGTERM)
     assert d1.wait(15) == 0
     assert time.monotonic() - t0 < 8                 # stop_grace is 1 s in tests
-    from boxagent.procs import group_members
-    from boxagent.roots import Roots
+    from boxagent.base.procs import group_members
+    from boxagent.base.roots import Roots
     assert group_members(Roots(), info["pgid"]) == []
     run = box.run_state("spot")
     assert run["state"] == "interrupted"
@@ -185,8 +185,8 @@ def test_cancel_running_and_queued_runs(box):
     assert run["stages"][0]["cause"]["class"] == "cancelled"
     assert not box.marker("c1", "s").exists() and not (box.workdir / "t-ran").exists()
     assert box.run_state("c2")["state"] == "cancelled" and not (box.workdir / "c2-ran").exists()
-    from boxagent.procs import group_members
-    from boxagent.roots import Roots
+    from boxagent.base.procs import group_members
+    from boxagent.base.roots import Roots
     assert group_members(Roots(), info["pgid"]) == []
     again = box.agent("cancel", "c1")
     assert again.returncode == 0 and "already cancelled" in again.stdout

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from boxagent import jobspec, outcome
+from boxagent.engine import jobspec, outcome
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

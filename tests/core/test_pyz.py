@@ -70,7 +70,7 @@ def test_vermin_says_python38_for_the_agent():
 
 
 def test_agent_imports_without_site_packages():
-    code = "import boxagent.cli, boxagent.daemon, boxagent.control; boxagent.cli.build_parser(); print('ok')"
+    code = "import boxagent.cli, boxagent.daemon.loop, boxagent.daemon.control; boxagent.cli.build_parser(); print('ok')"
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "")}, timeout=30)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
@@ -78,9 +78,9 @@ def test_agent_imports_without_site_packages():
 
 # What the client's one-round-trip commands must not load: from the .pyz every module is compiled
 # from source on each call (no .pyc in the zip), so each one is paid for on every `rgt-client status`.
-NOT_FOR_READERS = {"boxagent.control", "boxagent.jobspec", "boxagent.shim", "boxagent.config",
-                   "boxagent.daemon", "boxagent.chain", "boxagent.services", "boxagent.notify",
-                   "boxagent.health", "boxagent.triage", "boxagent.artifacts", "boxagent.profile",
+NOT_FOR_READERS = {"boxagent.daemon.control", "boxagent.engine.jobspec", "boxagent.engine.shim", "boxagent.base.config",
+                   "boxagent.daemon.loop", "boxagent.engine.chain", "boxagent.daemon.services", "boxagent.notify",
+                   "boxagent.health", "boxagent.triage", "boxagent.artifacts", "boxagent.base.profile",
                    "subprocess", "secrets", "tempfile", "socket"}
 
 
@@ -101,7 +101,7 @@ def test_status_and_version_import_only_what_they_need(tmp_path, agent_pyz):
     (home / "status.json").write_text(json.dumps({"schema": "rgt.status/1", "agent": {}, "runs": []}))
     for args in (["status", "--json"], ["status", "--json", "--events", "0"], ["status"]):
         loaded = _imports(agent_pyz, home, *args)
-        assert "boxagent.status" in loaded and not loaded & (NOT_FOR_READERS | {"boxagent.state", "hashlib"}), args
+        assert "boxagent.wire.status" in loaded and not loaded & (NOT_FOR_READERS | {"boxagent.engine.state", "hashlib"}), args
     loaded = _imports(agent_pyz, home, "version", "--json")
-    assert "boxagent.control" in loaded and not loaded & (NOT_FOR_READERS - {"boxagent.control"}
-                                                         | {"boxagent.status"})
+    assert "boxagent.daemon.control" in loaded and not loaded & (NOT_FOR_READERS - {"boxagent.daemon.control"}
+                                                         | {"boxagent.wire.status"})

@@ -55,7 +55,7 @@ def test_inotify_wakes_the_loop_for_a_request_nobody_signalled(box):
     box.daemon()
     assert box.events("daemon_started")[0]["inotify"] is True
     time.sleep(0.3)
-    from boxagent.fsutil import atomic_write_json       # a request written without the poke
+    from boxagent.base.fsutil import atomic_write_json       # a request written without the poke
     spec = {"name": "quiet", "workdir": str(box.workdir), "stage": [{"name": "a", "run": "true"}]}
     t0 = time.monotonic()
     atomic_write_json(str(box.home / "inbox" / "0000000000000000001-submit-x.json"), {"kind": "submit", "spec": spec})

@@ -144,7 +144,7 @@ class CgroupTree:
         self.dir: Optional[Path] = None
 
     def roots(self, kmsg: Optional[str] = None):
-        from boxagent.roots import Roots
+        from boxagent.base.roots import Roots
         return Roots(proc=str(self.proc), cgroup=str(self.cgroup),
                      kmsg=kmsg or str(self.proc.parent / "kmsg-none"))
 

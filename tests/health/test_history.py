@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import copy
 
-from boxagent.fsutil import dumps
+from boxagent.base.fsutil import dumps
 from boxagent.health.history import History
 
 

@@ -65,7 +65,7 @@ def test_memory_pressure_walks_through_alerts_and_history(cgtree, tmp_path, monk
 
 
 def test_close_is_idempotent_and_sampling_after_close_still_works(fake_nvml, tmp_path):
-    from boxagent.roots import Roots
+    from boxagent.base.roots import Roots
     m = HealthMonitor(Roots(kmsg=str(tmp_path / "none")), {"xid_wait_ms": 50}, {})
     m.sample(1000.0, [])
     m.close()

@@ -11,7 +11,7 @@ import pytest
 
 from boxagent.health import HealthMonitor
 from boxagent.health.nvml import Nvml
-from boxagent.roots import Roots
+from boxagent.base.roots import Roots
 from tests.health.conftest import ecc_increase, healthy, one_lost, throttling, xid79
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -187,7 +187,7 @@ def test_library_missing_in_process(monkeypatch, tmp_path, monitor):
     assert h["gpus"] == [] and h["gpu_source"] == "none" and "not found" in h["gpu_unavailable_reason"]
 
 
-SAMPLE_CHILD = ("import json,time\nfrom boxagent.health import HealthMonitor\nfrom boxagent.roots import Roots\n"
+SAMPLE_CHILD = ("import json,time\nfrom boxagent.health import HealthMonitor\nfrom boxagent.base.roots import Roots\n"
                 "m=HealthMonitor(Roots(kmsg='/nonexistent'),{},{})\ns=m.sample(time.time(),[])\nm.close()\n"
                 "print(json.dumps({k:s[k] for k in ('gpu_source','gpu_unavailable_reason','gpus')}))\n")
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from boxagent.health import HealthMonitor
-from boxagent.roots import Roots
+from boxagent.base.roots import Roots
 from tests.health import realcg
 
 LIMIT = 64 << 20

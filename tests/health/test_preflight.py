@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from boxagent.health import HealthMonitor, preflight
-from boxagent.roots import Roots
+from boxagent.base.roots import Roots
 from tests.health.conftest import one_lost
 
 GiB = 1 << 30

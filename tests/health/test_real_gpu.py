@@ -13,7 +13,7 @@ import pytest
 from boxagent.health import HealthMonitor
 from boxagent.health.nvml import Nvml
 from boxagent.health.xid import XidEventThread
-from boxagent.roots import Roots
+from boxagent.base.roots import Roots
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -10,7 +10,7 @@ import pytest
 
 from boxagent.health import HealthMonitor
 from boxagent.health.xid import KmsgReader, normalize_bus_id, parse_xid_line
-from boxagent.roots import Roots
+from boxagent.base.roots import Roots
 from tests.health.conftest import healthy, xid79
 
 

@@ -30,7 +30,7 @@ def ntfy_receiver():
 @pytest.fixture
 def make_hub(rgt_home, monkeypatch):
     """make_hub(entries, backend="requests"|"urllib", start=True, **retry) -> a started NotifyHub."""
-    from boxagent.home import Home
+    from boxagent.base.home import Home
     from boxagent.notify.delivery import RetryPolicy
     from boxagent.notify.hub import NotifyHub
     from boxagent.notify.http import HttpClient

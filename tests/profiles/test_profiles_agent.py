@@ -1,4 +1,4 @@
-"""The agent's view of a profile (boxagent.profile): watched dirs, inode caps, thresholds,
+"""The agent's view of a profile (boxagent.base.profile): watched dirs, inode caps, thresholds,
 state dir, stage env hints, proxy env, extra rules; and end to end through the health sampler."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from boxagent import profile as AP
-from boxagent.home import Home
+from boxagent.base import profile as AP
+from boxagent.base.home import Home
 from rgt_client import profiles as P
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,7 +109,7 @@ def test_agent_profile_module_is_stdlib_only_and_py38(tmp_path):
     py38 = "/root/.pyenv/versions/3.8.18/bin/python3.8"
     exe = py38 if os.path.exists(py38) else sys.executable
     prof = {"data_dir": str(tmp_path), "inode_caps": {str(tmp_path): 10}, "hf": {"endpoint": "https://m"}}
-    code = ("import json, sys, boxagent.profile as p; prof = json.loads(sys.argv[1]); "
+    code = ("import json, sys, boxagent.base.profile as p; prof = json.loads(sys.argv[1]); "
             "print(json.dumps([p.watched_dirs(prof), p.inode_caps(prof), p.stage_env_hints(prof), "
             "'psutil' in sys.modules, 'requests' in sys.modules]))")
     out = subprocess.run([exe, "-S", "-c", code, json.dumps(prof)], capture_output=True, text=True,
@@ -121,12 +121,12 @@ def test_agent_profile_module_is_stdlib_only_and_py38(tmp_path):
 
 def _monitor(profile):
     from boxagent.health import HealthMonitor
-    from boxagent.roots import Roots
+    from boxagent.base.roots import Roots
     return HealthMonitor(Roots.from_env(), {"sample_every": 1}, profile)
 
 
 def test_health_sampler_watches_the_profile_data_dir_with_its_inode_cap(tmp_path):
-    """End to end: the monitor takes the profile's dirs and caps through boxagent.profile."""
+    """End to end: the monitor takes the profile's dirs and caps through boxagent.base.profile."""
     data = tmp_path / "autodl-tmp"
     data.mkdir()
     mon = _monitor({"name": "x", "data_dir": str(data), "inode_caps": {str(data): 1000}})

@@ -74,7 +74,7 @@ def test_wheel_layout_finds_packaged_profiles(tmp_path):
     there (pyproject maps rgt_client._profiles to profiles/)."""
     import shutil
     pkg = tmp_path / "site" / "rgt_client"
-    shutil.copytree(REPO / "client", pkg)
+    shutil.copytree(REPO / "rgt_client", pkg)
     shutil.copytree(REPO / "profiles", pkg / "_profiles")
     code = "from rgt_client import profiles as P; print(P.profiles_dir()); print(len(P.list_profiles()))"
     env = {k: v for k, v in os.environ.items() if k != "RGT_PROFILES_DIR"}

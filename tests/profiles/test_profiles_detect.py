@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from boxagent import profile as agentprof
+from boxagent.base import profile as agentprof
 from rgt_client import profiles as P
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,7 +111,7 @@ def test_detect_accepts_lists_and_bad_input():
 
 def test_every_detect_marker_is_probed():
     """The agent only reports what it was told to look for: each profile's markers must be in
-    boxagent.profile's probe lists, or detection silently never matches."""
+    boxagent.base.profile's probe lists, or detection silently never matches."""
     for name in P.list_profiles():
         d = P.load_profile(name).get("detect") or {}
         for path in d.get("paths", []) + d.get("weak_paths", []):
@@ -128,7 +128,7 @@ def test_detect_facts_on_python38_bare_interpreter(tmp_path):
     if not os.path.exists(py38):
         pytest.skip("Python 3.8 is not installed at %s" % py38)
     root = _tree(tmp_path, ["/hy-tmp"])
-    code = ("import json, boxagent.profile as p; print(json.dumps(p.detect_facts(root=%r, environ={}, "
+    code = ("import json, boxagent.base.profile as p; print(json.dumps(p.detect_facts(root=%r, environ={}, "
             "proc_root=%r)))" % (str(root), str(root / "proc")))
     out = subprocess.run([py38, "-S", "-c", code], capture_output=True, text=True, timeout=30,
                          env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "")})

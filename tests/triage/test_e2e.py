@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from boxagent.procs import group_members
-from boxagent.roots import Roots
+from boxagent.base.procs import group_members
+from boxagent.base.roots import Roots
 from tests.core.conftest import job, wait_for
 from tests.mounts import tmpfs
 

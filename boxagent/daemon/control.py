@@ -1,0 +1,284 @@
+"""The plain functions behind the core commands. None of them writes state.json: they read files
+and post requests to the inbox; the daemon acts (it is the single writer).
+Modules only some commands need (config, jobspec, status, subprocess) are imported where used, so
+`logs`, `handbook` and `version` stay cheap to start (commands.py).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any, Dict, Optional, Tuple
+
+import boxagent
+from boxagent.daemon import inbox
+from boxagent.base import procs
+from boxagent.engine import state
+from boxagent.wire.errors import EXIT_NOT_RUNNING, EXIT_OK, AgentError, UsageError
+from boxagent.base.fsutil import atomic_write_json, read_json
+from boxagent.base.home import Home
+from boxagent.base.roots import Roots
+
+DAEMON_LOG_ROTATE = 5 * 1024 * 1024
+POLL_S = 0.05
+
+
+def _daemon_pid(home: Home, roots: Roots) -> Optional[int]:
+    from boxagent.wire import status as status_mod
+    return status_mod.daemon_pid(home, roots)
+
+
+# -- daemon lifetime
+def start(home: Home, roots: Roots, timeout: float = 20.0, resume_interrupted: bool = False) -> Tuple[int, bool]:
+    """(pid, started_now). Idempotent: a running daemon's pid comes back with started_now False."""
+    import subprocess
+    home.ensure()
+    pid = _daemon_pid(home, roots)
+    if pid is not None:
+        return pid, False
+    _rotate(home.daemon_log)
+    argv = procs.agent_argv() + ["--home", home.root, "daemon"]
+    if resume_interrupted:
+        argv.append("--resume-interrupted")
+    with open(home.daemon_log, "ab") as log:
+        child = subprocess.Popen(argv, env=procs.agent_env(), cwd=home.root, stdin=subprocess.DEVNULL,
+                                 stdout=log, stderr=log, close_fds=True, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            other = _daemon_pid(home, roots)
+            if other is not None:          # another `start` won the race: fine, it runs
+                return other, False
+            raise AgentError("the daemon exited at once (exit code %s): %s" % (child.returncode, _log_tail(home)),
+                             "read %s" % home.daemon_log)
+        st = read_json(home.status) or {}
+        if (st.get("agent") or {}).get("pid") == child.pid and st["agent"].get("running"):
+            return child.pid, True
+        time.sleep(POLL_S)
+    raise AgentError("the daemon (pid %d) wrote no status.json within %ss" % (child.pid, timeout),
+                     "read %s" % home.daemon_log)
+
+
+def _rotate(path: str) -> None:
+    try:
+        if os.stat(path).st_size > DAEMON_LOG_ROTATE:
+            os.replace(path, path + ".1")
+    except OSError:
+        pass
+
+
+def _log_tail(home: Home, n: int = 5) -> str:
+    return " | ".join(tail_lines(home.daemon_log, n).strip().splitlines()[-n:]) or "(daemon.log is empty)"
+
+
+def stop(home: Home, roots: Roots, timeout: float = 15.0) -> Optional[int]:
+    """Stop the daemon, leaving stages running. Returns the pid it stopped, None if none ran."""
+    pid = _daemon_pid(home, roots)
+    if pid is None:
+        return None
+    request = inbox.post(home, "stop", {})
+    try:
+        os.kill(pid, signal.SIGINT)   # verified by start ticks above; SIGINT = stop, never preempt
+    except OSError:
+        pass
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _daemon_pid(home, roots) is None:
+            # The daemon may exit on SIGINT before reading the request; left behind, it would
+            # stop the NEXT daemon (`install` = stop + start) on its first tick.
+            inbox.done(request)
+            return pid
+        time.sleep(POLL_S)
+    raise AgentError("the daemon (pid %d) did not stop within %ss" % (pid, timeout),
+                     "look at %s; `kill -INT %d` stops it and leaves the stages running" % (home.daemon_log, pid))
+
+
+def configure(home: Home, text: str) -> str:
+    try:
+        cfg = json.loads(text or "")
+    except ValueError as exc:
+        raise UsageError("config is not valid JSON: %s" % exc, 'send e.g. {"host": "box1"} on stdin')
+    from boxagent.base import config as config_mod
+    config_mod.validate(cfg)
+    home.ensure()
+    atomic_write_json(home.config, cfg, mode=0o600)
+    if _daemon_pid(home, Roots.from_env()) is not None:
+        inbox.post(home, "reload", {})   # a running daemon takes the new intervals now
+    return home.config
+
+
+# -- runs
+def read_job_text(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().decode("utf-8")
+    except OSError as exc:
+        raise UsageError("cannot read the job file %s: %s" % (path, exc.strerror), "check the path")
+    except UnicodeDecodeError:
+        raise UsageError("the job file %s is not UTF-8 text" % path, "save it as UTF-8")
+
+
+def submit(home: Home, text: str, source: str, replace: bool = False) -> Dict[str, Any]:
+    """Validate and queue; {"run", "state", "duplicate"}. Nothing is written on any error."""
+    from boxagent.engine import jobspec
+    spec = jobspec.validate(jobspec.parse_text(text, source), source)
+    name, sha = spec["name"], jobspec.spec_sha256(spec)
+    with inbox.submit_lock(home):
+        current = _current(home, name)
+        if current is not None:
+            cur_state, cur_sha = current
+            if cur_sha == sha:
+                return {"run": name, "state": cur_state, "duplicate": True}
+            if cur_state in state.LIVE:
+                raise UsageError("run %s is %s with a different job" % (name, cur_state),
+                                 "pick another name, or cancel it first: `rgt-agent cancel %s`" % name)
+            if not replace:
+                raise UsageError("run %s already exists (%s) with a different job" % (name, cur_state),
+                                 "pick another name, resume it (`rgt-agent resume %s`), or submit with --replace "
+                                 "(the old run moves to runs/.archive/)" % name)
+        inbox.post(home, "submit", {"spec": spec, "replace": bool(replace and current is not None)})
+    return {"run": name, "state": state.QUEUED, "duplicate": False}
+
+
+def _current(home: Home, name: str) -> Optional[Tuple[str, Optional[str]]]:
+    """(state, spec sha) of the run under this name: a pending submit first, then state.json."""
+    pending = inbox.pending_submits(home).get(name)
+    if pending is not None:
+        from boxagent.engine import jobspec
+        try:
+            return state.QUEUED, jobspec.spec_sha256(jobspec.validate(pending["spec"]))
+        except UsageError:
+            return state.QUEUED, None
+    run = state.load(home, name)
+    if run is not None:
+        return run["state"], run.get("spec_sha256")
+    return None
+
+
+def _known_state(home: Home, name: str) -> str:
+    current = _current(home, name)
+    if current is None:
+        raise UsageError("no run named %r on this box" % name, "list the runs with `rgt-agent status`")
+    return current[0]
+
+
+def cancel(home: Home, roots: Roots, name: str, wait: float) -> Tuple[str, int]:
+    before = _known_state(home, name)
+    if before not in state.LIVE:
+        return "run %s is already %s; nothing to cancel" % (name, before), EXIT_OK
+    inbox.post(home, "cancel", {"run": name})
+    if _daemon_pid(home, roots) is None:
+        return ("cancel of run %s queued, but the daemon is not running: it takes effect when it starts "
+                "(`rgt-agent start`)" % name), EXIT_NOT_RUNNING
+    after = _wait_state(home, name, lambda s: s not in state.LIVE, wait)
+    if after == state.CANCELLED:
+        return "run %s cancelled" % name, EXIT_OK
+    if after not in state.LIVE:
+        return "run %s ended as %s before the cancel took effect" % (name, after), EXIT_OK
+    return "run %s: cancel requested; its stage is stopping (TERM sent, KILL after stop_grace)" % name, EXIT_OK
+
+
+def resume(home: Home, roots: Roots, name: str) -> Tuple[str, int]:
+    before = _known_state(home, name)
+    if before in state.LIVE:
+        return "run %s is already %s; nothing to resume" % (name, before), EXIT_OK
+    if before == state.SUCCEEDED:
+        return "run %s already succeeded; nothing to resume" % name, EXIT_OK
+    inbox.post(home, "resume", {"run": name})
+    if _daemon_pid(home, roots) is None:
+        return ("resume of run %s queued; the daemon is not running: start it with `rgt-agent start`" % name,
+                EXIT_NOT_RUNNING)
+    _wait_state(home, name, lambda s: s in state.LIVE, 3.0)
+    return "run %s queued again; stages with a marker will be skipped" % name, EXIT_OK
+
+
+def _wait_state(home: Home, name: str, done: Any, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    current = ""
+    while True:
+        run = state.load(home, name)
+        current = run["state"] if run else state.QUEUED
+        if done(current) or time.monotonic() >= deadline:
+            return current
+        time.sleep(POLL_S)
+
+
+def logs(home: Home, name: str, stage: Optional[str], n: int, attempt: Optional[int]) -> str:
+    """One stage's log tail; without --stage, every stage that ran (latest attempt), in order,
+    each under a `==> stage (attempt K): path <==` header like tail(1) prints for several files."""
+    run = state.load(home, name)
+    if run is None:
+        raise UsageError("no run named %r on this box (or the daemon has not picked it up yet)" % name,
+                         "list the runs with `rgt-agent status`")
+    if stage is not None or attempt is not None:
+        st = _pick_stage(run, stage)
+        return tail_lines(_log_path(home, name, st, attempt), n)
+    ran = [st for st in run["stages"] if st.get("attempt") and st.get("log") and os.path.exists(st["log"])]
+    if not ran:
+        raise UsageError("run %s has no stage log yet (state: %s)" % (name, run["state"]),
+                         "see `rgt-agent status --run %s`" % name)
+    if len(ran) == 1:
+        return tail_lines(ran[0]["log"], n)
+    parts = []
+    for st in ran:
+        text = tail_lines(st["log"], n)
+        parts.append("==> %s (attempt %d): %s <==\n%s%s" % (st["name"], st["attempt"], st["log"], text,
+                                                           "" if not text or text.endswith("\n") else "\n"))
+    return "\n".join(parts)
+
+
+def _log_path(home: Home, name: str, st: Dict[str, Any], attempt: Optional[int]) -> str:
+    if attempt is None:
+        attempt = st.get("attempt") or 1
+    path = st.get("log") if (st.get("kind") == "wait" or attempt == st.get("attempt")) and st.get("log") \
+        else home.stage_log(name, st["name"], attempt)
+    if not path or not os.path.exists(path):
+        raise UsageError("stage %s of run %s has no log for attempt %d yet" % (st["name"], name, attempt),
+                         "its state is %s; see `rgt-agent status --run %s`" % (st["state"], name))
+    return path
+
+
+def _pick_stage(run: Dict[str, Any], stage: Optional[str]) -> Dict[str, Any]:
+    if stage is not None:
+        st = state.stage_of(run, stage)
+        if st is None:
+            raise UsageError("run %s has no stage %r" % (run["name"], stage),
+                             "its stages: %s" % ", ".join(s["name"] for s in run["stages"]))
+        return st
+    if run.get("current_stage"):
+        return state.stage_of(run, run["current_stage"]) or run["stages"][0]
+    started = [s for s in run["stages"] if s.get("attempt")]
+    return started[-1] if started else run["stages"][0]
+
+
+def tail_lines(path: str, n: int, chunk: int = 65536) -> str:
+    from boxagent.base.fsutil import read_tail
+    try:
+        if n <= 0:
+            with open(path, "rb") as fh:
+                return fh.read().decode("utf-8", "replace")
+        data = read_tail(path, n, chunk)
+    except OSError:
+        return ""
+    lines = data.splitlines(True)[-n:]
+    return b"".join(lines).decode("utf-8", "replace")
+
+
+def handbook_text(home: Home, name: str) -> str:
+    try:
+        with open(home.handbook(name), encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        raise UsageError("no handbook for run %r (unknown run, or not picked up by the daemon yet)" % name,
+                         "list the runs with `rgt-agent status`")
+
+
+def version_info() -> Dict[str, Any]:
+    return {"version": boxagent.__version__, "build_sha256": procs.build_sha256(),
+            "python": "%d.%d.%d" % sys.version_info[:3], "pyz": procs.running_pyz()}
+
+

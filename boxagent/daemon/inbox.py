@@ -1,0 +1,75 @@
+"""Requests to the daemon: one JSON file per request in $RGT_HOME/inbox/ (the daemon has no socket).
+
+A command writes `<time_ns>-<kind>-<rand>.json` atomically; the daemon handles the files in name
+order (FIFO) within a tick and removes each one after its effect is on disk. A request handled
+twice (the daemon died in between) is harmless: every kind is idempotent.
+Kinds: submit {spec, replace}, cancel {run}, resume {run}, stop {}, reload {} (notify-set).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from typing import Any, Dict, Iterator, List, Tuple
+
+from boxagent.base import procs
+from boxagent.base.fsutil import atomic_write_json, read_json
+from boxagent.base.home import Home
+
+KINDS = ("submit", "cancel", "resume", "stop", "reload", "notify-set")
+
+
+def post(home: Home, kind: str, payload: Dict[str, Any]) -> str:
+    import secrets   # here, not at the top: `status` reads the inbox and needs no hmac/hashlib
+    home.ensure()
+    body = dict(payload)
+    body["kind"] = kind
+    body["posted_at"] = time.time()
+    path = os.path.join(home.inbox, "%019d-%s-%s.json" % (time.time_ns(), kind, secrets.token_hex(3)))
+    atomic_write_json(path, body, mode=0o600)
+    procs.poke_daemon(home.pidfile)   # handled now, not at the next tick
+    return path
+
+
+def pending(home: Home) -> List[Tuple[str, Dict[str, Any]]]:
+    """[(path, request)] oldest first; unreadable files come back as {"kind": None}."""
+    try:
+        names = sorted(n for n in os.listdir(home.inbox) if n.endswith(".json") and not n.startswith("."))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        path = os.path.join(home.inbox, name)
+        req = read_json(path)
+        out.append((path, req if isinstance(req, dict) else {"kind": None}))
+    return out
+
+
+def pending_submits(home: Home) -> Dict[str, Dict[str, Any]]:
+    """run name -> the newest not-yet-handled submit request for it."""
+    out = {}
+    for _path, req in pending(home):
+        spec = req.get("spec")
+        if req.get("kind") == "submit" and isinstance(spec, dict) and isinstance(spec.get("name"), str):
+            out[spec["name"]] = req
+    return out
+
+
+def done(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+@contextlib.contextmanager
+def submit_lock(home: Home) -> Iterator[None]:
+    """Serialises submitters, so two different jobs under one name cannot both be accepted."""
+    home.ensure()
+    fd = os.open(os.path.join(home.inbox, ".submit.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,1 @@
+"""The run engine: runs, stages and attempts; the job spec; the stage shim."""

@@ -1,0 +1,215 @@
+"""status.json (`rgt.status/1`, docs/status.schema.json): built by the daemon, read by `status`.
+
+`read()` works with the daemon dead: it takes the last status.json (or, with none, the runs'
+state files), says whether the daemon runs (pid + start ticks from daemon.pid), how old the
+heartbeat is, and shows submitted-but-not-yet-picked-up jobs as `queued`.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+import boxagent
+from boxagent.daemon import inbox
+from boxagent.base import procs
+from boxagent.base.fsutil import read_json
+from boxagent.base.home import Home
+from boxagent.base.roots import Roots
+from boxagent.base.units import format_bytes, format_duration, iso_utc
+
+SCHEMA = "rgt.status/1"
+STATUS_EVENTS = 20
+OPTIONAL_DEPS = ("psutil", "requests", "watchdog", "pynvml")
+
+
+def deps() -> Dict[str, bool]:
+    import importlib.util
+    out = {}
+    for name in OPTIONAL_DEPS:
+        if _in_zip_on_path(name):   # pynvml travels inside the .pyz
+            out[name] = True
+            continue
+        try:
+            out[name] = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            out[name] = False
+    return out
+
+
+def _in_zip_on_path(name: str) -> bool:
+    """True when a zip on sys.path (the .pyz) holds the top-level module `name`. find_spec() would
+    say the same, but zipimport compiles the module's source to answer it (~90 ms for pynvml)."""
+    import zipimport   # already loaded: it is what imports the .pyz
+    for entry in sys.path:
+        finder = sys.path_importer_cache.get(entry)
+        if isinstance(finder, zipimport.zipimporter):
+            try:
+                finder.is_package(name)   # a lookup in the zip's table of contents; raises when absent
+                return True
+            except ImportError:   # zipimport.ZipImportError
+                pass
+    return False
+
+
+def agent_block(pid: Optional[int], running: bool, heartbeat_at: Optional[float], now: float,
+                boot_id: Optional[str], machine_restarted: bool, dep_map: Dict[str, bool]) -> Dict[str, Any]:
+    return {"version": boxagent.__version__, "build_sha256": procs.build_sha256(), "pid": pid,
+            "running": running, "heartbeat_at": iso_utc(heartbeat_at),
+            "heartbeat_ts": heartbeat_at,
+            "heartbeat_age_s": round(now - heartbeat_at, 3) if heartbeat_at else None,
+            "boot_id": boot_id, "machine_restarted": machine_restarted,
+            "python": "%d.%d.%d" % sys.version_info[:3], "deps": dep_map}
+
+
+def stage_block(st: Dict[str, Any], live: Optional[Dict[str, Any]], now: float) -> Dict[str, Any]:
+    duration = st.get("duration_s")
+    if st.get("state") == "running" and st.get("started_at"):
+        duration = round(now - st["started_at"], 3)
+    block = {"name": st["name"], "kind": st.get("kind", "run"), "state": st["state"],
+             "attempt": st.get("attempt", 0), "exit_code": st.get("exit_code"), "signal": st.get("signal"),
+             "started_at": iso_utc(st.get("started_at")), "ended_at": iso_utc(st.get("ended_at")),
+             "duration_s": duration, "marker": st.get("marker"), "log": st.get("log"),
+             "progress": st.get("progress"), "cause": st.get("cause"), "warnings": st.get("warnings") or [],
+             "retry_at": iso_utc(st.get("retry_at"))}
+    if live:
+        for key, value in live.items():
+            block[key] = value
+    return block
+
+
+def run_block(run: Dict[str, Any], live: Optional[Dict[str, Any]], artifacts: Optional[Dict[str, Any]],
+              now: float) -> Dict[str, Any]:
+    current = run.get("current_stage")
+    return {"name": run["name"], "state": run["state"], "workdir": run.get("workdir"),
+            "created_at": iso_utc(run.get("created_at")), "queued_at": iso_utc(run.get("queued_at")),
+            "started_at": iso_utc(run.get("started_at")), "ended_at": iso_utc(run.get("ended_at")),
+            "current_stage": current, "failed_stage": run.get("failed_stage"), "cause": run.get("cause"),
+            "stages": [stage_block(st, live if st["name"] == current and st["state"] == "running" else None, now)
+                       for st in run.get("stages", [])],
+            "artifacts": artifacts or {"files": 0, "bytes": 0, "manifest": None}}
+
+
+def queued_block(req: Dict[str, Any]) -> Dict[str, Any]:
+    """A submitted job the daemon has not picked up yet."""
+    spec = req["spec"]
+    stages = spec.get("stage") or spec.get("stages") or []
+    at = iso_utc(req.get("posted_at"))
+    return {"name": spec["name"], "state": "queued", "workdir": spec.get("workdir"), "created_at": at,
+            "queued_at": at, "started_at": None, "ended_at": None, "current_stage": None, "failed_stage": None,
+            "cause": None, "pending_pickup": True,
+            "stages": [{"name": s.get("name"), "kind": "wait" if "wait" in s else "run", "state": "pending",
+                        "attempt": 0, "exit_code": None, "signal": None, "started_at": None, "ended_at": None,
+                        "duration_s": None, "marker": None, "log": None, "progress": None, "cause": None}
+                       for s in stages if isinstance(s, dict)],
+            "artifacts": {"files": 0, "bytes": 0, "manifest": None}}
+
+
+def daemon_pid(home: Home, roots: Roots) -> Optional[int]:
+    """The live daemon's pid, or None (pid + start ticks from daemon.pid)."""
+    return procs.daemon_pid(home.pidfile, roots)
+
+
+def read(home: Home, roots: Roots, now: Optional[float] = None, n_events: int = STATUS_EVENTS) -> Dict[str, Any]:
+    now = time.time() if now is None else now
+    status = read_json(home.status)
+    if not isinstance(status, dict) or status.get("schema") != SCHEMA:
+        status = skeleton(home, roots, now)
+    pid = daemon_pid(home, roots)
+    agent = status.setdefault("agent", {})
+    agent["running"] = pid is not None
+    agent["pid"] = pid if pid is not None else agent.get("pid")
+    boot_now = roots.boot_id()
+    if agent.get("boot_id") and boot_now and agent["boot_id"] != boot_now:
+        # The box rebooted since the daemon last wrote: say so before anyone restarts the daemon.
+        agent["machine_restarted"] = True
+        agent["boot_id_now"] = boot_now
+    hb = agent.get("heartbeat_ts")
+    agent["heartbeat_age_s"] = round(now - hb, 3) if isinstance(hb, (int, float)) else None
+    status["observed_at"] = iso_utc(now)
+    known = {r["name"] for r in status.get("runs") or []}
+    for name, req in inbox.pending_submits(home).items():
+        if name not in known:
+            status.setdefault("runs", []).append(queued_block(req))
+    if n_events <= 0:
+        status["events"] = []   # = events.tail(path, 0), without importing events (the client's --events 0)
+    elif n_events != STATUS_EVENTS:
+        from boxagent.wire import events as events_mod
+        status["events"] = events_mod.tail(home.events, n_events)
+    return status
+
+
+def skeleton(home: Home, roots: Roots, now: float) -> Dict[str, Any]:
+    """No status.json yet (the daemon never ran here): what the files say."""
+    from boxagent.wire import events as events_mod
+    from boxagent.engine import state
+    runs = [run_block(r, None, None, now) for r in state.load_all(home)]
+    return {"schema": SCHEMA, "observed_at": iso_utc(now), "host": None, "profile": None,
+            "agent": agent_block(None, False, None, now, roots.boot_id(), False, deps()),
+            "health": None, "runs": runs, "alerts": [],
+            "notifications": {"sent": 0, "pending": 0, "failed": 0, "last_error": None},
+            "history": {}, "events": events_mod.tail(home.events, STATUS_EVENTS)}
+
+
+def render_text(status: Dict[str, Any]) -> str:
+    agent = status.get("agent") or {}
+    lines = []
+    if agent.get("running"):
+        lines.append("agent: running (pid %s, heartbeat %s ago)" % (agent.get("pid"),
+                                                                    format_duration(agent.get("heartbeat_age_s"))))
+    else:
+        age = agent.get("heartbeat_age_s")
+        lines.append("agent: NOT RUNNING (last heartbeat %s)" % ("%s ago" % format_duration(age) if age is not None
+                                                              else "never"))
+    if agent.get("machine_restarted"):
+        lines.append("machine: RESTARTED (boot_id changed)")
+    lines += _health_lines(status.get("health"))
+    runs = status.get("runs") or []
+    if not runs:
+        lines.append("runs: none")
+    for run in runs:
+        lines += _run_lines(run)
+    for alert in status.get("alerts") or []:
+        lines.append("alert [%s] %s" % (alert.get("severity"), alert.get("summary")))
+    return "\n".join(lines) + "\n"
+
+
+def _health_lines(health: Optional[Dict[str, Any]]) -> List[str]:
+    if not health:
+        return []
+    mem = health.get("memory") or {}
+    out = []
+    if mem.get("current_bytes") is not None:
+        out.append("memory: %s of %s (%s)" % (format_bytes(mem.get("current_bytes")), format_bytes(mem.get("max_bytes")),
+                                             mem.get("cgroup")))
+    for g in health.get("gpus") or []:
+        out.append("gpu%s: %s util %s%% mem %s/%s %s°C" % (g.get("index"), g.get("name"), g.get("util_pct"),
+                                                        format_bytes(g.get("memory_used_bytes")),
+                                                        format_bytes(g.get("memory_total_bytes")), g.get("temperature_c")))
+    return out
+
+
+def _run_lines(run: Dict[str, Any]) -> List[str]:
+    head = "run %s: %s" % (run["name"], run["state"].upper())
+    if run.get("pending_pickup"):
+        head += " (waiting for the daemon to pick it up)"
+    out = [head]
+    for st in run.get("stages") or []:
+        line = "  %-12s %-11s" % (st["name"], st["state"])
+        if st.get("attempt"):
+            line += " attempt %d" % st["attempt"]
+        if st.get("duration_s") is not None:
+            line += " %s" % format_duration(st["duration_s"])
+        prog = st.get("progress") or {}
+        if prog.get("fraction") is not None:
+            line += " %d%%" % round(100 * prog["fraction"])
+        out.append(line)
+        cause = st.get("cause")
+        if cause and st["state"] not in ("succeeded", "skipped"):
+            out.append("    cause: %s: %s" % (cause.get("class"), cause.get("summary")))
+            if cause.get("remediation"):
+                out.append("    fix:   %s" % cause["remediation"])
+    if run.get("cause") and run.get("failed_stage") is None and run["state"] == "failed":
+        out.append("  cause: %s: %s" % (run["cause"].get("class"), run["cause"].get("summary")))
+    return out
+

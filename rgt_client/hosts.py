@@ -1,0 +1,81 @@
+"""The client's memory of each host: the home and Python it installed with, so later commands
+need neither flag. One JSON file in the client's config dir (RGT_CLIENT_CONFIG_DIR, else
+$XDG_CONFIG_HOME/rgt, else ~/.config/rgt), rewritten atomically under a lock because several
+installs may run in parallel (one per host).
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from boxagent.base.fsutil import atomic_write_text
+from rgt_client.transport import Target
+
+
+def config_dir() -> Path:
+    env = os.environ.get("RGT_CLIENT_CONFIG_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "rgt"
+
+
+def hosts_file() -> Path:
+    return config_dir() / "hosts.json"
+
+
+def load_all() -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(hosts_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    hosts = data.get("hosts") if isinstance(data, dict) else None
+    return hosts if isinstance(hosts, dict) else {}
+
+
+def get(host: str) -> dict[str, Any]:
+    entry = load_all().get(host)
+    return entry if isinstance(entry, dict) else {}
+
+
+@contextmanager
+def _locked() -> Iterator[None]:
+    d = config_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / ".hosts.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def remember(host: str, **fields: Any) -> None:
+    """Merge fields into the host's entry (None values are not stored)."""
+    with _locked():
+        hosts = load_all()
+        entry = dict(hosts.get(host) or {})
+        entry.update({k: v for k, v in fields.items() if v is not None})
+        entry["updated_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        hosts[host] = entry
+        _write({"hosts": hosts})
+
+
+def _write(data: dict) -> None:
+    # the same tmp -> fsync -> replace the agent uses for every file a reader may see mid-write
+    atomic_write_text(str(hosts_file()), json.dumps(data, indent=1, sort_keys=True) + "\n", mode=0o600)
+
+
+def target_for(host: str, ssh_config: str | None = None, home: str | None = None,
+               python: str | None = None) -> Target:
+    """A Target from explicit flags, else what install remembered, else the defaults."""
+    mem = get(host)
+    if host == "local" and not home:
+        home = os.environ.get("RGT_HOME")
+    return Target(host=host, home=home or mem.get("home"), python=python or mem.get("python") or "python3",
+                  ssh_config=ssh_config)

@@ -1,0 +1,139 @@
+"""Job files: TOML on the client, the same shape as JSON for the agent (`submit -`).
+
+Validated here first with the agent's own validator (`boxagent.engine.jobspec`, importable because
+the client ships the agent), so a typo fails on the laptop with the exact path of the problem,
+before anything reaches the box.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from rgt_client import exitcodes
+from rgt_client.errors import ClientError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def load_job(path: str | Path) -> dict[str, Any]:
+    """Read JOB.toml (or .json) and validate it; ClientError(USAGE) with the problem's path."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ClientError("cannot read %s: %s" % (p, exc.strerror), "check the job file path",
+                          exitcodes.USAGE)
+    job = _parse(p, raw)
+    validate(job, str(p))
+    return job
+
+
+def _parse(p: Path, raw: bytes) -> dict[str, Any]:
+    try:
+        if p.suffix == ".json":
+            job = json.loads(raw.decode("utf-8"))
+        else:
+            job = tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:  # TOMLDecodeError and JSONDecodeError are ValueErrors
+        raise ClientError("%s is not valid %s: %s" % (p, "JSON" if p.suffix == ".json" else "TOML", exc),
+                          "fix the file; the job format is in the README", exitcodes.USAGE)
+    if not isinstance(job, dict):
+        raise ClientError("%s: a job is a table of keys" % p, "see the job format in the README",
+                          exitcodes.USAGE)
+    return job
+
+
+def validate(job: dict[str, Any], origin: str = "job") -> None:
+    """The agent's validator when it is there; else the few checks the client can make itself."""
+    agent_validate = _agent_validator()
+    if agent_validate is not None:
+        from boxagent.wire.errors import AgentError
+        try:
+            # Only a check: the box normalises the job itself (its own ~ for workdir).
+            agent_validate(json.loads(json.dumps(job)), origin, "/home/box")
+        except AgentError as exc:
+            raise ClientError(exc.message, exc.hint or "fix the job file", exitcodes.USAGE)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ClientError("%s: %s" % (origin, exc), "fix the job file", exitcodes.USAGE)
+        return
+    _basic_checks(job, origin)
+
+
+def _agent_validator():
+    try:
+        from boxagent.engine import jobspec
+    except ImportError:
+        return None
+    return getattr(jobspec, "validate", None)
+
+
+def _basic_checks(job: dict[str, Any], origin: str) -> None:
+    name = job.get("name")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise ClientError("%s: name: expected letters, digits, '.', '_' or '-' (at most 64), got %r"
+                          % (origin, name), "pick a plain run name like resnet-a3", exitcodes.USAGE)
+    stages = job.get("stage")
+    if not isinstance(stages, list) or not stages:
+        raise ClientError("%s: stage: a job needs at least one [[stage]]" % origin,
+                          "add a [[stage]] table with name and run", exitcodes.USAGE)
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name or ""):
+        raise ClientError("run name %r: expected letters, digits, '.', '_' or '-' (at most 64)" % name,
+                          "pick a plain run name like resnet-a3", exitcodes.USAGE)
+    return name
+
+
+def command_job(name: str, command: tuple[str, ...] | list[str], workdir: str | None,
+                timeout: str | None = None) -> dict[str, Any]:
+    """A one-stage job from `run HOST --name N -- CMD...`. One word is a shell line as written
+    (pipes, redirections); several words are an argv, each quoted."""
+    check_name(name)
+    if not command:
+        raise ClientError("no command after --", "rgt-client run HOST --name N -- python train.py",
+                          exitcodes.USAGE)
+    line = command[0] if len(command) == 1 else shlex.join(command)
+    stage: dict[str, Any] = {"name": "main", "run": line}
+    if timeout:
+        stage["timeout"] = timeout
+    return _job(name, workdir, [stage])
+
+
+def wait_job(name: str, pid: int | None, log: str | None, done: str | None, fail: str | None,
+             file: str | None, timeout: str | None, workdir: str | None) -> dict[str, Any]:
+    """A one-stage `wait` job from `attach`: watch something rgt did not start."""
+    check_name(name)
+    wait: dict[str, Any]
+    if pid is not None and not log and not file:
+        wait = {"pid": pid}
+    elif log and done and pid is None and not file:
+        wait = {"log": log, "pattern": done}
+        if fail:
+            wait["fail_pattern"] = fail
+    elif file and pid is None and not log:
+        wait = {"file": file}
+    else:
+        raise ClientError("attach needs exactly one of --pid P, --log FILE --done PATTERN, or --file PATH",
+                          "rgt-client attach HOST --name N --log train.log --done 'Training completed'",
+                          exitcodes.USAGE)
+    stage: dict[str, Any] = {"name": "wait", "wait": wait}
+    if timeout:
+        stage["timeout"] = timeout
+    return _job(name, workdir, [stage])
+
+
+def _job(name: str, workdir: str | None, stages: list[dict[str, Any]]) -> dict[str, Any]:
+    job: dict[str, Any] = {"name": name}
+    if workdir:
+        job["workdir"] = workdir
+    job["stage"] = stages
+    return job
