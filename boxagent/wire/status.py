@@ -20,6 +20,10 @@ from boxagent.base.units import format_bytes, format_duration, iso_utc
 
 SCHEMA = "rgt.status/1"
 STATUS_EVENTS = 20
+# A heartbeat older than this means the daemon is not looking after the box (it writes one every
+# sample_every, 10 s by default; a loop wedged this long is as good as gone).
+STALE_AFTER_S = 120.0
+AGENT_STATES = ("running", "stale", "stopped")
 OPTIONAL_DEPS = ("psutil", "requests", "watchdog", "pynvml")
 
 
@@ -55,7 +59,8 @@ def _in_zip_on_path(name: str) -> bool:
 def agent_block(pid: Optional[int], running: bool, heartbeat_at: Optional[float], now: float,
                 boot_id: Optional[str], machine_restarted: bool, dep_map: Dict[str, bool]) -> Dict[str, Any]:
     return {"version": boxagent.__version__, "build_sha256": procs.build_sha256(), "pid": pid,
-            "running": running, "heartbeat_at": iso_utc(heartbeat_at),
+            "running": running, "state": "running" if running else "stopped",
+            "stale_after_s": STALE_AFTER_S, "heartbeat_at": iso_utc(heartbeat_at),
             "heartbeat_ts": heartbeat_at,
             "heartbeat_age_s": round(now - heartbeat_at, 3) if heartbeat_at else None,
             "boot_id": boot_id, "machine_restarted": machine_restarted,
@@ -126,6 +131,8 @@ def read(home: Home, roots: Roots, now: Optional[float] = None, n_events: int = 
         agent["boot_id_now"] = boot_now
     hb = agent.get("heartbeat_ts")
     agent["heartbeat_age_s"] = round(now - hb, 3) if isinstance(hb, (int, float)) else None
+    agent["state"] = liveness(pid is not None, agent["heartbeat_age_s"])
+    agent["stale_after_s"] = STALE_AFTER_S
     status["observed_at"] = iso_utc(now)
     known = {r["name"] for r in status.get("runs") or []}
     for name, req in inbox.pending_submits(home).items():
@@ -137,6 +144,15 @@ def read(home: Home, roots: Roots, now: Optional[float] = None, n_events: int = 
         from boxagent.wire import events as events_mod
         status["events"] = events_mod.tail(home.events, n_events)
     return status
+
+
+def liveness(pid_alive: bool, heartbeat_age_s: Optional[float]) -> str:
+    """The one verdict on the daemon: running, stale (alive but its heartbeat is old) or stopped."""
+    if not pid_alive:
+        return "stopped"
+    if heartbeat_age_s is None or heartbeat_age_s > STALE_AFTER_S:
+        return "stale"
+    return "running"
 
 
 def skeleton(home: Home, roots: Roots, now: float) -> Dict[str, Any]:
