@@ -79,7 +79,8 @@ def test_agent_imports_without_site_packages():
 # What the client's one-round-trip commands must not load: from the .pyz every module is compiled
 # from source on each call (no .pyc in the zip), so each one is paid for on every `rgt-client status`.
 NOT_FOR_READERS = {"boxagent.daemon.control", "boxagent.engine.jobspec", "boxagent.engine.shim", "boxagent.base.config",
-                   "boxagent.daemon.loop", "boxagent.engine.chain", "boxagent.daemon.services", "boxagent.notify",
+                   "boxagent.daemon.loop", "boxagent.engine.scheduler", "boxagent.engine.records", "boxagent.daemon.bus",
+                   "boxagent.notify",
                    "boxagent.health", "boxagent.triage", "boxagent.artifacts", "boxagent.base.profile",
                    "subprocess", "secrets", "tempfile", "socket"}
 
@@ -101,7 +102,7 @@ def test_status_and_version_import_only_what_they_need(tmp_path, agent_pyz):
     (home / "status.json").write_text(json.dumps({"schema": "rgt.status/1", "agent": {}, "runs": []}))
     for args in (["status", "--json"], ["status", "--json", "--events", "0"], ["status"]):
         loaded = _imports(agent_pyz, home, *args)
-        assert "boxagent.wire.status" in loaded and not loaded & (NOT_FOR_READERS | {"boxagent.engine.state", "hashlib"}), args
+        assert "boxagent.wire.status" in loaded and not loaded & (NOT_FOR_READERS | {"boxagent.engine.store", "hashlib"}), args
     loaded = _imports(agent_pyz, home, "version", "--json")
     assert "boxagent.daemon.control" in loaded and not loaded & (NOT_FOR_READERS - {"boxagent.daemon.control"}
                                                          | {"boxagent.wire.status"})
