@@ -76,7 +76,7 @@ def test_readme_links_point_at_pages_and_headings_that_exist():
     dead = []
     for target in targets:
         path, _, anchor = target.partition("#")
-        page = REPO / path
+        page = REPO / path if path else README
         if not page.exists() or (anchor and anchor not in _anchors(page)):
             dead.append(target)
     assert not dead, dead
