@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -60,13 +60,26 @@ def test_python38_really_runs_the_pyz(box, agent_pyz):
     assert status["agent"]["python"].startswith("3.8.")
 
 
+def _vermin(*paths):
+    # The venv's own vermin, next to the interpreter running the tests: CI never activates the
+    # venv, so a PATH lookup missed it and the test skipped in every CI run, proving nothing.
+    vermin = Path(sys.executable).parent / "vermin"
+    if not vermin.exists():
+        pytest.skip("vermin is not installed next to %s (./install.sh --dev installs it)" % sys.executable)
+    return subprocess.run([str(vermin), "-t=3.8-", "--no-tips", "--violations", *map(str, paths)],
+                          capture_output=True, text=True, timeout=120)
+
+
 def test_vermin_says_python38_for_the_agent():
-    vermin = shutil.which("vermin")
-    if vermin is None:
-        pytest.skip("vermin is not installed (pip install -e .[dev])")
-    out = subprocess.run([vermin, "-t=3.8-", "--no-tips", "--violations", str(REPO / "boxagent")],
-                         capture_output=True, text=True, timeout=120)
+    out = _vermin(REPO / "boxagent")
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_vermin_fails_on_a_python39_call(tmp_path):
+    # The same flags must still fail on a violation, or the test above proves nothing.
+    (tmp_path / "newer.py").write_text("import math\n\nprint(math.lcm(2, 3))\n")
+    out = _vermin(tmp_path)
+    assert out.returncode != 0 and "math.lcm" in out.stdout, out.stdout + out.stderr
 
 
 def test_agent_imports_without_site_packages():
