@@ -18,7 +18,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, Optional
 
-from boxagent.notify.formats import Req, Result
+from boxagent.notify.types import Req, Result
 
 MAX_RETRY_AFTER_S = 3600.0
 

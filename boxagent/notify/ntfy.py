@@ -21,7 +21,7 @@ import re
 from typing import Any, Dict, Optional
 from urllib.parse import unquote, urlsplit
 
-from boxagent.notify.formats import BadURL, Item, Req
+from boxagent.notify.types import BadURL, Item, Req
 
 LIMIT_BYTES = 4096
 MAX_DELAY_S = 3 * 86400     # ntfy keeps scheduled messages at most 3 days

@@ -7,7 +7,8 @@ import textwrap
 import pytest
 
 from boxagent.notify.config import NotifyConfigError, parse_entry, parse_notifiers, redact
-from boxagent.notify.formats import Item, endpoint
+from boxagent.notify.registry import endpoint
+from boxagent.notify.types import Item
 from boxagent.notify.messages import render_test
 
 
@@ -90,7 +91,7 @@ def test_unknown_scheme_goes_to_apprise_when_importable(fake_apprise_path):
     '''))
     n = parse_entry(0, {"url": "mailto://me:pw@example.com"})
     assert n.format == "apprise" and n.target == "mailto://example.com/***"
-    from boxagent.notify.delivery import deliver
+    from boxagent.notify.registry import deliver
     res = deliver(n, Item("test", {"id": "t"}, render_test("box1", "now")), http=None)
     import apprise
     assert res.ok and apprise.SENT[0][1].startswith("box1 \u00b7 test from rgt")
