@@ -23,7 +23,8 @@ TOPIC = "topic-S3cretXq"
 TOKEN = "tk_T0kenAbc123"
 HOOK = "hook-P4thSecret"
 HMAC_KEY = "hmac-K3ySecret"
-SECRETS = (TOPIC, TOKEN, HOOK, HMAC_KEY)
+RELAY = "relay-P4thT0ken"
+SECRETS = (TOPIC, TOKEN, HOOK, HMAC_KEY, RELAY)
 
 
 def wait_for(pred, timeout, what):
@@ -126,16 +127,17 @@ def test_sigkilled_daemon_with_full_outbox_delivers_after_restart(box, receiver)
 
 @pytest.mark.slow
 def test_no_secret_under_rgt_home_nor_in_ps(box, receiver):
-    # The receiver answers 500 echoing the path (the topic) back; the JSON hook is a dead port
-    # (requests' error text quotes the URL). Both texts reach last_error: scrubbed.
+    # The receiver answers 500 echoing the path (the topic, the relay token) back; the JSON hook
+    # is a dead port (requests' error text quotes the URL). All texts reach last_error: scrubbed.
     receiver.handler_hook = lambda req: (500, {}, ("no topic %s here" % req.path).encode())
     dead_port = receiver.port + 1 if receiver.port < 65000 else receiver.port - 1
     box.configure([{"url": "ntfy://%s@127.0.0.1:%d/%s" % (TOKEN, receiver.port, TOPIC)},
-                   {"url": "json://127.0.0.1:%d/%s" % (dead_port, HOOK), "secret": HMAC_KEY}])
+                   {"url": "json://127.0.0.1:%d/%s" % (dead_port, HOOK), "secret": HMAC_KEY},
+                   {"url": "slack://T1/B1/XXXX", "base_url": "%s/%s" % (receiver.url, RELAY)}])
     box.daemon()
     box.submit_failing("leaky")
     wait_for(lambda: box.run_state("leaky") == "failed", 20, "run failed")
-    wait_for(lambda: len(receiver.requests) >= 2, 10, "retries")
+    wait_for(lambda: len(receiver.requests) >= 3, 10, "retries")
     wait_for(lambda: all(t.get("last_error") for t in box.status().get("notifications", {}).get("targets", [])),
              10, "errors recorded in status.json")
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
