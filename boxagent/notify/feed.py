@@ -134,8 +134,10 @@ class EventFeed:
 
     def _read_from(self, cur: Cursor, check_identity: bool) -> Tuple[List[Dict[str, Any]], Cursor]:
         rotated = self.path + ".1"
-        if cur.ino is None:                         # no log yet when the cursor was made
-            return self._read_file(self.path, 0, cur.last_id)
+        if cur.ino is None:     # no log when the cursor was made: all there is came after it
+            older, end = self._read_file(rotated, 0, cur.last_id)
+            newer, cur2 = self._read_file(self.path, 0, end.last_id)
+            return older + newer, cur2
         if self._same_file(self.path, cur, check_identity):
             return self._read_file(self.path, cur.offset, cur.last_id)
         if self._same_file(rotated, cur, check_identity):

@@ -40,6 +40,8 @@ class Receiver:
         self.port = 0
         self.server: Optional[ThreadingHTTPServer] = None
         self.handler_hook: Optional[Callable[[Request], Optional[tuple]]] = None
+        self.delay_s = 0.0                      # hold each answer this long (a slow server)
+        self.answered = 0                       # answers fully written back
         self.up()
 
     @property
@@ -58,12 +60,17 @@ class Receiver:
                 # http.server's headers object: case-insensitive, like HTTP (urllib sends "X-sequence-id")
                 req = Request(self.command, self.path, self.headers, body)
                 status, headers, out = receiver._answer(req)
+                if receiver.delay_s:
+                    time.sleep(receiver.delay_s)
                 self.send_response(status)
                 for k, v in headers.items():
                     self.send_header(k, v)
                 self.send_header("Content-Length", str(len(out)))
                 self.end_headers()
                 self.wfile.write(out)
+                self.wfile.flush()
+                with receiver.lock:
+                    receiver.answered += 1
 
             do_POST = do_PUT = do_GET = do_DELETE = _any
 

@@ -178,3 +178,22 @@ def test_deadman_rearmed_by_the_daemon_fires_after_agent_stop(box, ntfy_receiver
     title = r.fired[0]["headers"]["Title"]
     assert base64.b64decode(title[10:-2]).decode().startswith("box1 silent for 4s")
     assert r.scheduled == {}
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="the daemon writes its last status.json before it stops the hub "
+                                       "(boxagent/daemon/loop.py _teardown): the message sent during the "
+                                       "stop is still counted pending there. Passes once the last status "
+                                       "is written after the parts have stopped.")
+def test_preempted_daemon_last_status_counts_every_message_that_arrived(box, receiver):
+    box.configure([{"url": "ntfy://127.0.0.1:%d/t" % receiver.port}])
+    p = box.daemon()
+    box.submit_failing("pre")
+    wait_for(lambda: box.run_state("pre") == "failed", 20, "run failed")
+    wait_for(lambda: box.status().get("notifications", {}).get("sent", 0) >= 2, 10, "sent")
+    p.send_signal(signal.SIGTERM)                     # spot preemption
+    p.wait(30)
+    notes = box.status()["notifications"]
+    tags = [r.headers["Tags"] for r in receiver.requests]
+    assert "warning" in tags                          # daemon_stopped (preempted) did arrive
+    assert (notes["sent"], notes["pending"]) == (len(receiver.requests), 0)
