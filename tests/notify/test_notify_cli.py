@@ -167,3 +167,12 @@ def test_notify_test_on_python38_bare(agent, rgt_home, receiver):
     assert res.returncode == 0, res.stderr
     assert [r["ok"] for r in json.loads(res.stdout)["results"]] == [True, True]
     assert len(receiver.wait_for(2)) == 2
+
+
+def test_notify_set_without_apprise_refuses_other_schemes_and_says_how(agent, rgt_home):
+    # python -S: no site-packages, so no Apprise, as on a bare box.
+    res = _set(agent, [{"url": "mailto://user:pw@gmail.com"}], bare=True)
+    err = res.stderr.decode()
+    assert res.returncode == 2, err
+    assert "Apprise is not installed here" in err and "Hint: pip install apprise" in err
+    assert "pw@" not in err and not (rgt_home / "secrets.json").exists()
