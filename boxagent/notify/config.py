@@ -85,9 +85,10 @@ class Notifier:
             out["events"] = self.events
         if self.base_url:
             out["base"] = origin(self.base_url)       # where it really goes; never the path
-        for key in ("heartbeat_s", "deadman_s"):
-            if getattr(self, key):
-                out[key] = getattr(self, key)
+        if self.heartbeat_s:
+            out["heartbeat_s"] = self.heartbeat_s
+        if self.deadman_s:
+            out["deadman_s"] = self.deadman_s
         return out
 
 

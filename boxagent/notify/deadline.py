@@ -115,36 +115,30 @@ def urllib_handlers() -> List[Any]:
 
 
 # -- requests (urllib3) ----------------------------------------------------------------------------
+class _Tracking:
+    """Mixed into urllib3's connection classes: register each new socket, and the socket of a
+    kept-alive connection when a request reuses it (no _new_conn then)."""
+
+    def _new_conn(self) -> Any:
+        sock = super()._new_conn()        # type: ignore[misc]
+        track(sock)
+        return sock
+
+    def request(self, *args: Any, **kwargs: Any) -> Any:
+        track(self.sock)                  # type: ignore[attr-defined]
+        return super().request(*args, **kwargs)   # type: ignore[misc]
+
+
 def requests_adapter(requests_mod: Any) -> Any:
     """An HTTPAdapter whose urllib3 connections register their sockets, direct and via proxy."""
     from urllib3.connection import HTTPConnection, HTTPSConnection
     from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-    class TConn(HTTPConnection):
-        def _new_conn(self) -> Any:
-            sock = super()._new_conn()
-            track(sock)
-            return sock
-
-        def request(self, *args: Any, **kwargs: Any) -> Any:
-            track(self.sock)          # a kept-alive connection: no _new_conn this time
-            return super().request(*args, **kwargs)
-
-    class TSConn(HTTPSConnection):
-        def _new_conn(self) -> Any:
-            sock = super()._new_conn()
-            track(sock)
-            return sock
-
-        def request(self, *args: Any, **kwargs: Any) -> Any:
-            track(self.sock)
-            return super().request(*args, **kwargs)
-
     class TPool(HTTPConnectionPool):
-        ConnectionCls = TConn
+        ConnectionCls = type("TConn", (_Tracking, HTTPConnection), {})
 
     class TSPool(HTTPSConnectionPool):
-        ConnectionCls = TSConn
+        ConnectionCls = type("TSConn", (_Tracking, HTTPSConnection), {})
 
     pools = {"http": TPool, "https": TSPool}
 
