@@ -97,6 +97,14 @@ class Worker(threading.Thread):
             self.slots[key] = slot
         self.wake.set()
 
+    def cancel_deadman(self) -> None:
+        """Drop a dead-man re-arm not yet sent and DELETE the scheduled one, in this thread's
+        order: after a re-arm in flight, never before it. A stopping thread does it last."""
+        with self.lock:
+            self.slots.pop("deadman", None)
+            self.slots["cancel"] = Slot(Item("cancel", {"id": "cancel-deadman-%s" % self.n.id}, None), 0.0)
+        self.wake.set()
+
     def merge(self, records: Dict[str, Dict[str, Any]]) -> None:
         """Add files found on disk; names sort in publish order, so the queue stays in order."""
         with self.lock:
@@ -133,6 +141,10 @@ class Worker(threading.Thread):
                     wait = min(wait, max(0.0, self.deadline - now))
                 self.wake.wait(wait)
         finally:
+            with self.lock:
+                last = self.slots.pop("cancel", None)
+            if last is not None:                 # stopped before it could: once, still bounded
+                self._record_slot("cancel", last.item, deliver(self.n, last.item, http))
             http.close()
             if self.removed:
                 self._drop_all("its notifier was removed by notify-set")
@@ -178,14 +190,23 @@ class Worker(threading.Thread):
                 else:
                     slot.attempts += 1
                     slot.due = self.lane.clock() + self._delay(res, slot.attempts)
+        self._record_slot(key, slot.item, res)
+        return True
+
+    def _record_slot(self, key: str, item: Item, res: Result) -> None:
+        books = self.lane.books
+        if key == "cancel":
+            if res.ok:
+                books.forget_deadman(self.n.id)
+            else:
+                books.error(self.n.id, self.n.target, "cancelling the dead-man: %s" % (res.error or "failed"))
+            return
         deadman = None
         if key == "deadman" and res.ok:
-            deadman = {"armed_at": iso(self.lane.clock()), "delay_s": slot.item.delay_s,
-                       "confirmed": confirmed_deadman(res)}
-        self.lane.books.slot(self.n.id, key, res.ok, res.error, deadman)
+            deadman = {"armed_at": iso(self.lane.clock()), "delay_s": item.delay_s, "confirmed": confirmed_deadman(res)}
+        books.slot(self.n.id, key, res.ok, res.error, deadman)
         if not res.ok:
-            self.lane.books.error(self.n.id, self.n.target, res.error or "failed")
-        return True
+            books.error(self.n.id, self.n.target, res.error or "failed")
 
     def _send_head(self, http: Any, now: float) -> bool:
         with self.lock:

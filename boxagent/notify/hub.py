@@ -70,7 +70,7 @@ class NotifyHub(Part):
         self.outbox = Outbox(home.outbox)
         self.books = Books(self.outbox.load_state, self.outbox.save_state, self.clock)
         self.feed = EventFeed(home.events, os.path.join(home.outbox, ".feed.json"))
-        self.schedule = Schedule(self.books, self.clock, self._new_http)
+        self.schedule = Schedule(self.books, self.clock)
         self._http_factory = http
         self._proxies: Optional[Dict[str, str]] = None
         self._proxy_lock = threading.Lock()
@@ -207,7 +207,11 @@ class NotifyHub(Part):
         for nid, n in old.items():
             gone = nid not in new or new[nid].url != n.url
             if n.deadman_s and service(n.format).deadman == "message" and (gone or not new[nid].deadman_s):
-                self.schedule.cancel_deadman(n)
+                # A dead-man the user took away must not fire later: its own thread DELETEs it,
+                # after any re-arm it has in flight (a separate thread once raced that re-arm).
+                self.schedule.forget_deadman(nid)
+                if nid in self._workers:
+                    self._workers[nid].cancel_deadman()
             if gone:
                 w = self._workers.pop(nid, None)
                 if w:

@@ -7,12 +7,11 @@ was doing, from the status the daemon last wrote.
 """
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable, Dict
 
-from boxagent.notify import messages, ntfy
+from boxagent.notify import messages
 from boxagent.notify.books import Books
-from boxagent.notify.registry import endpoint, service, takes
+from boxagent.notify.registry import service, takes
 from boxagent.notify.types import Item
 
 
@@ -22,10 +21,9 @@ def rearm_every(deadman_s: float) -> float:
 
 
 class Schedule:
-    def __init__(self, books: Books, clock: Callable[[], float], new_http: Callable[[], Any]):
+    def __init__(self, books: Books, clock: Callable[[], float]):
         self.books = books
         self.clock = clock
-        self.new_http = new_http
         self._next: Dict[str, Dict[str, float]] = {}     # notifier id -> {what: next tick time}
 
     def forget(self, nid: str) -> None:
@@ -57,17 +55,6 @@ class Schedule:
                 if takes(n, item):
                     w.set_slot("heartbeat", item, wall)
 
-    def cancel_deadman(self, n: Any) -> None:
-        """A dead-man the user took away must not fire later: DELETE it (best effort, off-thread)."""
-        self.books.forget_deadman(n.id)
-        self._next.get(n.id, {}).pop("deadman", None)
-        books, new_http = self.books, self.new_http
-
-        def cancel() -> None:
-            try:
-                res = new_http().send(ntfy.cancel_request(n, endpoint(n)), n.timeout_s)
-                if not res.ok:
-                    books.error(n.id, n.target, "cancelling the dead-man: %s" % n.scrub(res.error or "failed"))
-            except Exception as exc:  # noqa: BLE001 - best effort; the status says what happened
-                books.error(n.id, n.target, "cancelling the dead-man: %s" % n.scrub(str(exc)))
-        threading.Thread(target=cancel, name="rgt-notify-cancel", daemon=True).start()
+    def forget_deadman(self, nid: str) -> None:
+        """The dead-man was taken away: stop re-arming it (the thread cancels it, see delivery.py)."""
+        self._next.get(nid, {}).pop("deadman", None)

@@ -21,7 +21,7 @@ class Item:
 
     def __init__(self, kind: str, event: Dict[str, Any], message: Optional[Message],
                  delay_s: Optional[float] = None):
-        self.kind = kind            # event | test | heartbeat | deadman | ping
+        self.kind = kind            # event | test | heartbeat | deadman | ping | cancel (the dead-man)
         self.event = event
         self.message = message
         self.delay_s = delay_s      # deadman: deliver after this many seconds unless replaced

@@ -109,7 +109,6 @@ def test_send_finishing_after_stop_still_reaches_the_books(rgt_home, receiver):
     hub.stop(0)
     assert time.monotonic() - t0 < 1.0                    # it did not wait for the send
     _until(lambda: receiver.answered == 1)
-    _until(lambda: _fresh_summary(rgt_home)["sent"] == 1, timeout=5)
-    disk = _fresh_summary(rgt_home)
-    assert (disk["sent"], disk["pending"]) == (1, 0)
+    # Another process reads the two files one after the other: wait for the thread's last step.
+    _until(lambda: (lambda d: (d["sent"], d["pending"]))(_fresh_summary(rgt_home)) == (1, 0), timeout=5)
     assert json.loads((rgt_home / "outbox" / ".state.json").read_text())["sent"] == 1
