@@ -35,6 +35,7 @@ from boxagent.notify.schedule import Schedule
 from boxagent.notify.types import Item
 
 SECRETS_CHECK_S = 1.0
+CURSOR_SAVE_S = 1.0       # events that made no outbox file move the saved cursor this lazily
 Queued = Tuple[str, str, Dict[str, Any]]          # (notifier id, outbox name, record)
 
 
@@ -319,7 +320,7 @@ class NotifyHub(Part):
                 w = self._workers.get(n.id)
                 if w is not None:
                     self.schedule.due(n, w, now, self.host, self._last_status())
-            if now - self._last_cursor_save >= SECRETS_CHECK_S:
+            if now - self._last_cursor_save >= CURSOR_SAVE_S:
                 self._last_cursor_save = now
                 self._save_cursor_if_dirty()
         self.books.maybe_save(now)
