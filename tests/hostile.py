@@ -134,6 +134,25 @@ def pause(seconds: float) -> Part:
     return Part({"sleep": float(seconds)})
 
 
+def _size(p: Part) -> int:
+    return p.spec["bytes"] if "fill" in p.spec else len(base64.b64decode(p.spec.get("b64", "")))
+
+
+def _sha256(parts: List[Part]) -> str:
+    """The sha256 of what the box will send, computed the way it sends it: in blocks."""
+    h = hashlib.sha256()
+    for p in parts:
+        if "fill" in p.spec:
+            unit, left = base64.b64decode(p.spec["fill"]), p.spec["bytes"]
+            block = (unit * ((1 << 20) // len(unit) + 1))[:1 << 20]
+            while left > 0:
+                h.update(block[:min(left, len(block))])
+                left -= len(block)
+        elif "b64" in p.spec:
+            h.update(base64.b64decode(p.spec["b64"]))
+    return h.hexdigest()
+
+
 Chunk = Union[bytes, str, dict, list, Part, None]
 
 
@@ -169,8 +188,7 @@ class Answer:
 def frame(path: str, data: Union[bytes, Part], offset: int = 0, nbytes: Optional[int] = None) -> List[Part]:
     """A pull-stream frame: its header line, then the body (`nbytes` defaults to the body's size;
     give another number to lie about it)."""
-    size = (data.spec["bytes"] if "fill" in data.spec else len(base64.b64decode(data.spec["b64"]))) \
-        if isinstance(data, Part) else len(data)
+    size = _size(data) if isinstance(data, Part) else len(data)
     head = {"path": path, "offset": offset, "bytes": size if nbytes is None else nbytes}
     return [raw((json.dumps(head, ensure_ascii=False) + "\n").encode("utf-8")),
             data if isinstance(data, Part) else raw(data)]
@@ -240,28 +258,31 @@ class HostileBox:
         m.update(extra)
         return m
 
-    def pull_info(self, run: str, manifest: Union[Dict[str, Any], bytes, Part], rsync: bool = False,
-                  **head: Any) -> Dict[str, Any]:
-        """Plan `pull-info RUN`: the header line, then the manifest's bytes. rsync=True names
-        the box's real rsync, so the client takes the rsync path. Returns the header sent."""
-        body = manifest if isinstance(manifest, (bytes, Part)) else \
-            json.dumps(manifest, ensure_ascii=False).encode("utf-8", "surrogatepass")
-        size = body.spec.get("bytes", 0) if isinstance(body, Part) else len(body)
+    def pull_info(self, run: str, manifest: Union[Dict[str, Any], bytes, Part, List[Part]], rsync: bool = False,
+                  trailer: Any = None, **head: Any) -> Dict[str, Any]:
+        """Plan `pull-info RUN`: the header line, then the manifest's bytes (then `trailer`, more
+        than the header announced). rsync=True names the box's real rsync, so the client takes
+        the rsync path; **head overrides header fields. Returns the header sent."""
+        if isinstance(manifest, dict):
+            manifest = json.dumps(manifest, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        body = _parts(manifest)
+        size = sum(_size(p) for p in body)
         rs = shutil.which("rsync") if rsync else None
         h = {"schema": "rgt.pullinfo/1", "run": run, "root": str(self.work), "rsync": rs,
              "rsync_version": "3.2.7" if rs else None, "manifest_bytes": size,
-             "manifest_sha256": hashlib.sha256(body).hexdigest() if isinstance(body, bytes) else "0" * 64,
+             "manifest_sha256": _sha256(body),
              "run_state": "succeeded", "profile": {"name": None, "teardown": None, "danger_clock": None},
              "host": "hostile-box"}
         h.update(head)
-        self.answer("pull-info", stdout=[raw((json.dumps(h, ensure_ascii=False) + "\n").encode("utf-8")), body])
+        head_line = raw((json.dumps(h, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass"))
+        self.answer("pull-info", stdout=[head_line] + body + _parts(trailer))
         return h
 
-    def pull_stream(self, *frames: Union[Part, List[Part]], rc: int = 0) -> None:
-        """Plan `pull-stream RUN`: frames built with frame(), frame_error() and END."""
+    def pull_stream(self, *frames: Union[Part, bytes, List[Part]], rc: int = 0) -> None:
+        """Plan `pull-stream RUN`: frames built with frame(), frame_error() and END, or raw bytes."""
         parts: List[Part] = []
         for f in frames:
-            parts.extend(f if isinstance(f, list) else [f])
+            parts.extend(f if isinstance(f, list) else _parts(f))
         self.answer("pull-stream", stdout=parts, rc=rc)
 
     # --- what the client did ---------------------------------------------------------------
@@ -282,6 +303,15 @@ class HostileBox:
                 if opened:
                     opened[0].update(rec)
         return [c for c in out if key is None or c["key"] == key]
+
+    def ended(self, key: str, timeout: float = 20) -> List[Dict[str, Any]]:
+        """calls(key) once each has its end record (a box notices a hang-up a moment later)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            calls = self.calls(key)
+            if all("end" in c for c in calls) or time.monotonic() > deadline:
+                return calls
+            time.sleep(0.05)
 
     # --- how the client reaches it ---------------------------------------------------------
     def target(self, local: bool = False) -> Target:
@@ -337,17 +367,43 @@ def _env(env: Optional[Dict[str, str]]) -> Dict[str, str]:
     return e
 
 
-def _wait_rss(proc: subprocess.Popen, deadline: float) -> tuple:
-    """(exit code, peak RSS bytes) through wait4, which reports the child's own rusage."""
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return proc.returncode, usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+# The client runs under this small launcher, which reports the client's peak RSS from wait4.
+# Not the test process itself: a forked child starts with its parent's high-water mark, so a
+# test holding 300 MB would "measure" 300 MB for any client it starts.
+_LAUNCHER = r'''
+import os, sys
+report, argv = sys.argv[1], sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execv(argv[0], argv)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+with open(report, "w") as fh:
+    fh.write(str(usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)))
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+'''
+
+
+def _launch(argv: List[str], report: str) -> List[str]:
+    return [sys.executable, "-c", _LAUNCHER, report, *argv]
+
+
+def _wait_rss(proc: subprocess.Popen, deadline: float, report: str) -> tuple:
+    """(exit code, peak RSS bytes of the command) once the launcher ends (killed at deadline)."""
+    while proc.poll() is None:
         if time.monotonic() > deadline:
             os.killpg(proc.pid, 9)
-            deadline = time.monotonic() + 10
+            proc.wait()
+            break
         time.sleep(0.02)
+    try:
+        rss = int(Path(report).read_text() or 0)
+    except (OSError, ValueError):
+        rss = 0
+    return proc.returncode, rss
 
 
 def run_client(args: Sequence[str], ssh_config: Optional[Path] = None, env: Optional[Dict[str, str]] = None,
@@ -369,11 +425,13 @@ def run_argv(argv: List[str], tty: bool = False, stderr_on_tty: bool = True,
              env: Optional[Dict[str, str]] = None, timeout: float = 120, cwd: Optional[Path] = None) -> ClientRun:
     """Any command, as run_client/run_on_pty run rgt-client."""
     t0 = time.monotonic()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(prefix="rss-") as report:
+        launched = _launch(argv, report.name)
         if not tty:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=_env(env),
+            proc = subprocess.Popen(launched, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=_env(env),
                                     cwd=cwd, start_new_session=True)
-            rc, rss = _wait_rss(proc, t0 + timeout)
+            rc, rss = _wait_rss(proc, t0 + timeout, report.name)
             size = out.seek(0, os.SEEK_END)
             out.seek(0)
             got = out.read(OUT_CAP)
@@ -381,13 +439,13 @@ def run_argv(argv: List[str], tty: bool = False, stderr_on_tty: bool = True,
             master, slave = os.openpty()
             fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
             try:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave,
+                proc = subprocess.Popen(launched, stdin=subprocess.DEVNULL, stdout=slave,
                                         stderr=slave if stderr_on_tty else err, env=_env(env), cwd=cwd,
                                         start_new_session=True)
             finally:
                 os.close(slave)
             got, size = _drain_pty(master, t0 + timeout, proc)
-            rc, rss = _wait_rss(proc, t0 + timeout)
+            rc, rss = _wait_rss(proc, t0 + timeout, report.name)
         err.seek(0)
         return ClientRun(rc, got, err.read(OUT_CAP), size, rss, time.monotonic() - t0, argv)
 
