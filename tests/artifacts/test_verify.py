@@ -174,3 +174,22 @@ def test_method_rsync_without_rsync_is_a_usage_error():
     with pytest.raises(ClientError) as exc:
         choose_method("rsync", None, "/usr/bin/rsync")
     assert exc.value.code == 2 and "--method stream" in exc.value.hint
+
+
+def test_check_load_never_unpickles_a_box_file_with_a_torch_lacking_weights_only(tmp_path, monkeypatch):
+    """torch < 1.13 has no weights_only; a plain torch.load of a compromised box's .pt runs its
+    pickle on this machine. A stand-in torch (the foreign package is the seam) records calls."""
+    import sys
+    import types
+    from rgt_client.verify import check_loads
+    calls = []
+
+    def load(path, map_location=None, **kw):
+        calls.append(kw)
+        if "weights_only" in kw:
+            raise TypeError("load() got an unexpected keyword argument 'weights_only'")
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(load=load))
+    (tmp_path / "m.pt").write_bytes(b"pickle")
+    out = check_loads(str(tmp_path), ["m.pt"])
+    assert calls == [{"weights_only": True}]           # never called again without it
+    assert out == [{"path": "m.pt", "ok": None, "detail": "skipped: needs torch >= 1.13 (weights_only loading)"}]
