@@ -11,25 +11,33 @@ from __future__ import annotations
 
 import subprocess
 import threading
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 from rgt_client import exitcodes, transport
 from rgt_client.errors import ClientError
 
 MAX_LINE = 64 << 10        # a JSON header line: a few KB from a real agent
 ERR_TAIL = 64 << 10        # stderr kept: the agent's Error:/Hint: lines come last
+ERR_FLOOD = 16 << 20       # stderr in all before we hang up: an agent writes a few lines
 
 
-def drain_tail(stream, keep: bytearray, cap: int = ERR_TAIL) -> None:
+def drain_tail(stream, keep: bytearray, cap: int = ERR_TAIL, limit: Optional[int] = None,
+               on_flood: Optional[Callable[[], None]] = None) -> None:
     """Read stream to its end, keeping only its last cap bytes in keep (a thread's body: a
-    process's stderr must be read, or it blocks once the pipe is full)."""
+    process's stderr must be read, or it blocks once the pipe is full). Past `limit` bytes in
+    all, on_flood() is called once (to hang up)."""
+    total = 0
     while True:
         chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
         if not chunk:
             return
+        total += len(chunk)
         keep += chunk
         if len(keep) > cap:
             del keep[:len(keep) - cap]
+        if on_flood is not None and limit is not None and total > limit:
+            on_flood()
+            on_flood = None
 
 
 class AgentStream:
@@ -45,6 +53,7 @@ class AgentStream:
                  timeout: Optional[float] = None):
         self.target = target
         self.timed_out = False
+        self.flooded = False
         self._tail = bytearray()
         self.proc = transport.spawn(target, transport.agent_command(target, args),
                                     stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -63,7 +72,11 @@ class AgentStream:
             self._timer.start()
 
     def _drain(self) -> None:
-        drain_tail(self.proc.stderr, self._tail)
+        drain_tail(self.proc.stderr, self._tail, limit=ERR_FLOOD, on_flood=self._flood)
+
+    def _flood(self) -> None:
+        self.flooded = True
+        self.hang_up()
 
     def _feed(self, data: bytes) -> None:
         try:
@@ -112,6 +125,11 @@ class AgentStream:
             t.join(5)
         if self._timer:
             self._timer.cancel()
+        if self.flooded:
+            raise ClientError("%s sent more than %d MiB of error output; refused"
+                              % (self.target.host, ERR_FLOOD >> 20),
+                              "no rgt agent says that much: check the box, and put the real agent back "
+                              "with `rgt-client install %s`" % self.target.host)
         if self.timed_out:
             raise ClientError("%s did not finish answering in time" % self.target.host,
                               "check the network and the box, then run the same command again",

@@ -55,7 +55,7 @@ def _manifest_of_60mb_zeros(box):
     (_1gb_after_the_announced_manifest, "rgt-box sent more after the"),
     (_frame_header_line_of_1gb, "rgt-box sent a frame header longer than 64 KiB; refused"),
     (_frame_of_1gb_for_a_6_byte_entry, "1073741824 bytes from offset 0 for a.txt, whose manifest entry has 6"),
-    (_stderr_of_1gb, "Error: out of luck"),
+    (_stderr_of_1gb, "Error: rgt-box sent more than 16 MiB of error output; refused"),
     (_manifest_of_60mb_zeros, "the manifest from rgt-box is not shaped like a manifest"),
 ], ids=lambda v: v.__name__.strip("_") if callable(v) else "")
 def test_1gb_answers_are_refused_in_under_100mb(hostile, tmp_path, attack, says):
