@@ -1,11 +1,13 @@
-"""Reading what a box answers, within bounds.
+"""Agent answers read as they come, within bounds: pull-info's exact byte count, pull-stream's
+frames.
 
 `subprocess.run(capture_output=True)` holds the whole answer in memory: a compromised box that
 answers with an endless line or a 1 GB "manifest" takes the laptop's memory with it (a 1 GB
 header line sent `pull` to 2.1 GB RSS). An AgentStream reads the agent's stdout as a stream,
 line by line with a cap, or an exact byte count the caller has checked first; it keeps only
-the last ERR_TAIL bytes of stderr; and on any refusal it hangs up on the box (kills the ssh
-client, whose end then gets SIGHUP and EPIPE) instead of draining what is left.
+the last ERR_TAIL bytes of stderr and hangs up past ERR_FLOOD; and on any refusal it hangs up
+on the box (kills the ssh client, whose end then gets SIGHUP and EPIPE) instead of draining
+what is left. (Whole answers of bounded size are transport.run_agent's.)
 """
 from __future__ import annotations
 
@@ -148,18 +150,4 @@ class AgentStream:
             self._timer.cancel()
 
 
-def call(target: transport.Target, args: List[str], max_out: int, stdin: Optional[bytes] = None,
-         timeout: Optional[float] = None, what: str = "an answer") -> transport.Result:
-    """A whole agent answer (status --json, logs, handbook) of at most max_out bytes; past
-    that, ClientError and a hang-up instead of the memory it would take."""
-    with AgentStream(target, args, stdin, timeout) as s:
-        out = s.read(max_out + 1)
-        if len(out) > max_out:
-            s.hang_up()
-            raise ClientError("%s sent %s longer than %d MiB; refused" % (target.host, what, max_out >> 20),
-                              "the box answered something no rgt agent sends: check the box")
-        res = s.finish()
-    return transport.Result(res.rc, out, res.stderr)
-
-
-__all__ = ["AgentStream", "call", "drain_tail", "MAX_LINE", "ERR_TAIL"]
+__all__ = ["AgentStream", "drain_tail", "MAX_LINE", "ERR_TAIL"]
