@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional
 
 from boxagent.base import config as config_mod
 from boxagent.base import profile as profile_view
+from boxagent.base.optional import deps
 from boxagent.base.fsutil import atomic_write_bytes, atomic_write_json, read_json
 from boxagent.base.home import Home
 from boxagent.base.part import PartContext
@@ -137,7 +138,7 @@ class Daemon:
         self.profile = profile_view.load(self.home)
         self.host = config_mod.host_name(self.config)
         self.events = EventLog(self.home.events, self.host)
-        self.deps = status_mod.deps()
+        self.deps = deps()
         prev_boot = ((read_json(self.home.status) or {}).get("agent") or {}).get("boot_id")
         self.boot_id = self.roots.boot_id()
         self.health = HealthPart(HealthMonitor(self.roots, self.config, self.profile), self._watched, self._running)
