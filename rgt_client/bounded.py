@@ -7,7 +7,7 @@ header line sent `pull` to 2.1 GB RSS). An AgentStream reads the agent's stdout 
 line by line with a cap, or an exact byte count the caller has checked first; it keeps only
 the last ERR_TAIL bytes of stderr and hangs up past ERR_FLOOD; and on any refusal it hangs up
 on the box (kills the ssh client, whose end then gets SIGHUP and EPIPE) instead of draining
-what is left. (Whole answers of bounded size are transport.run_agent's.)
+what is left. (Answers read whole, like `status --json`, are the transport's to cap.)
 """
 from __future__ import annotations
 
