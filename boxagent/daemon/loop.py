@@ -28,7 +28,7 @@ from boxagent.base.home import Home
 from boxagent.base.part import PartContext
 from boxagent.base.roots import Roots
 from boxagent.base.units import iso_utc
-from boxagent.daemon import inbox
+from boxagent.wire import inbox
 from boxagent.daemon.bus import Bus
 from boxagent.daemon.wake import DirWatch, Waker
 from boxagent.daemon.wiring import GuardedBox, HubPart
@@ -42,7 +42,7 @@ from boxagent.health.monitor import HealthMonitor
 from boxagent.health.part import HealthPart
 from boxagent.notify.hub import NotifyHub
 from boxagent.wire import status as status_mod
-from boxagent.wire.errors import EXIT_ERROR, AgentError
+from boxagent.base.errors import EXIT_ERROR, AgentError
 from boxagent.wire.events import EventLog
 
 FLUSH_TIMEOUT_S = 5.0    # what the parts' stop() may take on the way out (a spot grace is often ~5 s)

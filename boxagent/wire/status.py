@@ -11,7 +11,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 import boxagent
-from boxagent.daemon import inbox
+from boxagent.wire import inbox
 from boxagent.base import procs
 from boxagent.base.optional import deps
 from boxagent.base.fsutil import read_json
