@@ -13,6 +13,7 @@ guard catches it, and the next sample tries again.
 """
 from __future__ import annotations
 
+import collections
 import os
 from typing import Any, Dict, List, Optional
 
@@ -25,6 +26,8 @@ DEFAULT_STEP_S = 60.0
 MIN_STEP_S = 0.2
 STEP_ENV = "RGT_HISTORY_EVERY"      # tests and the demo: seconds per point
 END_EVENTS = ("run_succeeded", "run_failed", "run_cancelled", "run_interrupted")
+SPARK_POINTS = 60        # status.json metrics_history: the last hour of a run's first metric
+SPARK_RUNS = 16          # ... for this many runs (the live ones and the latest ended)
 
 
 def step_from(config: Dict[str, Any], env: Optional[Dict[str, str]] = None) -> float:
@@ -70,6 +73,7 @@ class RunLog(Part):
         self.live: Dict[str, _Live] = {}
         self._seen_status: Any = None
         self.sample_every = 10.0
+        self.sparks: Dict[str, Dict[str, Any]] = {}
 
     # -- Part
     def start(self, ctx: PartContext) -> None:
@@ -112,6 +116,11 @@ class RunLog(Part):
                 self._add_sample(live, health, run, now)
         return []
 
+    def status_block(self) -> Dict[str, Any]:
+        """metrics_history {run: {stage, metric, step_s, values[]}}: the first metric of each
+        run's latest stage with metrics, one value per point, for the sparkline in `status`."""
+        return {"metrics_history": {run: dict(sp, values=list(sp["values"])) for run, sp in self.sparks.items()}}
+
     def stop(self, timeout: float) -> None:
         for live in self.live.values():
             self._flush(live)
@@ -131,6 +140,8 @@ class RunLog(Part):
             if hist is None:
                 return None
             self.live[run] = _Live(hist)
+            if run not in self.sparks and hist.size:
+                self._seed_spark(run, hist.path)     # the daemon restarted under a live run
         return self.live[run]
 
     def _close(self, run: str) -> None:
@@ -173,3 +184,30 @@ class RunLog(Part):
         live.acc, live.bucket = None, None
         live.hist.add_point(point)
         live.hist.note_dropped(point["t"])
+        self._spark(live.hist.run, point)
+
+    def _spark(self, run: str, point: Dict[str, Any]) -> None:
+        x = point.get("x")
+        if not isinstance(x, dict) or not x:
+            return
+        name = next(iter(x))
+        sp = self.sparks.pop(run, None)
+        if sp is None or (sp["stage"], sp["metric"]) != (point.get("st"), name):
+            sp = {"stage": point.get("st"), "metric": name, "step_s": self.step_s,
+                  "values": collections.deque(maxlen=SPARK_POINTS)}
+        sp["values"].append(x[name])
+        self.sparks[run] = sp                      # most recent last
+        while len(self.sparks) > SPARK_RUNS:
+            self.sparks.pop(next(iter(self.sparks)))
+
+    def _seed_spark(self, run: str, path: str) -> None:
+        from boxagent.base.fsutil import read_tail
+        from boxagent.runlog.store import parse_line
+        try:
+            data = read_tail(path, 4 * SPARK_POINTS)
+        except OSError:
+            return
+        for raw in data.split(b"\n")[1:]:          # the first line of the window may be torn
+            rec = parse_line(raw)
+            if rec is not None and rec.get("k") == "p":
+                self._spark(run, rec)

@@ -125,3 +125,16 @@ def test_step_from_config_and_env():
     assert step_from({"history_every": 5}, {"RGT_HISTORY_EVERY": "0.5"}) == 0.5
     assert step_from({"history_every": "soon"}, {}) == DEFAULT_STEP_S
     assert step_from({"history_every": 0}, {}) == 0.2        # never a busy loop of points
+
+
+def test_status_carries_the_last_hour_of_the_first_metric(driver):
+    driver.make_run("r1")
+    driver.event(T0, "run_started", "r1")
+    for k in range(70):
+        driver.sample(T0 + 60 * k, status([run_block("r1", metrics={"loss": 1.0 / (k + 1), "acc": 0.5})]))
+    sp = driver.part.status_block()["metrics_history"]["r1"]
+    assert sp["stage"] == "train" and sp["metric"] == "loss" and sp["step_s"] == 60
+    assert len(sp["values"]) == 60 and sp["values"][-1] == 1.0 / 69
+    again = Driver(driver.home)                         # the daemon restarted under the live run
+    again.sample(T0 + 60 * 70, status([run_block("r1", metrics={"loss": 0.001})]))
+    assert again.part.status_block()["metrics_history"]["r1"]["values"] == sp["values"]
