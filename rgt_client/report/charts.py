@@ -170,6 +170,15 @@ class Measures:
                 seen.setdefault((str(p.get("st") or ""), str(name)), None)
         return list(seen)
 
+    def last_metrics(self) -> list[tuple[str, str, float]]:
+        """(stage, metric, value) of the last point holding each: the table when status has none."""
+        last: dict[tuple[str, str], float] = {}
+        for p in self.pts:
+            for name, v in (p.get("x") or {}).items():
+                if _num(v) is not None:
+                    last[(str(p.get("st") or ""), str(name))] = v
+        return [(st, name, v) for (st, name), v in last.items()]
+
     def metric_charts(self) -> list[Chart]:
         out = []
         for i, (stage, name) in enumerate(self.metric_names()):

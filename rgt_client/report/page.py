@@ -194,7 +194,7 @@ def _health(doc: dict[str, Any], m: charts_mod.Measures, axis: TimeAxis) -> str:
 
 def _metrics(run: dict[str, Any], m: charts_mod.Measures, axis: TimeAxis) -> str:
     last = [(st.get("name"), k, v) for st in run.get("stages") or [] if isinstance(st, dict)
-            for k, v in (st.get("metrics") or {}).items()]
+            for k, v in (st.get("metrics") or {}).items()] or m.last_metrics()
     charts = m.metric_charts()
     if not charts and not last:
         return ""
