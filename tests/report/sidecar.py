@@ -3,8 +3,9 @@
 RunLog is a Part: the daemon hands it every event and, every sample, the status it wrote; the
 engine hands each stage's metrics_pattern to the StageWatch that tails its log. Until the
 daemon does that itself, this thread does exactly that from the files the real daemon writes
-(events.jsonl, status.json, the stage logs). Running next to a daemon that already has the part
-is harmless: readers drop duplicate events and minutes.
+(events.jsonl, status.json, the stage logs). A daemon that runs the part itself says so in its
+status (`metrics_history`, RunLog's status block): then this thread stays out of the way, so the
+history file never has two writers.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ class Sidecar(threading.Thread):
         self._halt = threading.Event()
         self._status_mtime: Optional[int] = None
         self.errors: list = []
+        self.passive: Optional[bool] = None           # decided by the first status.json read
 
     def run(self) -> None:
         while not self._halt.is_set():
@@ -48,14 +50,21 @@ class Sidecar(threading.Thread):
         self._halt.set()
         self.join(10)
         self.step()
-        self.part.stop(1.0)
+        if not self.passive:
+            self.part.stop(1.0)
         assert not self.errors, self.errors
 
     def step(self) -> None:
         now = time.time()
+        status = self._new_status()
+        if self.passive is None:
+            if status is None:
+                return                   # no status yet: the events wait in the file
+            self.passive = "metrics_history" in status
+        if self.passive:
+            return
         for ev in self._new_events():
             self.part.on_event(ev)
-        status = self._new_status()
         if status is not None:
             self._add_metrics(status, now)
             self.current = status
