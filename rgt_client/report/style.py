@@ -36,7 +36,7 @@ table.narrow{width:auto;min-width:40%}td.num{text-align:right;font-variant-numer
 .sw.dash{border-top-style:dashed}.sw.box{height:10px;border:0;vertical-align:-1px}
 .fig{display:block;overflow:visible}
 .fig text{font-size:11px;fill:var(--muted);font-family:inherit}
-.fig .yl,.fig .unit,.fig .rl{text-anchor:end}.fig .unit{font-style:italic}.fig .rl{fill:var(--fg);font-size:12px}
+.fig .yl,.fig .unit,.fig .rl{text-anchor:end}.fig .utc{font-style:italic}.fig .unit{font-style:italic}.fig .rl{fill:var(--fg);font-size:12px}
 .grid{stroke:var(--grid)}.axis,.tick{stroke:var(--axis)}.zebra{fill:var(--zebra)}
 .ln{fill:none;stroke-width:1.7;stroke-linejoin:round;stroke-linecap:round}.ln.dash{stroke-dasharray:6 4}
 .band{fill:var(--band)}.mark{stroke-width:1.2;stroke-dasharray:3 3}

@@ -208,7 +208,8 @@ def _open(height: int, label: str) -> str:
 
 
 def _x_axis(axis: TimeAxis, h: int) -> list[str]:
-    out = ['<line class="axis" x1="%d" x2="%d" y1="%d" y2="%d"/>' % (LEFT, LEFT + PLOT_W, h, h)]
+    out = ['<line class="axis" x1="%d" x2="%d" y1="%d" y2="%d"/>' % (LEFT, LEFT + PLOT_W, h, h),
+           '<text class="yl utc" x="%d" y="%d">UTC</text>' % (LEFT - 8, h + 16)]
     ticks = axis.ticks()
     for i, (t, label) in enumerate(ticks):
         x = axis.x(t)

@@ -26,8 +26,8 @@ class _Scan(HTMLParser):
                 self.problems.append("%s=%r on <%s>" % (name, value, tag))
             if name == "style" and value and "url(" in value.lower():
                 self.problems.append("url() in a style attribute on <%s>" % tag)
-            if tag == "meta" and name == "http-equiv":
-                self.problems.append("<meta http-equiv=%r>" % value)
+            if tag == "meta" and name == "http-equiv" and (value or "").lower() != "content-security-policy":
+                self.problems.append("<meta http-equiv=%r>" % value)   # a refresh would navigate away
 
 
 def offline_problems(html: str) -> list[str]:
@@ -41,6 +41,11 @@ def offline_problems(html: str) -> list[str]:
         if "@import" in css.lower() or "@font-face" in css.lower():
             problems.append("@import/@font-face in the stylesheet")
     return problems
+
+
+def csp(html: str) -> str:
+    m = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)"', html)
+    return m.group(1) if m else ""
 
 
 def tag_counts(html: str) -> dict[str, int]:

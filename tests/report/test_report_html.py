@@ -13,7 +13,7 @@ from boxagent.base.units import iso_utc
 from boxagent.runlog import report_data
 from rgt_client.report.page import render
 from tests.report.conftest import GIB, Driver, gpu, run_block, status
-from tests.report.htmlcheck import offline_problems, tag_counts
+from tests.report.htmlcheck import csp, offline_problems, tag_counts
 
 T0 = 1_714_550_400.0
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)><a href="https://evil.example/x">'
@@ -57,6 +57,7 @@ def test_the_page_is_self_contained(tmp_path):
     assert offline_problems(html) == []
     tags = tag_counts(html)
     assert tags.get("svg", 0) >= 8 and "script" not in tags
+    assert "default-src 'none'" in csp(html)          # and the browser is told to fetch nothing
     assert "secret-cmd" not in html
 
 
