@@ -11,6 +11,8 @@ from boxagent.base.units import format_bytes, format_duration
 from rgt_client import __version__
 from rgt_client.report import charts as charts_mod
 from rgt_client.report import timeline
+from rgt_client.report import data
+from rgt_client.report.data import normalise
 from rgt_client.report.style import CSS
 from rgt_client.report.svg import Chart, TimeAxis, epoch, esc, fmt_num, lanes, line_chart, utc
 
@@ -24,13 +26,14 @@ GANTT_STATES = ("succeeded", "failed", "running", "interrupted", "cancelled")
 
 def render(doc: dict[str, Any], verified: dict[str, Any] | None = None) -> str:
     """The whole page. `verified`: a PULL_VERIFIED.json from this laptop (rgt-client verify)."""
-    run = doc.get("run") if isinstance(doc.get("run"), dict) else {}
+    doc = normalise(doc)
+    run = doc["run"]
     events = timeline.events_of(doc)
     attempts = timeline.attempts_of(doc, events)
     axis = timeline.axis_for(doc, events, attempts)
     measures = charts_mod.Measures(doc.get("history") or {}, timeline.marks_of(events))
     title = "rgt report: run %s on %s" % (run.get("name") or "?", doc.get("host") or "?")
-    body = [_header(doc, run, axis), _facts(doc, run, measures, verified or doc.get("pull_verified")),
+    body = [_header(doc, run, axis), _facts(doc, run, measures, data.verified(verified) or doc["pull_verified"]),
             _timeline(doc, attempts, events, axis), _health(doc, measures, axis), _metrics(run, measures, axis),
             _events_table(events, epoch(run.get("started_at")) or axis.t0), _footer(doc)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -103,7 +106,7 @@ def _facts(doc: dict[str, Any], run: dict[str, Any], m: charts_mod.Measures, ver
     rows.append(("workdir", run.get("workdir") or (doc.get("spec") or {}).get("workdir") or "-"))
     art = run.get("artifacts") or {}
     if art.get("files"):
-        rows.append(("artifacts", "%s files, %s" % (art.get("files"), format_bytes(art.get("bytes")))))
+        rows.append(("artifacts", "%s files, %s" % (_count(art.get("files")), format_bytes(art.get("bytes")))))
     rows.append(("history", _resolution(doc, m)))
     cost = _cost(doc, run)
     if cost:
@@ -151,6 +154,10 @@ def _cost(doc: dict[str, Any], run: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _count(v: Any) -> str:
+    return "%d" % v if isinstance(v, (int, float)) else "?"
+
+
 def _money(v: Any) -> str:
     return "%.2f" % v if isinstance(v, (int, float)) and not isinstance(v, bool) else "?"
 
@@ -158,7 +165,7 @@ def _money(v: Any) -> str:
 def _verified(v: Any, run: dict[str, Any]) -> str:
     if not isinstance(v, dict):
         return "none recorded (rgt-client pull, then pass --pulled DIR to include it)"
-    text = "%s files, %s, verified %s" % (v.get("files"), format_bytes(v.get("bytes")), v.get("verified_at") or "?")
+    text = "%s files, %s, verified %s" % (_count(v.get("files")), format_bytes(v.get("bytes")), v.get("verified_at") or "?")
     if v.get("run") not in (None, run.get("name")):
         text += " — WARNING: this verification is of run %s, not this run" % v.get("run")
     if v.get("manifest_sha256"):
