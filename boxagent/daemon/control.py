@@ -13,10 +13,10 @@ import time
 from typing import Any, Dict, Optional, Tuple
 
 import boxagent
-from boxagent.daemon import inbox
+from boxagent.wire import inbox
 from boxagent.base import procs
 from boxagent.engine import states as state
-from boxagent.wire.errors import EXIT_NOT_RUNNING, EXIT_OK, AgentError, UsageError
+from boxagent.base.errors import EXIT_NOT_RUNNING, EXIT_OK, AgentError, UsageError
 from boxagent.base.fsutil import atomic_write_json, read_json
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots

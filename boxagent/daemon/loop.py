@@ -22,12 +22,13 @@ from typing import Any, Dict, List, Optional
 
 from boxagent.base import config as config_mod
 from boxagent.base import profile as profile_view
+from boxagent.base.optional import deps
 from boxagent.base.fsutil import atomic_write_bytes, atomic_write_json, read_json
 from boxagent.base.home import Home
 from boxagent.base.part import PartContext
 from boxagent.base.roots import Roots
 from boxagent.base.units import iso_utc
-from boxagent.daemon import inbox
+from boxagent.wire import inbox
 from boxagent.daemon.bus import Bus
 from boxagent.daemon.wake import DirWatch, Waker
 from boxagent.daemon.wiring import GuardedBox, HubPart
@@ -41,7 +42,7 @@ from boxagent.health.monitor import HealthMonitor
 from boxagent.health.part import HealthPart
 from boxagent.notify.hub import NotifyHub
 from boxagent.wire import status as status_mod
-from boxagent.wire.errors import EXIT_ERROR, AgentError
+from boxagent.base.errors import EXIT_ERROR, AgentError
 from boxagent.wire.events import EventLog
 
 FLUSH_TIMEOUT_S = 5.0    # what the parts' stop() may take on the way out (a spot grace is often ~5 s)
@@ -137,7 +138,7 @@ class Daemon:
         self.profile = profile_view.load(self.home)
         self.host = config_mod.host_name(self.config)
         self.events = EventLog(self.home.events, self.host)
-        self.deps = status_mod.deps()
+        self.deps = deps()
         prev_boot = ((read_json(self.home.status) or {}).get("agent") or {}).get("boot_id")
         self.boot_id = self.roots.boot_id()
         self.health = HealthPart(HealthMonitor(self.roots, self.config, self.profile), self._watched, self._running)

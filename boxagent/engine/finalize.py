@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, Optional
 
 from boxagent.artifacts import build_manifest, summary
 from boxagent.base.home import Home
-from boxagent.wire.errors import AgentError
+from boxagent.base.errors import AgentError
 
 
 class ManifestJob:

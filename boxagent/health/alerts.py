@@ -9,10 +9,9 @@ is broken; the alert is the advice to re-rent).
 """
 from __future__ import annotations
 
-import datetime
 from typing import Any, Dict, List, Optional, Tuple
 
-from boxagent.base.units import format_bytes
+from boxagent.base.units import format_bytes, iso_utc
 
 DEFAULTS: Dict[str, Any] = {
     "memory_warn_pct": 90, "memory_crit_pct": 97,
@@ -31,10 +30,6 @@ DEFAULTS: Dict[str, Any] = {
 # is excluded: a busy GPU at its power limit is normal, not a fault).
 THROTTLE_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown")
 _FOREVER = float("inf")
-
-
-def iso(ts: float) -> str:
-    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def merge_thresholds(*layers: Optional[Dict[str, Any]]) -> Dict[str, Any]:
@@ -99,7 +94,7 @@ class AlertBook:
         """Raise or update alert `key`; an event only when it is new or its severity rises/falls."""
         cur = self.active.get(key)
         alert = {"key": key, "type": typ, "severity": severity, "summary": summary,
-                 "evidence": evidence, "since": iso(now), "since_ts": now,
+                 "evidence": evidence, "since": iso_utc(now), "since_ts": now,
                  "expires": now + latch if latch is not None else None,
                  "count": 1}
         alert.update({k: v for k, v in extra.items() if k == "class"})

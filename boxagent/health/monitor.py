@@ -20,6 +20,7 @@ from boxagent.health.nvml import Nvml
 from boxagent.health.xid import KmsgReader, XidEventThread
 from boxagent.base import profile as profile_view
 from boxagent.base.roots import Roots
+from boxagent.base.units import iso_utc
 
 
 class HealthMonitor:
@@ -80,7 +81,7 @@ class HealthMonitor:
         for g in gpus:
             g["xid_last"] = self.faults.last_xid(g["index"])
         block = {
-            "sampled_at": alertsmod.iso(now),
+            "sampled_at": iso_utc(now),
             "memory": cg.memory(),
             "cpu": cg.cpu(),
             "disks": self.disks.sample(dirs, self.inode_caps),

@@ -11,8 +11,9 @@ import time
 from typing import Any, Dict, List, Optional
 
 import boxagent
-from boxagent.daemon import inbox
+from boxagent.wire import inbox
 from boxagent.base import procs
+from boxagent.base.optional import deps
 from boxagent.base.fsutil import read_json
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
@@ -24,36 +25,6 @@ STATUS_EVENTS = 20
 # sample_every, 10 s by default; a loop wedged this long is as good as gone).
 STALE_AFTER_S = 120.0
 AGENT_STATES = ("running", "stale", "stopped")
-OPTIONAL_DEPS = ("psutil", "requests", "watchdog", "pynvml")
-
-
-def deps() -> Dict[str, bool]:
-    import importlib.util
-    out = {}
-    for name in OPTIONAL_DEPS:
-        if _in_zip_on_path(name):   # pynvml travels inside the .pyz
-            out[name] = True
-            continue
-        try:
-            out[name] = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):
-            out[name] = False
-    return out
-
-
-def _in_zip_on_path(name: str) -> bool:
-    """True when a zip on sys.path (the .pyz) holds the top-level module `name`. find_spec() would
-    say the same, but zipimport compiles the module's source to answer it (~90 ms for pynvml)."""
-    import zipimport   # already loaded: it is what imports the .pyz
-    for entry in sys.path:
-        finder = sys.path_importer_cache.get(entry)
-        if isinstance(finder, zipimport.zipimporter):
-            try:
-                finder.is_package(name)   # a lookup in the zip's table of contents; raises when absent
-                return True
-            except ImportError:   # zipimport.ZipImportError
-                pass
-    return False
 
 
 def agent_block(pid: Optional[int], running: bool, heartbeat_at: Optional[float], now: float,

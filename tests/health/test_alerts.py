@@ -30,7 +30,7 @@ def test_memory_alert_is_listed_while_active():
     book = AlertBook()
     book.evaluate(_mem(92), [], [], 1000.0)
     [a] = book.alerts()
-    assert (a["key"], a["type"], a["severity"], a["since"]) == ("memory", "memory_high", "warning", "1970-01-01T00:16:40Z")
+    assert (a["key"], a["type"], a["severity"], a["since"]) == ("memory", "memory_high", "warning", "1970-01-01T00:16:40.000Z")
     assert "92%" in a["summary"]
     book.evaluate(_mem(50), [], [], 1010.0)
     assert book.alerts() == []
