@@ -25,7 +25,7 @@ from boxagent.base.home import Home
 from boxagent.base.roots import Roots
 from boxagent.base.units import iso_utc
 from boxagent.runlog import points, store
-from boxagent.wire.errors import UsageError
+from boxagent.base.errors import UsageError
 
 SCHEMA = "rgt.report/1"
 FALLBACK_BYTES = 4 << 20

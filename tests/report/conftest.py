@@ -82,18 +82,3 @@ class Driver:
 def driver(tmp_path) -> Driver:
     return Driver(Home(str(tmp_path / "home")))
 
-
-@pytest.fixture(scope="session")
-def fake_nvml_so(tmp_path_factory) -> Path:
-    """The health tests' fake libnvidia-ml.so.1 (loaded by the REAL pynvml inside the agent)."""
-    import shutil
-    import subprocess
-    from tests.health.conftest import FAKE_SRC
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if not gcc:
-        pytest.skip("gcc is not installed: cannot build the fake libnvidia-ml.so.1 the real runs sample")
-    out = tmp_path_factory.mktemp("fakenvml") / "libnvidia-ml.so.1"
-    proc = subprocess.run([gcc, "-shared", "-fPIC", "-O2", "-o", str(out), str(FAKE_SRC), "-lpthread"],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return out

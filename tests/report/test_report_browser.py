@@ -132,8 +132,8 @@ def _json(path: Path) -> dict:
 
 
 @pytest.fixture
-def realbox(tmp_path, monkeypatch, fake_nvml_so, client_config):
-    box = RealBox(tmp_path, monkeypatch, fake_nvml_so)
+def realbox(tmp_path, monkeypatch, fake_nvml_lib, client_config):
+    box = RealBox(tmp_path, monkeypatch, fake_nvml_lib)
     yield box
     box.close()
 
