@@ -28,7 +28,7 @@ from typing import Dict, List, Optional, Sequence
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "squeue", "scontrol", "scancel", "sinfo", "sacct")
 NODE = "localhost"
-PARTITIONS = ("debug", "long")
+PARTITIONS = ("debug", "long", "urgent")   # urgent (PriorityTier=2) preempts jobs in the others
 CGROUP_V1_MEMORY = Path("/sys/fs/cgroup/memory")
 START_TIMEOUT_S = 20.0
 
@@ -242,8 +242,11 @@ class SlurmCluster:
             # MinJobAge: ended jobs stay visible to squeue/scontrol for 5 minutes (the default).
             "KillWait=2", "MinJobAge=300", "InactiveLimit=0", "DefMemPerCPU=512",
             "NodeName=%s NodeAddr=127.0.0.1 %s State=UNKNOWN" % (NODE, hw),
-            "PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP" % (PARTITIONS[0], NODE),
-            "PartitionName=%s Nodes=%s MaxTime=INFINITE State=UP" % (PARTITIONS[1], NODE),
+            # Preemption only happens when a job in `urgent` needs the CPUs: the other tests never use it.
+            "PreemptType=preempt/partition_prio", "PreemptMode=CANCEL",
+            "PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP PriorityTier=1" % (PARTITIONS[0], NODE),
+            "PartitionName=%s Nodes=%s MaxTime=INFINITE State=UP PriorityTier=1" % (PARTITIONS[1], NODE),
+            "PartitionName=%s Nodes=%s MaxTime=INFINITE State=UP PriorityTier=2" % (PARTITIONS[2], NODE),
         ]
         if self.mem_enforcement == "cgroup":
             lines += ["TaskPlugin=task/cgroup", "JobAcctGatherType=jobacct_gather/linux"]
