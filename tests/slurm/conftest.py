@@ -41,3 +41,13 @@ def shared(tmp_path) -> Path:
     d.mkdir()
     return d
 
+
+
+@pytest.fixture
+def jobs(slurm, shared):
+    """Submit/wait helpers bound to the cluster; every job a test submitted is cancelled after it
+    (a job left running would hold the node's CPUs for the next test)."""
+    from tests.slurm.jobs import Jobs
+    helper = Jobs(slurm, shared)
+    yield helper
+    helper.cancel_all()
