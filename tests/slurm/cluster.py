@@ -99,6 +99,7 @@ class SlurmCluster:
         self.mem_enforcement_reason = ""
         self.start_s: Optional[float] = None
         self.hardware: Dict[str, str] = {}
+        self.first_job_id = 1000 + int.from_bytes(os.urandom(3), "big")   # < 16.8M, far below MaxJobId
 
     # -- helpers for tests
     def run(self, *argv: str, timeout: float = 30, check: bool = False) -> subprocess.CompletedProcess:
@@ -244,6 +245,9 @@ class SlurmCluster:
             # KillWait: SIGTERM -> SIGKILL on cancel/timeout (default 30 s): short, tests wait on it.
             # MinJobAge: ended jobs stay visible to squeue/scontrol for 5 minutes (the default).
             "KillWait=2", "MinJobAge=300", "InactiveLimit=0", "DefMemPerCPU=512",
+            # Two sessions' clusters on one machine share the node name, so task/cgroup's
+            # slurm_localhost/uid_0/job_<id> dirs: distinct job ids keep their jobs apart.
+            "FirstJobId=%d" % self.first_job_id,
             "NodeName=%s NodeAddr=127.0.0.1 %s State=UNKNOWN" % (NODE, hw),
             # Preemption only happens when a job in `urgent` needs the CPUs: the other tests never use it.
             "PreemptType=preempt/partition_prio", "PreemptMode=CANCEL",

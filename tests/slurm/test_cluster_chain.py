@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -56,9 +57,11 @@ def test_failing_middle_stage_leaves_the_third_never_run(jobs):
     assert cause["class"] == "cancelled" and "did not succeed" in cause["summary"]
 
 
-def test_shim_on_the_node_reads_the_launch_file(jobs, slurm):
-    """The batch script runs `python -m boxagent exec-stage` from this source tree: the stage env
-    reaches the command through the launch file; no secret reaches sbatch, the script or Slurm."""
+@pytest.mark.parametrize("form", ["pyz", "source"])
+def test_shim_on_the_node_reads_the_launch_file(jobs, slurm, form, request):
+    """The batch script runs the shim on the node, as shipped (`<python> <RGT_HOME>/rgt-agent.pyz
+    exec-stage ...`) and from this source tree (`python -m boxagent`): the stage env reaches the
+    command through the launch file; no secret reaches sbatch, the script or Slurm."""
     home = Home(str(jobs.shared / "rgt-home"))
     home.ensure()
     home.ensure_run(jobs.run)
@@ -66,10 +69,15 @@ def test_shim_on_the_node_reads_the_launch_file(jobs, slurm):
     atomic_write_json(home.stage_launch(jobs.run, "train", 1),
                       {"command": 'echo "token=$RGT_TEST_TOKEN" > got.txt; echo from-the-command',
                        "workdir": str(jobs.shared), "env": {"RGT_TEST_TOKEN": SECRET}, "log": log}, mode=0o600)
-    shim = submit.shim_argv(home.root, jobs.run, "train", 1, python=sys.executable, agent=["-m", "boxagent"])
+    if form == "pyz":
+        shutil.copy(str(request.getfixturevalue("agent_pyz")), home.pyz)
+        shim, env = submit.shim_argv(home.root, jobs.run, "train", 1, python=sys.executable), {}
+        assert shim[1] == home.pyz
+    else:
+        shim = submit.shim_argv(home.root, jobs.run, "train", 1, python=sys.executable, agent=["-m", "boxagent"])
+        env = {"PYTHONPATH": str(REPO)}
     script = Path(home.stage_dir(jobs.run)) / "train.1.sbatch"
-    script.write_text(submit.batch_script(shim, title="rgt %s/train attempt 1" % jobs.run,
-                                          env={"PYTHONPATH": str(REPO)}))
+    script.write_text(submit.batch_script(shim, title="rgt %s/train attempt 1" % jobs.run, env=env))
     argv = submit.sbatch_argv(str(script), jobs.run, "train", log, str(jobs.shared))
     job = submit.submit(argv, runner=jobs.runner)
     jobs.ids.append(job)
@@ -81,7 +89,9 @@ def test_shim_on_the_node_reads_the_launch_file(jobs, slurm):
     assert "from-the-command" in Path(log).read_text()
     pid = json.loads(Path(home.stage_pid(jobs.run, "train", 1)).read_text())
     assert pid["pid"] and pid["boot_id"]
-    seen = " ".join(argv) + script.read_text() + slurm.run("scontrol", "show", "job", "-o", job).stdout \
+    stored = slurm.run("scontrol", "write", "batch_script", job, "-").stdout   # slurmctld's copy
+    assert stored == script.read_text()
+    seen = " ".join(argv) + stored + slurm.run("scontrol", "show", "job", "-o", job).stdout \
         + slurm.run("squeue", "-h", "-t", "all", "-o", "%all").stdout
     assert SECRET not in seen
 

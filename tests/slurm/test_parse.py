@@ -72,9 +72,16 @@ def test_squeue_lines_name_with_separator_and_headers():
 
 
 def test_squeue_argv_one_call_for_many_jobs():
-    argv = follow.squeue_argv(["1", "2", "3"])
-    assert argv[:4] == ["squeue", "--noheader", "--states=all", "--jobs=1,2,3"]
-    assert argv[4].startswith("--format=%i|%T|%r|") and argv[4].endswith("|%j")
+    argv = follow.squeue_argv(["1", "2", "3"], user="1000")
+    assert argv[:5] == ["squeue", "--noheader", "--states=all", "--jobs=1,2,3", "--user=1000"]
+    assert argv[5].startswith("--format=%i|%T|%r|") and argv[5].endswith("|%j")
+
+
+def test_poll_asks_for_this_users_jobs_only():
+    """Without one --user, squeue fetches every job of the cluster to pick out ours."""
+    runner = FakeRunner(Result(0, "", ""))
+    follow.poll(["1", "2"], runner=runner)
+    assert "--user=%d" % os.getuid() in runner.calls[0]
 
 
 # -- sacct
