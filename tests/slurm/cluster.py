@@ -166,7 +166,8 @@ class SlurmCluster:
         out = open(str(self.logs / (name + ".out")), "ab")
         try:
             proc = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True, cwd=str(self.dir))
+                                    stderr=subprocess.STDOUT, start_new_session=True, cwd=str(self.dir),
+                                    preexec_fn=_die_with_parent)
         finally:
             out.close()
         self.procs[name] = proc
@@ -299,6 +300,16 @@ ConstrainRAMSpace=yes
 ConstrainSwapSpace=yes
 AllowedSwapSpace=0
 """
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the test process dies, even by SIGKILL (a killed
+    pytest must not leave daemons holding their ports and the node's cgroups)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)   # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _short_dir(path: Path) -> Path:

@@ -3,6 +3,8 @@ leaves no daemon, slurmstepd or job process behind."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -10,6 +12,8 @@ import pytest
 
 from tests.slurm import cluster as clustermod
 from tests.slurm.cluster import ClusterUnavailable, start_cluster
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_missing_binaries_are_named(monkeypatch, tmp_path):
@@ -65,6 +69,32 @@ def test_stop_leaves_nothing_running(slurm, tmp_path):
     for name, pid in pids.items():
         assert not Path("/proc/%d" % pid).exists() or _zombie(pid), name
     assert slurm.run("sinfo", "-h", "-o", "%P %T").stdout.split()[1::2] == ["idle"] * len(slurm.partitions)
+
+
+@pytest.mark.slurm
+def test_daemons_die_with_a_killed_test_process(slurm, tmp_path):
+    """pytest killed with SIGKILL runs no teardown: the daemons still go (PR_SET_PDEATHSIG)."""
+    code = ("import sys, time; sys.path.insert(0, %r)\n"
+            "from pathlib import Path\n"
+            "from tests.slurm.cluster import start_cluster\n"
+            "c = start_cluster(Path(%r))\n"
+            "print(' '.join(str(p.pid) for p in c.procs.values()), flush=True)\n"
+            "time.sleep(300)\n") % (str(REPO), str(tmp_path / "c3"))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 3
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not all(_gone(p) for p in pids):
+        time.sleep(0.1)
+    assert all(_gone(p) for p in pids)
+
+
+def _gone(pid: int) -> bool:
+    return not Path("/proc/%d" % pid).exists() or _zombie(pid)
 
 
 def _carriers(conf: str, timeout: float = 10) -> list:
