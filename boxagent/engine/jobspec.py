@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-from boxagent.wire.errors import UsageError
+from boxagent.base.errors import UsageError
 from boxagent.base.units import parse_duration, parse_size
 from boxagent.slurm import spec as slurm_spec
 
