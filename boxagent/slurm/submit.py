@@ -13,7 +13,7 @@ import shlex
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from boxagent.slurm.cmd import Result, run_command
-from boxagent.wire.errors import AgentError
+from boxagent.base.errors import AgentError
 
 SUBMIT_TIMEOUT_S = 60.0
 _JOB_ID = re.compile(r"^(\d+)(?:;(\S+))?$")

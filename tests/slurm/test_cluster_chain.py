@@ -14,6 +14,7 @@ import pytest
 
 from boxagent.base.fsutil import atomic_write_json
 from boxagent.base.home import Home
+from boxagent.engine.launch import launch_record
 from boxagent.slurm import follow, probe, states, submit
 from boxagent.slurm.cmd import run_command
 
@@ -66,9 +67,9 @@ def test_shim_on_the_node_reads_the_launch_file(jobs, slurm, form, request):
     home.ensure()
     home.ensure_run(jobs.run)
     log = home.stage_log(jobs.run, "train", 1)
+    command = 'echo "token=$RGT_TEST_TOKEN" > got.txt; echo from-the-command'
     atomic_write_json(home.stage_launch(jobs.run, "train", 1),
-                      {"command": 'echo "token=$RGT_TEST_TOKEN" > got.txt; echo from-the-command',
-                       "workdir": str(jobs.shared), "env": {"RGT_TEST_TOKEN": SECRET}, "log": log}, mode=0o600)
+                      launch_record({"run": command}, str(jobs.shared), {"RGT_TEST_TOKEN": SECRET}, log), mode=0o600)
     if form == "pyz":
         shutil.copy(str(request.getfixturevalue("agent_pyz")), home.pyz)
         shim, env = submit.shim_argv(home.root, jobs.run, "train", 1, python=sys.executable), {}
@@ -104,8 +105,8 @@ def test_failed_command_under_the_shim_stops_the_chain(jobs):
     home.ensure_run(jobs.run)
     ids = []
     for stage, command in (("train", "exit 3"), ("eval", "touch eval-ran")):
-        atomic_write_json(home.stage_launch(jobs.run, stage, 1), {
-            "command": command, "workdir": str(jobs.shared), "env": {}, "log": home.stage_log(jobs.run, stage, 1)})
+        atomic_write_json(home.stage_launch(jobs.run, stage, 1),
+                          launch_record({"run": command}, str(jobs.shared), {}, home.stage_log(jobs.run, stage, 1)))
         shim = submit.shim_argv(home.root, jobs.run, stage, 1, python=sys.executable, agent=["-m", "boxagent"])
         script = Path(home.stage_dir(jobs.run)) / ("%s.1.sbatch" % stage)
         script.write_text(submit.batch_script(shim, env={"PYTHONPATH": str(REPO)}))
