@@ -151,7 +151,7 @@ def busy_jobs(cluster, n: int) -> None:
     """n pending jobs of another user: what a shared cluster's queue holds besides ours."""
     for _ in range(n):
         cluster.run("sbatch", "--uid=nobody", "--gid=nogroup", "--begin=now+1hour", "--output=/dev/null",
-                    "--chdir=/tmp", "--wrap", "true", check=True)
+                    "--chdir=" + tempfile.gettempdir(), "--wrap", "true", check=True)
 
 
 def cost(cluster, work: Path, seconds: float, busy: int) -> None:

@@ -180,7 +180,7 @@ class SlurmCluster:
         fd = os.open(str(key), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400)
         os.write(fd, os.urandom(1024))
         os.close(fd)
-        # -f: munged refuses paths under a world-writable /tmp without it; this key is test-only.
+        # -f: munged refuses a socket under a world-writable temp dir without it; this key is test-only.
         proc = self._spawn("munged", [_which("munged") or "munged", "-F", "-f", "--num-threads=2",
                                       "--socket=%s" % self.munge_socket, "--key-file=%s" % key,
                                       "--pid-file=%s" % (self.munge_dir / "munged.pid"),

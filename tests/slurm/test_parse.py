@@ -21,7 +21,7 @@ SCONTROL_LINE = (
     "SubmitTime=2026-11-23T02:50:22 EligibleTime=2026-11-23T02:50:22 StartTime=2026-11-23T02:50:22 "
     "EndTime=2026-11-23T02:50:23 Deadline=N/A Partition=debug AllocNode:Sid=localhost:16564 "
     "NodeList=localhost BatchHost=localhost NumNodes=1 CPUs/Task=1 ReqB:S:C:T=0:0:*:* "
-    "TRES=cpu=1,mem=512M,node=1,billing=1 Command=/x/a b.sh WorkDir=/tmp/my dir Comment=a b=c  "
+    "TRES=cpu=1,mem=512M,node=1,billing=1 Command=/x/a b.sh WorkDir=/scratch/u/my dir Comment=a b=c  "
     "StdErr=/dev/null StdIn=/dev/null StdOut=/dev/null Power= ")
 
 
@@ -38,7 +38,7 @@ def test_scontrol_values_with_spaces():
     assert rec["start_at"] == ts("2026-11-23T02:50:22") and rec["end_at"] == ts("2026-11-23T02:50:23")
     assert rec["time_limit_s"] == 3600 and rec["dependency"] is None
     pairs = follow.parse_pairs(SCONTROL_LINE)
-    assert pairs["WorkDir"] == "/tmp/my dir" and pairs["Command"] == "/x/a b.sh"
+    assert pairs["WorkDir"] == "/scratch/u/my dir" and pairs["Command"] == "/x/a b.sh"
     assert pairs["Comment"] == "a b=c"          # a lower-case word=... inside a value is not a key
     assert pairs["TRES"] == "cpu=1,mem=512M,node=1,billing=1"
 

@@ -53,7 +53,7 @@ def test_normalised_spec_validates_to_itself():
 
 def test_local_job_spec_unchanged_by_the_backend_key():
     """Existing local jobs keep their identity (spec_sha256): no backend key is added."""
-    plain = {"name": "a", "workdir": "/tmp", "stage": [{"name": "s", "run": "true"}]}
+    plain = {"name": "a", "workdir": "/scratch/a", "stage": [{"name": "s", "run": "true"}]}
     spec = jobspec.validate(plain)
     assert "backend" not in spec and "slurm" not in spec
     assert slurm_spec.backend(spec) == "local"
@@ -103,7 +103,7 @@ BAD = [
     ("extra_newline", job(slurm={"extra": ["--comment=a\nb"]}), "slurm.extra[0]: control characters"),
     ("extra_dependency", job(slurm={"extra": ["--dependency=afterany:1"]}), "slurm.extra[0]: --dependency is set by rgt"),
     ("extra_dep_prefix", job(slurm={"extra": ["--dep=afterany:1"]}), "slurm.extra[0]: --dependency is set by rgt"),
-    ("extra_output", with_stage(1, slurm={"extra": ["--exclusive", "--output=/tmp/x"]}), "stage[1].slurm.extra[1]: --output is set by rgt"),
+    ("extra_output", with_stage(1, slurm={"extra": ["--exclusive", "--output=/scratch/x"]}), "stage[1].slurm.extra[1]: --output is set by rgt"),
     ("extra_requeue", job(slurm={"extra": ["--requeue"]}), "slurm.extra[0]: --requeue is set by rgt"),
     ("extra_table_key", job(slurm={"extra": ["--mem=4G"]}), "slurm.extra[0]: --mem is the table's own key: set slurm.mem"),
     ("extra_table_prefix", job(slurm={"extra": ["--part=gpu"]}), "slurm.extra[0]: --partition is the table's own key"),
