@@ -15,12 +15,14 @@ from typing import Any, Dict, List, Optional
 
 from boxagent.base.errors import UsageError
 from boxagent.base.units import parse_duration, parse_size
+from boxagent.slurm import spec as slurm_spec
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-TOP_KEYS = ("name", "workdir", "env", "stage", "stages", "artifacts", "preflight", "rule", "stall_after")
+TOP_KEYS = ("name", "workdir", "env", "stage", "stages", "artifacts", "preflight", "rule", "stall_after") + slurm_spec.TOP_KEYS
 STAGE_KEYS = ("name", "run", "wait", "expect", "success_pattern", "fail_pattern", "progress_pattern",
-              "metrics_pattern", "timeout", "retries", "expected_duration", "stall_after", "fast_ratio", "env")
+              "metrics_pattern", "timeout", "retries", "expected_duration", "stall_after", "fast_ratio",
+              "env") + slurm_spec.STAGE_KEYS
 WAIT_KEYS = ("log", "pattern", "fail_pattern", "file", "pid")
 RULE_KEYS = ("class", "pattern", "severity", "retryable", "remediation")
 SEVERITIES = ("info", "warning", "critical")
@@ -199,6 +201,7 @@ class _Validator:
         spec["rule"] = self.rules(job.get("rule", []))
         if "stall_after" in job:
             spec["stall_after"] = self.duration(job["stall_after"], "stall_after")
+        spec.update(slurm_spec.check_job(job, self.bad))
         return spec
 
     def workdir(self, value: Any, home_dir: str) -> Optional[str]:
@@ -268,6 +271,8 @@ class _Validator:
                 self.bad("%s.%s" % (path, key), "a wait stage without wait.log has no log to match")
         self.stage_numbers(st, out, path)
         out["env"] = self.env(st.get("env", {}), path + ".env")
+        if "slurm" in st:
+            out["slurm"] = slurm_spec.table(st["slurm"], path + ".slurm", self.bad)
         if "wait" in out and "timeout" not in out:
             out["timeout"] = DEFAULT_WAIT_TIMEOUT
         return out
