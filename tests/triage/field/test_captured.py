@@ -78,6 +78,19 @@ def test_each_case_names_its_scenario():
         assert c["file"] == anchor + ".log"
 
 
+def test_the_machine_facts_back_the_class():
+    """What the log cannot say, the capture measured: an OOM kill counted by the cgroup, and
+    which of bytes or inodes ran out (the ENOSPC wording is the same for both)."""
+    for c in cases():
+        if c["class"] == "cgroup_oom":
+            assert c.get("oom_kill_delta", 0) >= 1, c["file"]
+        if c["class"] in ("disk_full", "inodes_full"):
+            full = {"disk_full": "disk_bytes_used_pct", "inodes_full": "disk_inodes_used_pct"}
+            other = {"disk_full": "disk_inodes_used_pct", "inodes_full": "disk_bytes_used_pct"}
+            assert c[full[c["class"]]] >= 98 and c[other[c["class"]]] < 98, c["file"]
+            assert c["disk_path"] in c["command"], c["file"]
+
+
 def test_logs_are_byte_for_byte_what_was_captured():
     for c in cases():
         data = (CAPTURED / c["file"]).read_bytes()

@@ -126,7 +126,7 @@ class Ctx:
         return self.part(name).read_bytes().decode("utf-8", "replace")
 
     def case(self, name: str, cls: str, exit_code: int, command: str, why: str,
-             must_show: str = "", **extra: str) -> Dict[str, Any]:
+             must_show: str = "", **extra: Any) -> Dict[str, Any]:
         """The index entry; refuses a capture that did not show what the scenario is about."""
         text = self.log_text(name)
         if must_show and must_show not in text:
@@ -146,11 +146,14 @@ class Ctx:
         return entry
 
 
-def statvfs_text(path: Path) -> str:
+def disk_facts(path: Path) -> Dict[str, Any]:
+    """statvfs of the filesystem after the run, as index keys: what the daemon reads at the
+    stage's end to tell bytes from inodes (disks[] in the diagnosis facts)."""
     st = os.statvfs(str(path))
-    b = 100.0 * (st.f_blocks - st.f_bfree) / st.f_blocks if st.f_blocks else 0.0
-    i = 100.0 * (st.f_files - st.f_ffree) / st.f_files if st.f_files else 0.0
-    return "bytes %.0f%% used, inodes %.0f%% used" % (b, i)
+    b = round(100.0 * (st.f_blocks - st.f_bfree) / st.f_blocks) if st.f_blocks else 0
+    i = round(100.0 * (st.f_files - st.f_ffree) / st.f_files) if st.f_files else 0
+    return {"observed": "after the run: bytes %d%% used, inodes %d%% used" % (b, i),
+            "disk_path": str(path), "disk_bytes_used_pct": b, "disk_inodes_used_pct": i}
 
 
 def oom_kills(cg: realcg.ChildCgroup) -> int:
@@ -173,11 +176,11 @@ def save_full_tmpfs(ctx: Ctx) -> Dict[str, Any]:
     with ctx.tmpfs("rgt-small", "size=8m") as mnt:
         command = "python save_full.py --dir %s" % mnt
         rc = ctx.run(name, d, command)
-        seen = statvfs_text(mnt)
+        seen = disk_facts(mnt)
     return ctx.case(name, "disk_full", rc, command, must_show="unexpected pos",
                     why="torch.save of model + Adam state (24 MB) onto an 8 MB tmpfs: the zip "
                         "writer fails mid-record ('iostream error', then 'unexpected pos')",
-                    setup="tmpfs size=8m at %s" % mnt, observed="after the run: %s" % seen)
+                    setup="tmpfs size=8m at %s" % mnt, **seen)
 
 
 def many_files_inodes(ctx: Ctx) -> Dict[str, Any]:
@@ -186,12 +189,12 @@ def many_files_inodes(ctx: Ctx) -> Dict[str, Any]:
     with ctx.tmpfs("rgt-few-inodes", "size=64m,nr_inodes=400") as mnt:
         command = "python many_files.py --out %s/preds" % mnt
         rc = ctx.run(name, d, command)
-        seen = statvfs_text(mnt)
+        seen = disk_facts(mnt)
     return ctx.case(name, "inodes_full", rc, command, must_show="[",
                     why="one torch.save per sample onto a tmpfs with 400 inodes and bytes to "
                         "spare; the log alone cannot tell inodes from bytes (the same "
                         "ENOSPC wording): the daemon decides with statvfs of the path",
-                    setup="tmpfs size=64m,nr_inodes=400 at %s" % mnt, observed="after the run: %s" % seen)
+                    setup="tmpfs size=64m,nr_inodes=400 at %s" % mnt, **seen)
 
 
 def load_truncated(ctx: Ctx) -> Dict[str, Any]:
@@ -245,7 +248,7 @@ KILLED = "is killed by signal: Killed"
 RESET = "ConnectionResetError: [Errno 104] Connection reset by peer"
 
 
-def _worker_oom(ctx: Ctx, name: str, want: str, unwanted: str, tries: int) -> Tuple[int, str, str]:
+def _worker_oom(ctx: Ctx, name: str, want: str, unwanted: str, tries: int) -> Tuple[int, str, Dict[str, Any]]:
     """Run worker_oom.py in a 1 GiB memory cgroup until its log shows `want` and not
     `unwanted`: how torch reports a worker the OOM killer took depends on a race (what the
     main process was doing with that worker then): torch's SIGCHLD check, a reset connection
@@ -260,8 +263,8 @@ def _worker_oom(ctx: Ctx, name: str, want: str, unwanted: str, tries: int) -> Tu
             after = oom_kills(cg)
         text = ctx.log_text(name)
         if want in text and unwanted not in text:
-            return rc, cg.version, "cgroup oom_kill %d -> %d; this wording on attempt %d" % (
-                before, after, attempt)
+            return rc, cg.version, {"observed": "cgroup oom_kill %d -> %d; this wording on attempt %d"
+                                                % (before, after, attempt), "oom_kill_delta": after - before}
     raise Skip("%r without %r did not show in %d runs (a race; run it again)" % (want, unwanted, tries))
 
 
@@ -272,7 +275,7 @@ def dataloader_worker_oom(ctx: Ctx) -> Dict[str, Any]:
                     why="DataLoader workers (num_workers=2) caching decoded samples outgrow a "
                         "1 GiB memory cgroup; the kernel kills a worker and torch's main process "
                         "raises 'DataLoader worker (pid N) is killed by signal: Killed.'",
-                    setup="memory cgroup (%s) limit 1 GiB, swap capped" % version, observed=seen)
+                    setup="memory cgroup (%s) limit 1 GiB, swap capped" % version, **seen)
 
 
 def dataloader_worker_oom_reset(ctx: Ctx) -> Dict[str, Any]:
@@ -283,7 +286,7 @@ def dataloader_worker_oom_reset(ctx: Ctx) -> Dict[str, Any]:
                         "a batch's shared-memory fd from that worker: the only error is "
                         "ConnectionResetError (reads like a network blip); the cgroup's oom_kill "
                         "counter is what tells",
-                    setup="memory cgroup (%s) limit 1 GiB, swap capped" % version, observed=seen)
+                    setup="memory cgroup (%s) limit 1 GiB, swap capped" % version, **seen)
 
 
 def main_process_oom(ctx: Ctx) -> Dict[str, Any]:
@@ -302,7 +305,7 @@ def main_process_oom(ctx: Ctx) -> Dict[str, Any]:
                         "bash prints its 'Killed' line; exit 137",
                     setup="memory cgroup (%s) limit 1 GiB, swap capped; run.sh runs python main_oom.py"
                           % cg.version,
-                    observed="cgroup oom_kill %d -> %d" % (before, after))
+                    observed="cgroup oom_kill %d -> %d" % (before, after), oom_kill_delta=after - before)
 
 
 def tqdm_glued_exception(ctx: Ctx) -> Dict[str, Any]:

@@ -16,7 +16,8 @@ except ImportError:  # Python 3.10: the dev extra installs tomli
     import tomli as tomllib  # type: ignore[no-redef]
 
 KEY_ORDER = ("file", "class", "exit_code", "source", "url", "why", "library", "python",
-             "captured_at", "command", "setup", "observed", "outcome", "sha256")
+             "captured_at", "command", "setup", "observed", "oom_kill_delta", "disk_path",
+             "disk_bytes_used_pct", "disk_inodes_used_pct", "outcome", "sha256")
 HEADER = """\
 # Captured cases: REAL library output recorded on a real machine by capture/capture_torch.py
 # (torch, tqdm, the kernel's OOM killer, tmpfs limits), one [[case]] per log, in the field
@@ -24,7 +25,9 @@ HEADER = """\
 #   library, python, captured_at, command   what ran, under what, when
 #   setup      what the capture arranged (a tmpfs size, a memory cgroup limit)
 #   observed   what the machine said that the log cannot (statvfs after the run, the
-#              cgroup's oom_kill counter): the evidence the daemon reads at a stage's end
+#              cgroup's oom_kill counter): the evidence the daemon reads at a stage's end;
+#              the same as numbers: oom_kill_delta, disk_path + disk_bytes_used_pct +
+#              disk_inodes_used_pct (a scorer may hand them to diagnose() as the daemon would)
 #   outcome    "warning": the run exited 0 and its class is what triage should warn about
 #              (no cause: exit 0 is never called failed); absent: the usual judgement
 #   sha256     of the log's bytes, so a changed byte (an editor, a line-ending filter) shows
