@@ -59,9 +59,8 @@ def grab(hoard: list, limit_mb: int, step_mb: int) -> None:
         hoard.append(torch.ones(step_mb << 18))   # float32: 4 bytes x (step_mb << 18) = step_mb MiB
 
 
-def model_and_opt(lr: float):
-    model = nn.Sequential(nn.Linear(FEATURES, 64), nn.ReLU(), nn.Linear(64, 1))
-    return model, torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+def make_model() -> nn.Module:
+    return nn.Sequential(nn.Linear(FEATURES, 64), nn.ReLU(), nn.Linear(64, 1))
 
 
 def save_atomic(obj, path: str) -> None:
@@ -96,7 +95,8 @@ def stall_forever() -> None:
 def train(args) -> int:
     torch.manual_seed(args.seed)
     os.makedirs(args.ckpt_dir, exist_ok=True)
-    model, opt = model_and_opt(args.lr)
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     first = 1
     last = os.path.join(args.ckpt_dir, "last.pt")
     if args.resume and os.path.exists(last):
@@ -150,7 +150,7 @@ def train(args) -> int:
 def evaluate(args) -> int:
     """Load a final checkpoint, score it on fresh data, write the metrics atomically."""
     state = torch.load(args.eval)
-    model, _ = model_and_opt(args.lr)
+    model = make_model()
     model.load_state_dict(state["model"])
     data = Synthetic(1024, args.seed + 1)
     with torch.no_grad():
