@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Optional
 
 
 def atomic_write_bytes(path: str, data: bytes, mode: int = 0o644, durable: bool = True) -> None:
@@ -64,21 +64,48 @@ def read_json(path: str, default: Any = None) -> Any:
         return default
 
 
+def jsonl_line(obj: Any) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+
+
 def append_jsonl(path: str, obj: Any, fsync: bool = False) -> None:
     """Append one JSON object as one line with a single write (O_APPEND keeps lines whole)."""
-    line = (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    append_bytes(path, jsonl_line(obj), fsync)
+
+
+def append_bytes(path: str, data: bytes, fsync: bool = False) -> None:
+    """One write per record. A short write (the disk filled mid-record) is cut back off, so the
+    file never holds a torn line that the next record would be glued onto."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, line)
+        start = os.fstat(fd).st_size
+        try:
+            done = os.write(fd, data)
+        except OSError:
+            _cut(fd, start)
+            raise
+        if done != len(data):
+            _cut(fd, start)
+            import errno
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
         if fsync:
             os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def read_tail(path: str, lines: int, chunk: int = 65536) -> bytes:
+def _cut(fd: int, size: int) -> None:
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        pass
+
+
+def read_tail(path: str, lines: int, chunk: int = 65536, stop_at: Optional[bytes] = None) -> bytes:
     """The end of a file holding at least `lines` complete lines (or the whole file), read
-    backwards in chunks: cost follows what is returned, not the file's size. OSError propagates."""
+    backwards in chunks: cost follows what is returned, not the file's size. With `stop_at`, it
+    also stops once a line of the window starts with a JSON id that sorts before `stop_at`
+    (event logs: ids begin with their time). OSError propagates."""
     with open(path, "rb") as fh:
         fh.seek(0, os.SEEK_END)
         pos, data = fh.tell(), b""
@@ -87,4 +114,13 @@ def read_tail(path: str, lines: int, chunk: int = 65536) -> bytes:
             pos -= step
             fh.seek(pos)
             data = fh.read(step) + data
+            if stop_at is not None and _first_id_before(data, stop_at):
+                break
     return data
+
+
+def _first_id_before(data: bytes, stop_at: bytes) -> bool:
+    start = data.find(b"\n") + 1          # the first line of the window may be torn
+    head = data[start:start + 64]
+    key = b'{"id":"'
+    return head.startswith(key) and head[len(key):len(key) + len(stop_at)] < stop_at
