@@ -1,6 +1,7 @@
 """The captured cases (captured/index.toml): real torch/tqdm/kernel output recorded by
-capture/capture_torch.py. Held to the field corpus's format, plus their provenance; cheap and
-torch-free (they read the files, they run nothing)."""
+capture/capture_torch.py. The field corpus's tests hold them to its format (score.py reads
+this index too); these hold them to their provenance and their bytes. Cheap and torch-free:
+they read the files, they run nothing."""
 from __future__ import annotations
 
 import datetime
@@ -11,20 +12,12 @@ from typing import Any, Dict, List
 
 import pytest
 
+from tests.triage.field import score as S
 from tests.triage.field.capture import capture_torch, index_file
 
-CAPTURED = Path(__file__).resolve().parent / "captured"
-INDEX = CAPTURED / "index.toml"
-INNOCENT = "none"
-CASE_KEYS = ("file", "class", "exit_code", "source", "url", "why")
+CAPTURED = S.CAPTURED_INDEX.parent
+INDEX = S.CAPTURED_INDEX
 PROVENANCE_KEYS = ("library", "python", "captured_at", "command", "sha256")
-# cause.class as the design contract lists it
-DESIGN_CLASSES = (
-    "cgroup_oom", "cuda_oom", "disk_full", "inodes_full", "code_error", "nccl",
-    "network_transient", "gpu_hardware", "torch_arch_mismatch", "driver_too_old",
-    "truncated_checkpoint", "crlf_script", "divergence", "machine_restart", "preempted",
-    "killed", "hangup", "timeout", "expect_missing", "success_pattern_missing", "cancelled",
-    "preflight_failed", "node_failure", "nonzero_exit")
 
 
 def cases() -> List[Dict[str, Any]]:
@@ -32,24 +25,18 @@ def cases() -> List[Dict[str, Any]]:
 
 
 def _problems(case: Dict[str, Any]) -> List[str]:
-    out = ["missing %s" % k for k in CASE_KEYS + PROVENANCE_KEYS if k not in case]
+    out = ["missing %s" % k for k in S.CASE_KEYS + PROVENANCE_KEYS if k not in case]
     if out:
         return out
-    for k in CASE_KEYS[3:] + PROVENANCE_KEYS:
+    for k in S.CASE_KEYS[3:] + PROVENANCE_KEYS:
         if not isinstance(case[k], str) or not case[k].strip():
             out.append("%s is empty" % k)
     if not (CAPTURED / case["file"]).is_file():
         out.append("no such file")
-    if case["class"] not in DESIGN_CLASSES + (INNOCENT,):
-        out.append("class %r is not a cause class or %r" % (case["class"], INNOCENT))
-    ec = case["exit_code"]
-    if not isinstance(ec, int) or isinstance(ec, bool):
-        out.append("exit_code %r is not an int" % (ec,))
-    elif case["class"] == INNOCENT and ec != 0:
-        out.append("an innocent run exits 0, not %d" % ec)
-    elif case["class"] != INNOCENT and ec == 0 and case.get("outcome") != "warning":
-        out.append("exit 0 with a failure class needs outcome = \"warning\" (triage never "
-                   "calls an exit-0 run failed)")
+    if case["class"] not in S.DESIGN_CLASSES + (S.INNOCENT,):
+        out.append("class %r is not a cause class or %r" % (case["class"], S.INNOCENT))
+    if case.get("outcome") == S.WARNED and (case["exit_code"] != 0 or case["class"] == S.INNOCENT):
+        out.append("outcome %r is for an exit-0 run with a class" % S.WARNED)
     return out
 
 
