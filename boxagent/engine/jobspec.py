@@ -15,11 +15,13 @@ from typing import Any, Dict, List, Optional
 
 from boxagent.base.errors import UsageError
 from boxagent.base.units import parse_duration, parse_size
+from boxagent.engine import sweep
 from boxagent.slurm import spec as slurm_spec
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-TOP_KEYS = ("name", "workdir", "env", "stage", "stages", "artifacts", "preflight", "rule", "stall_after") + slurm_spec.TOP_KEYS
+TOP_KEYS = ("name", "workdir", "env", "stage", "stages", "artifacts", "preflight", "rule", "stall_after") + \
+    slurm_spec.TOP_KEYS + sweep.TOP_KEYS
 STAGE_KEYS = ("name", "run", "wait", "expect", "success_pattern", "fail_pattern", "progress_pattern",
               "metrics_pattern", "timeout", "retries", "expected_duration", "stall_after", "fast_ratio",
               "env") + slurm_spec.STAGE_KEYS
@@ -161,6 +163,7 @@ class _Validator:
             self.bad(path, "expected a table of NAME = \"value\" strings, got %s" % _show(value))
             return {}
         out = {}
+        sweep.check_env(value, path, self.bad)
         for key, val in value.items():
             if not ENV_KEY_RE.match(str(key)):
                 self.bad("%s.%s" % (path, key), "not a valid environment variable name")
@@ -202,6 +205,10 @@ class _Validator:
         if "stall_after" in job:
             spec["stall_after"] = self.duration(job["stall_after"], "stall_after")
         spec.update(slurm_spec.check_job(job, self.bad))
+        spec.update(sweep.check_job(job, self.bad, lambda key: bool(ENV_KEY_RE.match(key))))
+        too_long = sweep.name_room(spec.get("name") or "", spec.get("matrix")) if "group" not in spec else None
+        if too_long:
+            self.bad("name", too_long)
         return spec
 
     def workdir(self, value: Any, home_dir: str) -> Optional[str]:
