@@ -15,8 +15,9 @@ candidate: correct, just slower.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
+from boxagent.triage.anchors import Finder, candidate_lines, every_line, minimal_anchors, numbered  # noqa: F401
 from boxagent.triage.builtin_rules import BUILTIN_RULES, CLASS_RANK, REMEDIATION
 from boxagent.triage.text import match_text, show_match
 
@@ -70,82 +71,115 @@ class ScanState:
 
 
 class RuleSet:
+    """The rules, and the literals that find their candidate lines.
+
+    A generic exception line (`needs_traceback`) only counts within TRACEBACK_WINDOW lines
+    after a traceback header, so its broad literals ("Error", "Exception") are searched only
+    there: a progress bar printing `val_MeanSquaredError=0.05` on every line is not a
+    candidate line at all outside a traceback's window. Hits are the same as matching every
+    line that holds any literal, in order."""
+
     def __init__(self, rules: List[Rule]):
         self.rules = rules
         self.anchored = all(r.keywords for r in rules)
-        self.anchors = minimal_anchors(k for r in rules for k in r.keywords)
+        self.anchors = minimal_anchors(k for r in rules if not r.needs_traceback for k in r.keywords)
+        self.window_anchors = minimal_anchors(k for r in rules if r.needs_traceback for k in r.keywords)
+        self.finder = Finder(self.anchors)
+        self.window_finder = Finder(self.window_anchors)
 
     def __len__(self) -> int:
         return len(self.rules)
 
     def scan(self, block: bytes, first_line_no: int, state: ScanState) -> List[Dict[str, Any]]:
         """Hits in a block of complete lines (each ending in \\n); line numbers from first_line_no."""
-        hits = []
-        for line_no, raw in candidate_lines(block, self.anchors, first_line_no, not self.anchored):
-            h = self.match_line(raw, line_no, state)
+        if not self.anchored:
+            return [h for h in (self.match_line(raw, n, state) for n, raw in every_line(block, first_line_no))
+                    if h is not None]
+        carried, hits, headers, seen = state.traceback_line, [], [], set()
+        for line_no, ls, le in numbered(block, self.finder.spans(block), first_line_no):
+            seen.add(ls)
+            before = state.traceback_line
+            h = self.match_line(block[ls:le], line_no, state)
             if h is not None:
                 hits.append(h)
+            if state.traceback_line != before:
+                headers.append((line_no, le))
+        if self.window_finder and (carried is not None or headers):
+            more = self.scan_windows(block, first_line_no, carried, headers, seen)
+            if more:
+                hits = sorted(hits + more, key=lambda h: h["line_no"])
+        return hits
+
+    def scan_windows(self, block: bytes, first_line_no: int, carried: Optional[int],
+                     headers: List[Tuple[int, int]], seen: Any) -> List[Dict[str, Any]]:
+        """Hits of the lines in a traceback's window that hold only a window literal (the
+        others were matched already: their starts are in `seen`)."""
+        hits = []
+        for start, end, line_no in window_ranges(block, first_line_no, carried, headers):
+            spans = self.window_finder.spans(block, start, end)
+            for n, ls, le in numbered(block, spans, line_no, start):
+                if ls in seen:
+                    continue
+                h = self._match(block[ls:le], n, True)[0]
+                if h is not None:
+                    hits.append(h)
         return hits
 
     def match_line(self, raw: bytes, line_no: int, state: ScanState) -> Optional[Dict[str, Any]]:
+        tb = state.traceback_line
+        h, header = self._match(raw, line_no, tb is not None and line_no - tb <= TRACEBACK_WINDOW)
+        if header:
+            state.traceback_line = line_no
+        return h
+
+    def _match(self, raw: bytes, line_no: int, in_window: bool) -> Tuple[Optional[Dict[str, Any]], bool]:
+        """(the first rule's hit, whether the line is a traceback header)."""
         text = None
         for rule in self.rules:
             if rule.keywords and not any(k in raw for k in rule.keywords):
+                continue
+            if rule.needs_traceback and not in_window:
                 continue
             if text is None:
                 text = match_text(raw)
             m = rule.rx.search(text)
             if m is None:
                 continue
-            if rule.needs_traceback and (state.traceback_line is None or
-                                         line_no - state.traceback_line > TRACEBACK_WINDOW):
-                continue
-            if rule.tag == "traceback":
-                state.traceback_line = line_no
-            return rule.hit(line_no, text, m.start())
-        return None
+            return rule.hit(line_no, text, m.start()), rule.tag == "traceback"
+        return None, False
 
     def alternation(self) -> str:
         """All patterns as one alternation (what `grep -E` gets in the benchmark)."""
         return "|".join("(%s)" % r.pattern for r in self.rules)
 
 
-def candidate_lines(block: bytes, anchors: Tuple[bytes, ...], first_line_no: int,
-                    every_line: bool = False) -> Iterable[Tuple[int, bytes]]:
-    """(line_no, raw line) for the lines of `block` that hold an anchor, in order.
-    Cost: one bytes.find pass per anchor (C speed) plus work per candidate line only."""
-    if every_line:
-        lines = block.split(b"\n")
-        if lines and not lines[-1]:
-            lines.pop()
-        for i, raw in enumerate(lines):
-            yield first_line_no + i, raw
-        return
-    found: Dict[int, int] = {}
-    for a in anchors:
-        i = block.find(a)
-        while i >= 0:
-            ls = block.rfind(b"\n", 0, i) + 1
-            le = block.find(b"\n", i)
-            if le < 0:
-                le = len(block)
-            found[ls] = le
-            i = block.find(a, le)
-    pos, line_no = 0, first_line_no
-    for ls in sorted(found):
-        line_no += block.count(b"\n", pos, ls)
-        pos = ls
-        yield line_no, block[ls:found[ls]]
+def window_ranges(block: bytes, first_line_no: int, carried: Optional[int],
+                  headers: List[Tuple[int, int]]) -> List[Tuple[int, int, int]]:
+    """(start, end, first line_no) byte ranges of `block` within TRACEBACK_WINDOW lines after
+    a traceback header: `carried` (a header before this block) and `headers` ((line_no,
+    end of that line) in this block). Overlapping windows are merged; cost: one find per line
+    of window."""
+    out: List[List[int]] = []
+    if carried is not None and carried + TRACEBACK_WINDOW >= first_line_no:
+        out.append([0, 0, first_line_no, first_line_no - 1])       # start, end, line, last line
+        _extend(block, out[-1], carried + TRACEBACK_WINDOW)
+    for line_no, le in headers:
+        if out and out[-1][3] >= line_no:
+            _extend(block, out[-1], line_no + TRACEBACK_WINDOW)
+            continue
+        out.append([le + 1, le + 1, line_no + 1, line_no])
+        _extend(block, out[-1], line_no + TRACEBACK_WINDOW)
+    return [(s, e, n) for s, e, n, _ in out if e > s]
 
 
-def minimal_anchors(keywords: Iterable[bytes]) -> Tuple[bytes, ...]:
-    """Drop a keyword that contains another one: the shorter finds every such line anyway."""
-    ks = sorted(set(keywords), key=len)
-    out: List[bytes] = []
-    for k in ks:
-        if not any(a in k for a in out):
-            out.append(k)
-    return tuple(out)
+def _extend(block: bytes, rng: List[int], last_line: int) -> None:
+    """Move rng's end (rng[1], after line rng[3]) to the end of line last_line (or the block)."""
+    end, line = rng[1], rng[3]
+    while line < last_line and end < len(block):
+        nl = block.find(b"\n", end)
+        end = len(block) if nl < 0 else nl + 1
+        line += 1
+    rng[1], rng[3] = end, line
 
 
 def derive_keywords(pattern: str) -> Optional[List[str]]:
