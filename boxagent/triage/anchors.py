@@ -77,7 +77,7 @@ def cut_literals(literals: Iterable[bytes]) -> Tuple[bytes, ...]:
     return minimal_anchors(out)
 
 
-def _trie_pattern(words: List[bytes]) -> bytes:
+def trie_pattern(words: List[bytes]) -> bytes:
     """`E(?:DQUOT|NOSPC|rror)` for [EDQUOT, ENOSPC, Error]: one alternation per shared prefix."""
     root: Dict[Optional[int], dict] = {}
     for w in words:
@@ -99,10 +99,11 @@ class Finder:
 
     def __init__(self, literals: Iterable[bytes]):
         self.literals = minimal_anchors(literals)
+        self.cuts = cut_literals(self.literals)   # grep -F is ~2x faster with these too
         groups: Dict[int, List[bytes]] = {}
-        for s in cut_literals(self.literals):
+        for s in self.cuts:
             groups.setdefault(s[0], []).append(s)
-        self.passes = [re.compile(_trie_pattern(groups[b])) for b in sorted(groups)]
+        self.passes = [re.compile(trie_pattern(groups[b])) for b in sorted(groups)]
 
     def __bool__(self) -> bool:
         return bool(self.literals)

@@ -169,7 +169,7 @@ BUILTIN_RULES = [
                  "Connection refused", "ReadTimeout", "ConnectTimeout", "name resolution",
                  "service not known", "resolve host", "Max retries", "MaxRetryError",
                  "RemoteDisconnected", "IncompleteRead", "ChunkedEncodingError", "SSLError",
-                 "EOF occurred", "HTTPError: 5", " Server Error", "Too Many Requests",
+                 "EOF occurred", "HTTPError: 5", "Server Error", "Too Many Requests",
                  "Unavailable", "Gateway", "Network error", "CommError", "couldn't connect",
                  "unable to access"]),
     _r("hangup", r"^Hangup$|[0-9]+ Hangup +[^ ]|Received (SIGHUP|1 death signal)|SIGHUP "

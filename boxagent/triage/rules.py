@@ -15,11 +15,12 @@ candidate: correct, just slower.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
-from boxagent.triage.anchors import Finder, candidate_lines, every_line, minimal_anchors, numbered  # noqa: F401
+from boxagent.triage.anchors import Finder, every_line, minimal_anchors, numbered, trie_pattern
 from boxagent.triage.builtin_rules import BUILTIN_RULES, CLASS_RANK, REMEDIATION
 from boxagent.triage.text import match_text, show_match
+from boxagent.triage.windows import TRACEBACK_WINDOW, window_ranges
 
 try:  # Python >= 3.11 keeps the parser here; sre_parse warns on import there
     from re import _parser as _sre_parse  # type: ignore[attr-defined]
@@ -30,12 +31,11 @@ SEVERITIES = ("info", "warning", "critical")
 SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 SOURCE_RANK = {"job": 0, "profile": 1, "builtin": 2}
 MIN_KEYWORD = 3
-TRACEBACK_WINDOW = 1000   # an exception line counts as a crash this many lines after a header
 
 
 class Rule:
     __slots__ = ("cls", "pattern", "rx", "severity", "retryable", "remediation", "source",
-                 "keywords", "needs_traceback", "tag", "order")
+                 "keywords", "gate", "needs_traceback", "tag", "order")
 
     def __init__(self, spec: Dict[str, Any], source: str, order: int):
         self.cls = str(spec["class"])
@@ -50,6 +50,8 @@ class Rule:
         if kws is None:
             kws = derive_keywords(self.pattern)
         self.keywords = tuple(k.encode("utf-8") for k in kws) if kws else ()
+        # "one of the keywords is in the line" as one regex: ~3x faster than a loop of `in`
+        self.gate = re.compile(trie_pattern(list(minimal_anchors(self.keywords)))) if kws else None
         self.needs_traceback = bool(spec.get("needs_traceback"))
         self.tag = spec.get("tag")
         self.order = order
@@ -97,7 +99,7 @@ class RuleSet:
                     if h is not None]
         carried, hits, headers, seen = state.traceback_line, [], [], set()
         for line_no, ls, le in numbered(block, self.finder.spans(block), first_line_no):
-            seen.add(ls)
+            seen.add(line_no)
             before = state.traceback_line
             h = self.match_line(block[ls:le], line_no, state)
             if h is not None:
@@ -105,21 +107,20 @@ class RuleSet:
             if state.traceback_line != before:
                 headers.append((line_no, le))
         if self.window_finder and (carried is not None or headers):
-            more = self.scan_windows(block, first_line_no, carried, headers, seen)
+            more = []
+            for start, end, line_no in window_ranges(block, first_line_no, carried, headers):
+                more += self.window_hits(block, start, end, line_no, seen)
             if more:
                 hits = sorted(hits + more, key=lambda h: h["line_no"])
         return hits
 
-    def scan_windows(self, block: bytes, first_line_no: int, carried: Optional[int],
-                     headers: List[Tuple[int, int]], seen: Any) -> List[Dict[str, Any]]:
-        """Hits of the lines in a traceback's window that hold only a window literal (the
-        others were matched already: their starts are in `seen`)."""
+    def window_hits(self, block: bytes, start: int, end: int, line_no: int,
+                    seen: Set[int]) -> List[Dict[str, Any]]:
+        """Hits of the lines of block[start:end] (the first is line_no, all in a traceback's
+        window) holding a window literal, except the line numbers in `seen` (matched already)."""
         hits = []
-        for start, end, line_no in window_ranges(block, first_line_no, carried, headers):
-            spans = self.window_finder.spans(block, start, end)
-            for n, ls, le in numbered(block, spans, line_no, start):
-                if ls in seen:
-                    continue
+        for n, ls, le in numbered(block, self.window_finder.spans(block, start, end), line_no, start):
+            if n not in seen:
                 h = self._match(block[ls:le], n, True)[0]
                 if h is not None:
                     hits.append(h)
@@ -136,8 +137,8 @@ class RuleSet:
         """(the first rule's hit, whether the line is a traceback header)."""
         text = None
         for rule in self.rules:
-            if rule.keywords and not any(k in raw for k in rule.keywords):
-                continue
+            if rule.gate is not None and rule.gate.search(raw) is None:
+                continue                  # none of its keywords: it cannot match
             if rule.needs_traceback and not in_window:
                 continue
             if text is None:
@@ -151,35 +152,6 @@ class RuleSet:
     def alternation(self) -> str:
         """All patterns as one alternation (what `grep -E` gets in the benchmark)."""
         return "|".join("(%s)" % r.pattern for r in self.rules)
-
-
-def window_ranges(block: bytes, first_line_no: int, carried: Optional[int],
-                  headers: List[Tuple[int, int]]) -> List[Tuple[int, int, int]]:
-    """(start, end, first line_no) byte ranges of `block` within TRACEBACK_WINDOW lines after
-    a traceback header: `carried` (a header before this block) and `headers` ((line_no,
-    end of that line) in this block). Overlapping windows are merged; cost: one find per line
-    of window."""
-    out: List[List[int]] = []
-    if carried is not None and carried + TRACEBACK_WINDOW >= first_line_no:
-        out.append([0, 0, first_line_no, first_line_no - 1])       # start, end, line, last line
-        _extend(block, out[-1], carried + TRACEBACK_WINDOW)
-    for line_no, le in headers:
-        if out and out[-1][3] >= line_no:
-            _extend(block, out[-1], line_no + TRACEBACK_WINDOW)
-            continue
-        out.append([le + 1, le + 1, line_no + 1, line_no])
-        _extend(block, out[-1], line_no + TRACEBACK_WINDOW)
-    return [(s, e, n) for s, e, n, _ in out if e > s]
-
-
-def _extend(block: bytes, rng: List[int], last_line: int) -> None:
-    """Move rng's end (rng[1], after line rng[3]) to the end of line last_line (or the block)."""
-    end, line = rng[1], rng[3]
-    while line < last_line and end < len(block):
-        nl = block.find(b"\n", end)
-        end = len(block) if nl < 0 else nl + 1
-        line += 1
-    rng[1], rng[3] = end, line
 
 
 def derive_keywords(pattern: str) -> Optional[List[str]]:

@@ -21,9 +21,10 @@ from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Set, Tuple
 
 from boxagent.triage.hits import HitStore
 from boxagent.triage.progress import ProgressTracker, compile_progress_pattern
-from boxagent.triage.rules import TRACEBACK_WINDOW, RuleSet, ScanState, build_rules
+from boxagent.triage.rules import RuleSet, ScanState, build_rules
 from boxagent.triage.tailer import Block, Tailer
 from boxagent.triage.text import CappedLine, decode, last_segment, show
+from boxagent.triage.windows import line_range, merge_headers
 
 GREP_MIN_BYTES = 16 << 20
 TAIL_BYTES = 256 << 10
@@ -83,7 +84,7 @@ def _scan_grep(grep: str, path: str, rs: RuleSet, store: HitStore) -> Optional[i
     """Candidate lines from grep -F; None when grep failed (the caller uses python)."""
     with tempfile.NamedTemporaryFile(prefix="rgt-anchors-") as anchors, \
             tempfile.TemporaryFile(prefix="rgt-grep-") as out:
-        anchors.write(b"\n".join(rs.anchors) + b"\n")
+        anchors.write(b"\n".join(rs.finder.cuts) + b"\n")
         anchors.flush()
         env = dict(os.environ, LC_ALL="C")
         try:
@@ -116,22 +117,16 @@ def _window_hits(path: str, rs: RuleSet, headers: List[Tuple[int, int]],
                  seen: Set[int]) -> List[Dict[str, Any]]:
     """The hits grep could not see: lines within a traceback's window holding only a window
     literal ("Error", "Exception"). Each run of overlapping windows is read from its first
-    header and scanned as the python engine would; lines grep returned are skipped."""
-    groups: List[List[int]] = []
-    for line_no, offset in headers:
-        if groups and line_no <= groups[-1][2]:
-            groups[-1][2] = line_no + TRACEBACK_WINDOW
-        else:
-            groups.append([line_no, offset, line_no + TRACEBACK_WINDOW])
+    header and searched for those literals only; lines grep returned are skipped."""
     hits: List[Dict[str, Any]] = []
-    for first, offset, last in groups:
+    for first, offset, last in merge_headers(headers):
         t = Tailer(path, chunk=1 << 20, start_offset=offset)
         t.next_line_no = first
-        state = ScanState()
         try:
             for block in _blocks(t):
-                hits += [h for h in rs.scan(block.data, block.first_line_no, state)
-                         if h["line_no"] <= last and h["line_no"] not in seen]
+                rng = line_range(block.data, block.first_line_no, first + 1, last)
+                if rng is not None:
+                    hits += rs.window_hits(block.data, rng[0], rng[1], rng[2], seen)
                 if block.first_line_no + block.lines > last:
                     break
         finally:
