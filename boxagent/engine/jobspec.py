@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional
 
 from boxagent.wire.errors import UsageError
 from boxagent.base.units import parse_duration, parse_size
+from boxagent.triage.regexsafe import unsafe_reason
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -117,6 +118,10 @@ class _Validator:
             re.compile(value)
         except re.error as exc:
             self.bad(path, "not a valid regular expression (%s): %s" % (exc, _show(value)))
+            return None
+        why = unsafe_reason(value)
+        if why is not None:
+            self.bad(path, "the pattern %s %s" % (_show(value), why))
             return None
         return value
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from boxagent.triage.text import clip
+from boxagent.triage.regexsafe import unsafe_reason
+from boxagent.triage.text import clip, user_text
 
 # tqdm: " 45%|####5     | 4500/10000 [01:23<01:40, 54.2it/s]"; Keras: "450/1000 [====>...]"
 _BAR = re.compile(r"(?P<done>\d+)/(?P<total>\d+) \[(?:(?P<elapsed>\d+(?::\d+)+)<"
@@ -32,6 +33,9 @@ def compile_progress_pattern(pattern: Optional[str]) -> Optional["re.Pattern[str
         rx = re.compile(pattern)
     except re.error as exc:
         raise ValueError("progress_pattern is not a valid regular expression: %s" % exc)
+    why = unsafe_reason(pattern)
+    if why is not None:
+        raise ValueError("progress_pattern %s" % why)
     if "done" not in rx.groupindex:
         raise ValueError("progress_pattern needs a named group `done` (and optionally `total`),"
                          " e.g. 'step (?P<done>\\d+)/(?P<total>\\d+)'")
@@ -50,7 +54,7 @@ def _hms(text: Optional[str]) -> Optional[float]:
 def parse(text: str, custom: Optional["re.Pattern[str]"] = None) -> Optional[Dict[str, Any]]:
     """One line's progress (done, total, fraction, remaining_s) or None."""
     if custom is not None:
-        m = custom.search(text)
+        m = custom.search(user_text(text))
         if not m:
             return None
         gd = m.groupdict()
