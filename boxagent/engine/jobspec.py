@@ -14,7 +14,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from boxagent.wire.errors import UsageError
+from boxagent.base.errors import UsageError
 from boxagent.base.units import parse_duration, parse_size
 from boxagent.triage.regexsafe import unsafe_reason
 
