@@ -60,7 +60,7 @@ def _parse(p: Path, raw: bytes) -> dict[str, Any]:
 def _check_text(text: str, origin: str) -> None:
     """The agent's limits on a job's text (size, dotted keys) before a parser sees it."""
     from boxagent.engine import jobspec
-    from boxagent.wire.errors import AgentError
+    from boxagent.base.errors import AgentError
     try:
         jobspec.check_text(text, origin)
     except AgentError as exc:
