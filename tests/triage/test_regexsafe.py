@@ -79,7 +79,10 @@ def _patterns_in_tests():
 
 
 def _patterns_in_examples_and_profiles():
-    import tomllib
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
     out = []
     for p in sorted((REPO / "examples").glob("*")) + sorted((REPO / "profiles").glob("*.toml")):
         data = json.loads(p.read_text()) if p.suffix == ".json" else tomllib.loads(p.read_text())
