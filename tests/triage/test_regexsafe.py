@@ -84,7 +84,8 @@ def _patterns_in_examples_and_profiles():
     except ImportError:  # Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
     out = []
-    for p in sorted((REPO / "examples").glob("*")) + sorted((REPO / "profiles").glob("*.toml")):
+    files = [p for p in (REPO / "examples").rglob("*") if p.suffix in (".json", ".toml")]
+    for p in sorted(files) + sorted((REPO / "profiles").glob("*.toml")):
         data = json.loads(p.read_text()) if p.suffix == ".json" else tomllib.loads(p.read_text())
         stack = [data]
         while stack:
