@@ -113,11 +113,16 @@ def configure(home: Home, text: str) -> str:
 
 # -- runs
 def read_job_text(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
+    """At most one byte past the job size limit: a huge stdin is refused, never read whole."""
+    from boxagent.engine.joblimits import MAX_JOB_BYTES
     try:
-        with open(path, "rb") as fh:
-            return fh.read().decode("utf-8")
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_JOB_BYTES + 1)
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_JOB_BYTES + 1)
+        # Past the limit the size check refuses it; a character cut at the edge is not the news.
+        return data.decode("utf-8", "replace" if len(data) > MAX_JOB_BYTES else "strict")
     except OSError as exc:
         raise UsageError("cannot read the job file %s: %s" % (path, exc.strerror), "check the path")
     except UnicodeDecodeError:

@@ -27,6 +27,7 @@ class Attempt:
         self.stop_reason: Optional[str] = None   # cancel | timeout | preempt
         self.kill_at: Optional[float] = None     # monotonic deadline to escalate TERM -> KILL
         self.killed = False
+        self.cpu_mark: Optional[tuple] = None     # (wall time, CPU seconds) when the log fell silent
 
     @property
     def run(self) -> str:
@@ -94,6 +95,23 @@ class Attempt:
         if self.kill_at is not None and mono >= self.kill_at and not self.killed:
             self.killed = True
             self.procs.signal(self.ref, signal.SIGKILL)
+
+    def cpu_while_silent(self, now: float, window: float) -> Optional[float]:
+        """CPU seconds used while the log has been silent, scaled to `window` seconds (None until
+        there is a mark to measure from). A mark is taken once the log is silent half a window."""
+        last = (self.watch.last_output_at if self.watch is not None else None) or self.started_at
+        silent = now - last
+        if silent < window / 2:
+            self.cpu_mark = None
+            return None
+        cpu = self.procs.cpu_seconds(self.ref)
+        if cpu is None:
+            return None
+        if self.cpu_mark is None:
+            self.cpu_mark = (now, cpu)
+            return None
+        at, before = self.cpu_mark
+        return (cpu - before) * window / (now - at) if now > at else None
 
     def deadline(self, now: float, mono: float) -> Optional[float]:
         """Seconds until this attempt needs the loop without any wakeup (timeout, KILL)."""

@@ -365,7 +365,8 @@ class Scheduler(Requests):
             if not after or att.watch is None:
                 continue
             mtime = newest_mtime(spec["workdir"], att.sspec.get("expect") or [])
-            for ev in att.watch.stall_check(now, after, mtime, gpu_busy):
+            cpu_s = att.cpu_while_silent(now, after)
+            for ev in att.watch.stall_check(now, after, mtime, gpu_busy, cpu_s=cpu_s):
                 self._emit_for(att, ev, now)
 
     def running_pairs(self) -> List[tuple]:
