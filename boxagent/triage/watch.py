@@ -13,7 +13,8 @@ from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from boxagent.triage.hits import HitStore
 from boxagent.triage.progress import ProgressTracker, compile_progress_pattern
-from boxagent.triage.rules import RuleSet, ScanState, build_rules, candidate_lines, derive_keywords
+from boxagent.triage.anchors import Finder, candidate_lines
+from boxagent.triage.rules import RuleSet, ScanState, build_rules, derive_keywords
 from boxagent.triage.tailer import DEFAULT_CHUNK, Block, Tailer
 from boxagent.triage.text import decode, last_segment, match_text, show, show_match
 from boxagent.base.units import format_duration
@@ -28,10 +29,10 @@ class LinePattern:
     def __init__(self, pattern: str):
         self.rx = re.compile(pattern, re.M)
         kws = derive_keywords(pattern)
-        self.anchors = tuple(k.encode("utf-8") for k in kws) if kws else ()
+        self.finder = Finder(k.encode("utf-8") for k in kws) if kws else None
 
     def first(self, block: bytes, first_line_no: int) -> Optional[Tuple[int, str]]:
-        for line_no, raw in candidate_lines(block, self.anchors, first_line_no, not self.anchors):
+        for line_no, raw in candidate_lines(block, self.finder, first_line_no):
             text = match_text(raw)
             m = self.rx.search(text)
             if m:
