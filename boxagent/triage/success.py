@@ -16,6 +16,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from boxagent.triage import evidence as E
+from boxagent.triage.incidents import build
 from boxagent.base.units import format_duration
 
 # What an NCCL/CUDA failure looks like in the last lines of a log.
@@ -55,8 +56,10 @@ def _after(f: Dict[str, Any], h: Dict[str, Any]) -> Optional[bool]:
 
 
 def _traceback_after_progress(f: Dict[str, Any]) -> Optional[str]:
-    """A traceback after the last progress line (or anywhere, when there is no progress)."""
-    tbs = [h for h in E.tracebacks(f) if _after(f, h) is not False]
+    """A traceback after the last progress line (or anywhere, when there is no progress);
+    not one of a thread or of a dying object's __del__: the process outlived those."""
+    side = set(id(h) for i in build(E.hits_of(f)) if i.noise for h in i.hits)
+    tbs = [h for h in E.tracebacks(f) if _after(f, h) is not False and id(h) not in side]
     if not tbs:
         return None
     tb = tbs[-1]
