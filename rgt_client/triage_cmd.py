@@ -25,8 +25,10 @@ from rgt_client.errors import ClientError
               show_default=True, help="Candidate-line search: grep -F for big files, or python.")
 def triage(log: str, exit_code: int | None, as_json: bool, rules_file: str | None,
            progress_pattern: str | None, engine: str) -> None:
-    """Classes found in LOG (with line numbers) and the cause, with its remediation.
-    LOG may be - for stdin (`kubectl logs POD | rgt-client triage -`).
+    """Classes found in LOG (with line numbers) and the cause, with its remediation, the line
+    that decided it and the matches it overruled (why an earlier error, a warning or a
+    launcher's report did not decide). LOG may be - for stdin (`kubectl logs POD |
+    rgt-client triage -`).
 
     Exit codes: 0 no failure found (or --exit-code 0: warnings only), 4 a failure (the cause
     is printed), 2 bad input.

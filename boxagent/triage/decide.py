@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from boxagent.triage.incidents import Hit, Incident, build, line_no
-from boxagent.triage.text import clip
+from boxagent.triage.incidents import Hit, Incident, build, is_source, line_no
+from boxagent.triage.text import clip, strip_prefixes
 
 MAX_OVERRULED = 8
 _QUOTE = 90
@@ -68,7 +68,9 @@ def decide(facts: Dict[str, Any]) -> Optional[Decision]:
         found = [i for i in episode if i.kind == kind and not i.noise] or \
             [i for i in incs if i.kind == kind and not i.noise]
         if found:
-            pick = found[-1] if kind == "warning" else found[0]
+            # the latest warning; the first report or crash line that is no quoted source
+            pick = found[-1] if kind == "warning" else next(
+                (i for i in found if not is_source(i.best)), found[0])
             return Decision(pick, kind, _notes(episode, pick, "last"))
     threads = [i for i in incs if i.noise == "thread" and i.kind == "error"]
     if threads:
@@ -118,8 +120,8 @@ def _notes(episode: List[Incident], pick: Incident, how: str) -> List[str]:
     at = line_no(pick.best or pick.hits[-1])
     out = []
     for i in episode:
-        if i is pick or i.kind == "empty":
-            continue
+        if i is pick or i.kind == "empty" or (i.kind == pick.kind and i.cls == pick.cls):
+            continue                          # the same verdict again says nothing new
         note = _note(i, pick, how, at)
         if note:
             out.append(note)
@@ -169,7 +171,8 @@ def _at(i: Incident) -> str:
 
 
 def _quote(h: Optional[Hit]) -> str:
-    return clip(str((h or {}).get("line", "")), _QUOTE)
+    """The overruled line's own words (without its logging prefix: the line number finds it)."""
+    return clip(strip_prefixes(str((h or {}).get("line", ""))), _QUOTE)
 
 
 def _cap(notes: List[str]) -> List[str]:

@@ -47,7 +47,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from boxagent.triage import evidence as E
 from boxagent.triage.builtin_rules import REMEDIATION, SUMMARY, TRANSIENT
-from boxagent.triage.text import clip
+from boxagent.triage.text import clip, strip_prefixes
 from boxagent.triage.success import fast_spec, success_warnings  # noqa: F401 (re-export)
 
 Cause = Dict[str, Any]
@@ -266,7 +266,8 @@ def _log_cause(f: Dict[str, Any], d: E.Decision, prefix: str = "") -> Cause:
         ev.append("exit code %d" % f["exit_code"])
     summary = SUMMARY.get(cls, cls)
     if cls == "code_error" or cls not in SUMMARY or hit.get("source") != "builtin":
-        summary = "%s: %s" % ("crashed" if cls == "code_error" else cls, clip(hit.get("line", ""), 160))
+        summary = "%s: %s" % ("crashed" if cls == "code_error" else cls,
+                              clip(strip_prefixes(hit.get("line", "")), 160))
     remediation = hit.get("remediation") if cls == hit["class"] else None
     retry = hit.get("retryable") if cls == hit["class"] and hit.get("source") != "builtin" else None
     return _cause(cls, "%s%s (line %s)" % (prefix, summary, hit.get("line_no")), ev,

@@ -17,6 +17,11 @@ NCCL watchdog line) with its details. Kinds:
 `noise` marks an incident the process outlived: the traceback of a dying object's __del__
 ("Exception ignored in: …", shutdown noise) or of a thread ("Exception in thread …").
 `proc` is the rank prefix of its lines (`[rank5]:`), when the log has one.
+
+Two kinds of line count for less than their rule says: a line Python's warnings module wrote
+(`x.py:46: UserWarning: [Errno 28] …`) is a warning whatever its words, and a source line a
+traceback quotes (`raise ChildFailedError(`) never names the error when the exception line
+itself is there.
 """
 from __future__ import annotations
 
@@ -28,6 +33,8 @@ from boxagent.triage.builtin_rules import CLASS_RANK
 DETAIL_GAP = 3          # lines: a failure line this close after an incident details it
 MARKER_GAP = 3          # lines: a traceback header this close after a noise marker is its
 _PROC = re.compile(r"^\[(?:rank|default|Rank ?)?([0-9]+)\]")
+_WARNING_LINE = re.compile(r"(^|:[0-9]+: )[A-Z][A-Za-z]*Warning: ")
+_SOURCE_LINE = re.compile(r"^[\s\u2502\u2503|\u2771>0-9]*raise [A-Za-z_][A-Za-z0-9_.]*(\(|$)")
 Hit = Dict[str, Any]
 
 
@@ -49,7 +56,7 @@ class Incident:
 
     @property
     def roots(self) -> List[Hit]:
-        return [h for h in self.hits if h.get("severity") == "critical"
+        return [h for h in self.hits if severity(h) == "critical"
                 and h.get("tag") not in ("wrapper", "crash")]
 
     @property
@@ -60,7 +67,7 @@ class Incident:
         for kind in ("wrapper", "crash"):
             if kind in tags:
                 return kind
-        if any(h.get("severity") == "warning" for h in self.hits):
+        if any(severity(h) == "warning" for h in self.hits):
             return "warning"
         return "empty"
 
@@ -74,8 +81,8 @@ class Incident:
         for tag in ("wrapper", "crash"):
             tagged = [h for h in self.hits if h.get("tag") == tag]
             if tagged:
-                return tagged[-1]
-        warned = [h for h in self.hits if h.get("severity") == "warning"]
+                return min(tagged, key=lambda h: (is_source(h), -line_no(h)))
+        warned = [h for h in self.hits if severity(h) == "warning"]
         return warned[0] if warned else None
 
     @property
@@ -94,7 +101,20 @@ def line_no(h: Hit) -> int:
 def _specificity(h: Hit) -> tuple:
     cls = h.get("class", "")
     rank = CLASS_RANK.index(cls) if cls in CLASS_RANK else -1
-    return (0 if h.get("source", "builtin") != "builtin" else 1, rank, line_no(h))
+    return (0 if h.get("source", "builtin") != "builtin" else 1, rank, is_source(h), line_no(h))
+
+
+def severity(h: Hit) -> Optional[str]:
+    """The hit's severity, but "warning" for a line the warnings module wrote."""
+    sev = h.get("severity")
+    if sev == "critical" and _WARNING_LINE.search(str(h.get("line") or "")):
+        return "warning"
+    return sev
+
+
+def is_source(h: Hit) -> bool:
+    """A source line a traceback quotes (`raise X(`), not a message."""
+    return bool(_SOURCE_LINE.match(str(h.get("line") or "")))
 
 
 def proc_of(h: Hit) -> Optional[str]:
@@ -135,11 +155,11 @@ def _step(out: List[Incident], cur: Optional[Incident], h: Hit) -> Optional[Inci
             cur.add(h)
             return cur
         return _open(out, Incident(n, proc=proc), h, open_tb=True)
-    if h.get("severity") not in ("critical", "warning"):
+    if severity(h) not in ("critical", "warning"):
         return cur
     if cur is not None and _joins(cur, h, n, proc):
         cur.add(h)
-        if h.get("severity") == "critical":
+        if severity(h) == "critical" and not is_source(h):
             cur.open_tb = False
         return cur
     return _open(out, Incident(n, proc=proc), h, open_tb=False)
@@ -150,7 +170,7 @@ def _joins(cur: Incident, h: Hit, n: int, proc: Optional[str]) -> bool:
     the lines detailing it)."""
     if cur.proc is not None and proc is not None and cur.proc != proc:
         return False
-    warning = h.get("severity") == "warning"
+    warning = severity(h) == "warning"
     if cur.open_tb:
         return not warning
     if cur.noise and not cur.roots:       # a noise marker's exception line, without a header
@@ -160,7 +180,11 @@ def _joins(cur: Incident, h: Hit, n: int, proc: Optional[str]) -> bool:
     if warning != (cur.kind == "warning"):
         return False              # a warning never details an error, nor the reverse
     # a launcher's report and a crash line are incidents of their own, and never detailed
-    return h.get("tag") not in ("wrapper", "crash") and cur.kind not in ("wrapper", "crash")
+    # (a report's source line and its exception line are one)
+    tag, kind = h.get("tag"), cur.kind
+    if tag in ("wrapper", "crash") or kind in ("wrapper", "crash"):
+        return tag == kind
+    return True
 
 
 def _open(out: List[Incident], inc: Incident, h: Hit, open_tb: bool) -> Incident:

@@ -12,6 +12,7 @@ import re
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from boxagent.triage.hits import HitStore
+from boxagent.triage.success import divergence_spec
 from boxagent.triage.progress import ProgressTracker, compile_progress_pattern
 from boxagent.triage.anchors import Finder, candidate_lines
 from boxagent.triage.rules import RuleSet, ScanState, build_rules, derive_keywords
@@ -75,12 +76,15 @@ class StageWatch:
         self.store = HitStore()
         self._tail: Deque[str] = collections.deque(maxlen=KEEP_TAIL)
         self._stall_since: Optional[float] = None
+        self._diverged: Optional[Dict[str, Any]] = None     # the first NaN/inf loss line
+        self._diverged_told = False
         self._silent_since: Optional[float] = None
 
     # -- reading
     def poll(self, now: float) -> List[Dict[str, Any]]:
         """Read the new bytes (one bounded read); update patterns, hits, progress.
-        Returns event specs (none today: stalls come from stall_check)."""
+        Returns event specs: `divergence` once, at the first NaN/inf loss line (stalls come
+        from stall_check)."""
         if self.finished:
             return []
         before = (self.tailer.offset, self.tailer.rotations, self.tailer.truncations)
@@ -91,6 +95,9 @@ class StageWatch:
             self._process(block, now)
         if self.tailer.offset != before[0]:
             self._partial_progress(now)
+        if self._diverged is not None and not self._diverged_told:
+            self._diverged_told = True
+            return [divergence_spec(self._diverged)]
         return []
 
     def finish(self, now: float) -> None:
@@ -112,6 +119,8 @@ class StageWatch:
         data, first = block.data, block.first_line_no
         for h in self.rules.scan(data, first, self._scan):
             self.store.add(h)
+            if h["class"] == "divergence" and self._diverged is None:
+                self._diverged = h
         if self.success is not None and not self.success_seen:
             found = self.success.first(data, first)
             if found:
