@@ -11,7 +11,6 @@ import re
 import signal as _signal
 from typing import Any, Dict, List, Optional
 
-from boxagent.engine.runner import expect_missing
 
 LAST_LINES = 20
 
@@ -19,12 +18,14 @@ LAST_LINES = 20
 def build_facts(stage_spec: Dict[str, Any], stage_state: Dict[str, Any], workdir: str,
                 exit_info: Optional[Dict[str, Any]], watch: Any, now: float,
                 stop_reason: Optional[str] = None, vanished: bool = False, boot_changed: bool = False,
-                oom_kill_now: Optional[int] = None, gpu_faults: Optional[List[Dict[str, Any]]] = None,
-                disks: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+                reading: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The facts of one ended attempt. `watch` is its StageWatch (None for a wait stage without a
+    log); `reading` is what the health part read from the box when it ended (BoxReader.since):
+    oom_kill_delta, gpu_faults, disks, cgroup_version."""
     exit_info = exit_info or {}
+    reading = reading or {}
     sig = exit_info.get("signal")
     started = stage_state.get("started_at")
-    oom0 = stage_state.get("oom_kill_at_start")
     facts: Dict[str, Any] = {
         "stage": stage_spec["name"], "kind": stage_state.get("kind"), "attempt": stage_state.get("attempt"),
         "exit_code": exit_info.get("exit_code"), "signal": sig,
@@ -33,24 +34,21 @@ def build_facts(stage_spec: Dict[str, Any], stage_state: Dict[str, Any], workdir
         "hangup": sig == int(_signal.SIGHUP),
         "expect_missing": expect_missing(workdir, stage_spec.get("expect") or []),
         "success_pattern": _success_pattern(stage_spec),
-        "success_seen": bool(getattr(watch, "success_seen", False)),
-        "fail_line": getattr(watch, "fail_line", None),
-        "oom_kill_delta": (oom_kill_now - oom0) if (oom_kill_now is not None and oom0 is not None) else None,
-        "gpu_faults": list(gpu_faults or []), "disks": list(disks or []),
-        "hits": list(getattr(watch, "hits", None) or []),
-        "last_lines": _last_lines(watch),
+        "success_seen": False, "fail_line": None, "hits": [], "last_lines": [],
+        "oom_kill_delta": reading.get("oom_kill_delta"), "cgroup_version": reading.get("cgroup_version"),
+        "gpu_faults": list(reading.get("gpu_faults") or []), "disks": list(reading.get("disks") or []),
         "duration_s": round(now - started, 3) if started else None,
         "expected_duration_s": stage_spec.get("expected_duration"),
         "fast_ratio": stage_spec.get("fast_ratio", 0.5),
-        "log": stage_state.get("log"),
+        "log": stage_state.get("log"), "timeout_s": stage_spec.get("timeout"), "workdir": workdir,
+        "previous_duration_s": stage_state.get("last_success_s"),
     }
     if exit_info.get("error"):
         facts["spawn_error"] = exit_info["error"]
-    facts.update(timeout_s=stage_spec.get("timeout"), workdir=workdir,
-                 previous_duration_s=stage_state.get("last_success_s"))
-    _merge_watch_facts(facts, watch)
-    if watch is None and stage_state.get("log"):
-        # No tailer (the triage part failed to load): the patterns still decide, from the file.
+    if watch is not None:
+        facts.update(watch.facts())      # success_seen, fail_line, hits, last_lines, progress_line_no...
+    elif stage_state.get("log"):
+        # The tailer could not be made for this log: the patterns still decide, from the file.
         facts["success_seen"], facts["fail_line"] = scan_log(
             stage_state["log"], facts["success_pattern"],
             (stage_spec.get("wait") or {}).get("fail_pattern") or stage_spec.get("fail_pattern"))
@@ -76,31 +74,10 @@ def scan_log(path: str, success: Optional[str], fail: Optional[str], limit: int 
     return seen, fail_line
 
 
-def _merge_watch_facts(facts: Dict[str, Any], watch: Any) -> None:
-    """The tailer's own facts (progress_line_no, last_traceback_line_no...) fill what is unset."""
-    fn = getattr(watch, "facts", None)
-    if fn is None:
-        return
-    try:
-        extra = fn() or {}
-    except Exception:  # noqa: BLE001 - a broken tailer must not lose the stage's outcome
-        return
-    for key, value in extra.items():
-        if facts.get(key) in (None, [], False, "") and value not in (None, [], ""):
-            facts[key] = value
-
-
 def _success_pattern(stage_spec: Dict[str, Any]) -> Optional[str]:
     if "wait" in stage_spec:
         return stage_spec["wait"].get("pattern") or stage_spec.get("success_pattern")
     return stage_spec.get("success_pattern")
-
-
-def _last_lines(watch: Any) -> List[str]:
-    try:
-        return list(watch.last_lines(LAST_LINES)) if watch is not None else []
-    except Exception:  # noqa: BLE001 - a broken tailer must not lose the stage's outcome
-        return []
 
 
 def succeeded(facts: Dict[str, Any]) -> bool:
@@ -113,6 +90,32 @@ def succeeded(facts: Dict[str, Any]) -> bool:
     if facts["success_pattern"] and not facts["success_seen"]:
         return False
     return True
+
+
+def expect_missing(workdir: str, expect: List[str]) -> List[str]:
+    """The `expect` paths that do not exist or are empty (a file of 0 bytes, an empty directory)."""
+    missing = []
+    for rel in expect:
+        path = rel if os.path.isabs(rel) else os.path.join(workdir, rel)
+        try:
+            ok = bool(os.listdir(path)) if os.path.isdir(path) else os.stat(path).st_size > 0
+        except OSError:
+            ok = False
+        if not ok:
+            missing.append(rel)
+    return missing
+
+
+def newest_mtime(workdir: str, paths: List[str]) -> Optional[float]:
+    """The newest mtime among the `expect` paths (a stage whose log is silent may still write)."""
+    best = None
+    for rel in paths:
+        try:
+            m = os.stat(rel if os.path.isabs(rel) else os.path.join(workdir, rel)).st_mtime
+        except OSError:
+            continue
+        best = m if best is None else max(best, m)
+    return best
 
 
 def fallback_cause(facts: Dict[str, Any]) -> Dict[str, Any]:

@@ -6,25 +6,28 @@ import os
 
 import pytest
 
-from boxagent.engine import jobspec, outcome
+from boxagent.engine import facts as outcome
+from boxagent.engine import jobspec
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class FakeWatch:
+    """Stands in for the StageWatch at its seam: the facts it hands over."""
     def __init__(self, success_seen=False, fail_line=None):
-        self.success_seen, self.fail_line, self.hits = success_seen, fail_line, []
+        self.success_seen, self.fail_line = success_seen, fail_line
 
-    def last_lines(self, n):
-        return ["l1", "l2"][-n:]
+    def facts(self):
+        return {"success_seen": self.success_seen, "fail_line": self.fail_line, "hits": [],
+                "last_lines": ["l1", "l2"]}
 
 
 def facts(tmp_path, exit_code=0, signal=None, watch=None, stop=None, **stage):
     st = dict({"name": "s", "run": "x", "expect": []}, **stage)
-    state = {"kind": "wait" if "wait" in st else "run", "attempt": 1, "started_at": 100.0, "oom_kill_at_start": 2,
+    state = {"kind": "wait" if "wait" in st else "run", "attempt": 1, "started_at": 100.0,
              "log": str(tmp_path / "s.log")}
     return outcome.build_facts(st, state, str(tmp_path), {"exit_code": exit_code, "signal": signal},
-                               watch or FakeWatch(), 160.0, stop, oom_kill_now=3)
+                               watch or FakeWatch(), 160.0, stop, reading={"oom_kill_delta": 1, "cgroup_version": "v1"})
 
 
 def test_exit_zero_is_success_only_with_everything_else(tmp_path):
@@ -49,7 +52,7 @@ def test_facts_carry_every_documented_key(tmp_path):
     f = facts(tmp_path, exit_code=137, signal=None, expected_duration=600.0)
     for key in ("exit_code", "signal", "timed_out", "cancelled", "preempted", "boot_changed", "vanished",
                 "expect_missing", "success_pattern", "success_seen", "fail_line", "oom_kill_delta", "gpu_faults",
-                "disks", "hits", "last_lines", "duration_s", "expected_duration_s", "hangup"):
+                "disks", "hits", "last_lines", "duration_s", "expected_duration_s", "hangup", "cgroup_version"):
         assert key in f
     assert f["oom_kill_delta"] == 1 and f["duration_s"] == 60.0 and f["expected_duration_s"] == 600.0
     assert f["last_lines"] == ["l1", "l2"]
