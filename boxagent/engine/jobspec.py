@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from boxagent.base.errors import UsageError
 from boxagent.base.units import parse_duration, parse_size
+from boxagent.triage.regexsafe import unsafe_reason
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -28,24 +30,42 @@ DEFAULT_WAIT_TIMEOUT = 72 * 3600.0   # "every wait ends": a wait without a timeo
 MAX_RETRIES = 10
 FORMAT_HINT = "fix the job file; every key is described in the README section \"The job file\" (examples/job.toml)"
 
+# Limits no real job comes near; each guards against a job that broke the box (docs/jobs.md).
+MAX_JOB_BYTES = 1 << 20           # the job text; real ones are a few KB
+MAX_DEPTH = 32                    # tables and lists inside each other; real jobs nest 4 deep
+MAX_STAGES = 1000                 # 100,000 stages made a 23 MB status.json, rewritten every tick
+MAX_RUN_BYTES = 64 << 10          # `bash -c RUN` is one argv string: Linux refuses > 128 KiB
+MAX_ENV_VALUE_BYTES = 64 << 10    # one NAME=value, the same kernel limit
+MAX_ENV_BYTES = 256 << 10         # a stage's whole env (job + stage) of execve's ~2 MiB
+MAX_DOTS = 1000                   # dots outside strings: see check_text()
+# Strings (TOML's four kinds, JSON's one), comments, or a dot: what check_text() counts.
+_OUTSIDE_STRINGS = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\']|\'(?!\'\'))*\'\'\''
+                              r'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|\.')
+NUL_HINT = "remove the NUL byte (a paste from a binary file?); a regex can say \\x00"
+LIMIT_HINT = "keep big data in files the stage reads (a script for a long command, a config " \
+             "file for a big value); the limits are in the job file documentation"
+
 
 class JobError(UsageError):
-    def __init__(self, problems: List[str], source: str = "job"):
+    def __init__(self, problems: List[str], source: str = "job", hint: Optional[str] = None):
         self.problems = problems
         if len(problems) == 1:
             message = "%s: %s" % (source, problems[0])
         else:
             message = "%s: %d problems:\n  %s" % (source, len(problems), "\n  ".join(problems))
-        super().__init__(message, FORMAT_HINT)
+        super().__init__(message, hint or FORMAT_HINT)
 
 
 def parse_text(text: str, source: str = "job") -> Dict[str, Any]:
     """JSON (what the client sends); TOML when the text is not JSON and tomllib exists (3.11+)."""
+    check_text(text, source)
     stripped = text.lstrip()
     if not stripped:
         raise JobError(["the job is empty"], source)
     try:
         data = json.loads(text)
+    except RecursionError:                # 200,000 nested [ : the parser's own stack
+        raise JobError([_too_deep()], source, LIMIT_HINT)
     except ValueError as exc:
         if stripped.startswith("{") or source.endswith(".json"):
             raise JobError(["not valid JSON: %s" % exc], source)
@@ -62,8 +82,62 @@ def _parse_toml(text: str, source: str) -> Any:
         raise JobError(["not JSON, and this Python (< 3.11) has no TOML reader"], source)
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise JobError([_too_deep()], source, LIMIT_HINT)
     except ValueError as exc:
         raise JobError(["not valid TOML: %s" % exc], source)
+
+
+def check_text(text: str, source: str = "job") -> None:
+    """JobError for a job text no parser should get: over MAX_JOB_BYTES, or with more than
+    MAX_DOTS dots outside strings (tomllib is quadratic in a dotted key's length: 16,000
+    parts take 10 s, a 1 MB one hours; a job has a handful of dots, in its numbers)."""
+    size = len(text.encode("utf-8", "surrogatepass")) if len(text) <= MAX_JOB_BYTES else len(text)
+    if size > MAX_JOB_BYTES:
+        raise JobError(["the job is %s; at most %s" % (_size(size), _size(MAX_JOB_BYTES))],
+                       source, LIMIT_HINT)
+    dots = sum(1 for m in _OUTSIDE_STRINGS.finditer(text) if m.group() == ".")
+    if dots > MAX_DOTS:
+        raise JobError(["%d dots outside strings (dotted keys?); a job has a few, at most %d"
+                        % (dots, MAX_DOTS)], source, LIMIT_HINT)
+
+
+def check_structure(job: Any, source: str = "job") -> None:
+    """JobError for what no key-by-key check should meet: nesting deeper than MAX_DEPTH, a NUL
+    byte in any string or key (it cuts a command or a path short in the shim, and the stage
+    then looks "killed from outside"), a number that is inf or nan (written as non-standard
+    JSON). Iterative: a 200,000-deep TOML table must not blow the stack here either."""
+    problems: List[Tuple[str, str]] = []
+    stack = [(job, "", 1)]
+    while stack and len(problems) < 20:
+        value, path, depth = stack.pop()
+        if isinstance(value, (dict, list)) and depth > MAX_DEPTH:
+            problems.append(("%s: %s" % (path or "(top)", _too_deep()), LIMIT_HINT))
+            continue
+        if isinstance(value, dict):
+            for key in reversed(list(value)):
+                if isinstance(key, str) and "\x00" in key:
+                    problems.append(("%s: a key holds a NUL byte: %s" % (path or "(top)", _show(key)), NUL_HINT))
+                    continue
+                stack.append((value[key], "%s.%s" % (path, key) if path else str(key), depth + 1))
+        elif isinstance(value, list):
+            stack.extend((v, "%s[%d]" % (path, i), depth + 1) for i, v in reversed(list(enumerate(value))))
+        elif isinstance(value, str) and "\x00" in value:
+            problems.append(("%s: holds a NUL byte (\\u0000) at character %d" % (path, value.index("\x00")),
+                             NUL_HINT))
+        elif isinstance(value, float) and not math.isfinite(value):
+            problems.append(("%s: expected a finite number, got %s" % (path, value),
+                             'give a number (3600) or a duration ("12h")'))
+    if problems:
+        raise JobError([p for p, _ in problems], source, problems[0][1])
+
+
+def _too_deep() -> str:
+    return "nested deeper than %d tables/lists" % MAX_DEPTH
+
+
+def _size(n: int) -> str:
+    return "%d KiB" % (n >> 10) if n < (4 << 20) else "%d MiB" % (n >> 20)
 
 
 def spec_sha256(spec: Dict[str, Any]) -> str:
@@ -85,6 +159,7 @@ def validate(job: Any, source: str = "job", home_dir: Optional[str] = None) -> D
     v = _Validator()
     if not isinstance(job, dict):
         raise JobError(["the job must be an object, got %s" % type(job).__name__], source)
+    check_structure(job, source)
     spec = v.top(job, home_dir or os.path.expanduser("~"))
     if v.problems:
         raise JobError(v.problems, source)
@@ -94,6 +169,7 @@ def validate(job: Any, source: str = "job", home_dir: Optional[str] = None) -> D
 class _Validator:
     def __init__(self) -> None:
         self.problems: List[str] = []
+        self.job_env: Dict[str, str] = {}
 
     def bad(self, path: str, what: str) -> None:
         self.problems.append("%s: %s" % (path, what))
@@ -117,6 +193,10 @@ class _Validator:
             re.compile(value)
         except re.error as exc:
             self.bad(path, "not a valid regular expression (%s): %s" % (exc, _show(value)))
+            return None
+        why = unsafe_reason(value)
+        if why is not None:
+            self.bad(path, "the pattern %s %s" % (_show(value), why))
             return None
         return value
 
@@ -156,9 +236,21 @@ class _Validator:
             elif not isinstance(val, str):
                 self.bad("%s.%s" % (path, key), "expected a string (quote it: %s = \"%s\"), got %s"
                          % (key, val, _show(val)))
+            elif _utf8_len(key) + 1 + _utf8_len(val) > MAX_ENV_VALUE_BYTES:
+                self.bad("%s.%s" % (path, key), "the value is %d KiB; at most %d KiB a variable "
+                         "(the kernel refuses 128 KiB): put it in a file and pass its path"
+                         % (_utf8_len(val) >> 10, MAX_ENV_VALUE_BYTES >> 10))
             else:
                 out[key] = val
         return out
+
+    def env_total(self, stage_env: Dict[str, str], path: str) -> None:
+        """The job's env and this stage's together, as execve gets them."""
+        merged = dict(self.job_env, **stage_env)
+        total = sum(_utf8_len(k) + _utf8_len(v) + 2 for k, v in merged.items())
+        if total > MAX_ENV_BYTES:
+            self.bad(path, "env and the job's env are %d KiB together; at most %d KiB"
+                     % (total >> 10, MAX_ENV_BYTES >> 10))
 
     def str_list(self, value: Any, path: str) -> List[str]:
         if not isinstance(value, list):
@@ -182,7 +274,7 @@ class _Validator:
         else:
             spec["name"] = job["name"]
         spec["workdir"] = self.workdir(job.get("workdir"), home_dir)
-        spec["env"] = self.env(job.get("env", {}), "env")
+        spec["env"] = self.job_env = self.env(job.get("env", {}), "env")
         spec["stage"] = self.stages(job)
         spec["artifacts"] = self.artifacts(job.get("artifacts", {}))
         if "preflight" in job:
@@ -211,6 +303,10 @@ class _Validator:
         raw = job.get(key)
         if not isinstance(raw, list) or not raw:
             self.bad(key, "expected a non-empty list of stages ([[stage]] tables), got %s" % _show(raw))
+            return []
+        if len(raw) > MAX_STAGES:
+            self.bad(key, "%d stages; at most %d (split the work into several jobs, or loop "
+                          "inside one stage's script)" % (len(raw), MAX_STAGES))
             return []
         out, seen = [], {}
         for i, st in enumerate(raw):
@@ -241,6 +337,9 @@ class _Validator:
             self.bad(path, "needs exactly one of `run` (a command) or `wait` (a table)")
         elif "run" in st:
             out["run"] = self.string(st["run"], path + ".run")
+            if out["run"] is not None and _utf8_len(out["run"]) > MAX_RUN_BYTES:
+                self.bad(path + ".run", "the command is %d KiB; at most %d KiB (put it in a "
+                         "script and run that)" % (_utf8_len(out["run"]) >> 10, MAX_RUN_BYTES >> 10))
         else:
             out["wait"] = self.wait(st["wait"], path + ".wait")
         out["expect"] = self.str_list(st.get("expect", []), path + ".expect")
@@ -258,6 +357,7 @@ class _Validator:
                 self.bad("%s.%s" % (path, key), "a wait stage without wait.log has no log to match")
         self.stage_numbers(st, out, path)
         out["env"] = self.env(st.get("env", {}), path + ".env")
+        self.env_total(out["env"], path + ".env")
         if "wait" in out and "timeout" not in out:
             out["timeout"] = DEFAULT_WAIT_TIMEOUT
         return out
@@ -356,6 +456,10 @@ class _Validator:
                 norm["remediation"] = self.string(r["remediation"], path + ".remediation")
             out.append(norm)
         return out
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _show(value: Any) -> str:

@@ -19,7 +19,8 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from boxagent.triage.anchors import Finder, every_line, minimal_anchors, numbered, trie_pattern
 from boxagent.triage.builtin_rules import BUILTIN_RULES, CLASS_RANK, REMEDIATION
-from boxagent.triage.text import match_text, show_match
+from boxagent.triage.regexsafe import unsafe_reason
+from boxagent.triage.text import match_text, show_match, user_text
 from boxagent.triage.windows import TRACEBACK_WINDOW, window_ranges
 
 try:  # Python >= 3.11 keeps the parser here; sre_parse warns on import there
@@ -143,10 +144,11 @@ class RuleSet:
                 continue
             if text is None:
                 text = match_text(raw)
-            m = rule.rx.search(text)
+            seen = text if rule.source == "builtin" else user_text(text)
+            m = rule.rx.search(seen)
             if m is None:
                 continue
-            return rule.hit(line_no, text, m.start()), rule.tag == "traceback"
+            return rule.hit(line_no, seen, m.start()), rule.tag == "traceback"
         return None, False
 
     def alternation(self) -> str:
@@ -199,7 +201,7 @@ def _group_keywords(op: Any, av: Any) -> Optional[List[str]]:
     return None
 
 
-def _normalize(spec: Any) -> Optional[Dict[str, Any]]:
+def _normalize(spec: Any, source: str) -> Optional[Dict[str, Any]]:
     """A usable rule dict, or None (malformed entries are dropped: the job spec and the
     profile were validated where a person could be told; the daemon must keep going)."""
     if not isinstance(spec, dict):
@@ -211,6 +213,8 @@ def _normalize(spec: Any) -> Optional[Dict[str, Any]]:
         re.compile(pattern)
     except re.error:
         return None
+    if source != "builtin" and unsafe_reason(pattern) is not None:
+        return None                       # a spec written before the submit check: never run it
     return spec
 
 
@@ -221,7 +225,7 @@ def build_rules(profile_rules: Optional[List[Dict[str, Any]]] = None,
     for source, specs in (("builtin", BUILTIN_RULES), ("profile", profile_rules or []),
                           ("job", job_rules or [])):
         for spec in specs:
-            spec = _normalize(spec)
+            spec = _normalize(spec, source)
             if spec is None:
                 continue
             key = (spec["class"], spec["pattern"])
@@ -251,6 +255,9 @@ def validate_rule(spec: Any) -> Optional[str]:
         re.compile(spec["pattern"])
     except re.error as exc:
         return "`pattern` is not a valid regular expression: %s" % exc
+    why = unsafe_reason(spec["pattern"])
+    if why is not None:
+        return "`pattern` %s" % why
     if spec.get("severity", "warning") not in SEVERITIES:
         return "`severity` must be one of %s" % "|".join(SEVERITIES)
     return None

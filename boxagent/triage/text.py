@@ -22,6 +22,10 @@ import re
 from typing import List, Optional
 
 MAX_LINE = 8192          # bytes of a line kept for matching: its head, and its last segment
+# Characters of a line a USER pattern (job/profile rule, success/fail/progress/wait pattern)
+# sees: its first and its last 2 KB. Python's re cannot be interrupted, and a pattern the
+# submit check lets through may still be quadratic (`(a|ab)*c`: ~1 s on 5000 "ab"s).
+USER_LINE_MAX = 4096
 SHOW_CHARS = 300         # a line shown as evidence is cut to this
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
@@ -154,6 +158,20 @@ def strip_prefixes(seg: str, rounds: int = 8) -> str:
             break
         s = s[m.end():].strip(_EDGES)
     return s
+
+
+def user_text(text: str) -> str:
+    """match_text() cut to USER_LINE_MAX characters: head and tail, a line break between
+    (each kept line still shows as the line it came from)."""
+    if len(text) <= USER_LINE_MAX:
+        return text
+    half = USER_LINE_MAX // 2
+    head, tail = text[:half], text[-(half - 1):]
+    if not isinstance(text, MatchText):
+        return head + "\n" + tail
+    out = MatchText(head + "\n" + tail)
+    out.shown = text.shown[:head.count("\n") + 1] + text.shown[-(tail.count("\n") + 1):]
+    return out
 
 
 def last_segment(raw: bytes) -> bytes:

@@ -14,10 +14,11 @@ from typing import Any, Deque, Dict, List, Optional, Tuple
 from boxagent.triage.hits import HitStore
 from boxagent.triage.success import divergence_spec
 from boxagent.triage.progress import ProgressTracker, compile_progress_pattern
+from boxagent.triage.regexsafe import unsafe_reason
 from boxagent.triage.anchors import Finder, candidate_lines
 from boxagent.triage.rules import RuleSet, ScanState, build_rules, derive_keywords
 from boxagent.triage.tailer import DEFAULT_CHUNK, Block, Tailer
-from boxagent.triage.text import decode, last_segment, match_text, show, show_match
+from boxagent.triage.text import decode, last_segment, match_text, show, show_match, user_text
 from boxagent.base.units import format_duration
 
 KEEP_TAIL = 50            # lines kept for last_lines()
@@ -34,7 +35,7 @@ class LinePattern:
 
     def first(self, block: bytes, first_line_no: int) -> Optional[Tuple[int, str]]:
         for line_no, raw in candidate_lines(block, self.finder, first_line_no):
-            text = match_text(raw)
+            text = user_text(match_text(raw))
             m = self.rx.search(text)
             if m:
                 return line_no, show_match(text, m.start())
@@ -58,8 +59,9 @@ class StageWatch:
         self.rules = _as_ruleset(rules)
         self.started_at = started_at
         self.tailer = Tailer(log_path, chunk, start_offset)
-        self.success = LinePattern(success_pattern) if success_pattern else None
-        self.fail = LinePattern(fail_pattern) if fail_pattern else None
+        self.pattern_errors: List[str] = []      # patterns refused here (written before the check)
+        self.success = self._line_pattern("success_pattern", success_pattern)
+        self.fail = self._line_pattern("fail_pattern", fail_pattern)
         self.progress_error: Optional[str] = None
         try:
             custom = compile_progress_pattern(progress_pattern)
@@ -79,6 +81,17 @@ class StageWatch:
         self._diverged: Optional[Dict[str, Any]] = None     # the first NaN/inf loss line
         self._diverged_told = False
         self._silent_since: Optional[float] = None
+
+    def _line_pattern(self, key: str, pattern: Optional[str]) -> Optional[LinePattern]:
+        """A success/fail pattern, or None. A spec on disk from before the submit-time check
+        may hold a catastrophic one: it is never run (it would freeze the daemon's loop)."""
+        if not pattern:
+            return None
+        why = unsafe_reason(pattern)
+        if why is not None:
+            self.pattern_errors.append("%s %s" % (key, why))
+            return None
+        return LinePattern(pattern)
 
     # -- reading
     def poll(self, now: float) -> List[Dict[str, Any]]:
