@@ -29,6 +29,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from boxagent.triage.builtin_rules import CLASS_RANK
+from boxagent.triage.text import strip_prefixes
 
 DETAIL_GAP = 3          # lines: a failure line this close after an incident details it
 MARKER_GAP = 3          # lines: a traceback header this close after a noise marker is its
@@ -107,14 +108,14 @@ def _specificity(h: Hit) -> tuple:
 def severity(h: Hit) -> Optional[str]:
     """The hit's severity, but "warning" for a line the warnings module wrote."""
     sev = h.get("severity")
-    if sev == "critical" and _WARNING_LINE.search(str(h.get("line") or "")):
+    if sev == "critical" and _WARNING_LINE.search(strip_prefixes(str(h.get("line") or ""))):
         return "warning"
     return sev
 
 
 def is_source(h: Hit) -> bool:
     """A source line a traceback quotes (`raise X(`), not a message."""
-    return bool(_SOURCE_LINE.match(str(h.get("line") or "")))
+    return bool(_SOURCE_LINE.match(strip_prefixes(str(h.get("line") or ""))))
 
 
 def proc_of(h: Hit) -> Optional[str]:

@@ -174,3 +174,12 @@ def test_loss_scale_collapse_on_exit_zero_warns(tmp_path):
     p.write_text(line(8, 4) + line(4, 2) + "done\n")
     w = success_warnings(dict(watch_file(p).facts(), exit_code=0))
     assert len(w) == 1 and "NaN/inf" in w[0] and "line 1" in w[0]
+
+
+def test_a_timestamped_source_line_never_names_the_error(tmp_path):
+    """`[ts]     raise ReadTimeoutError(` is the traceback quoting code; the next line is it"""
+    text = ("[2020-10-08 15:40:59]     raise ReadTimeoutError(self._pool, None, \"Read timed out.\")\n"
+            "[2020-10-08 15:40:59] pip._vendor.urllib3.exceptions.ReadTimeoutError: "
+            "HTTPSConnectionPool(host='files.pythonhosted.org', port=443): Read timed out.\n")
+    c = _cause(tmp_path, text, exit_code=2)
+    assert c["class"] == "network_transient" and c["decided_by"].startswith("line 2:")
