@@ -235,11 +235,13 @@ BUILTIN_RULES = [
     _r("code_error", r"Traceback \(most recent call last\)", _I, tag="traceback",
        keywords=["Traceback (most recent call last)"]),
     # Structure, not causes (tags read by triage/incidents.py): a chained traceback, and the
-    # tracebacks of a dying object's __del__ or of a thread, which the process outlives.
+    # tracebacks of a dying object's __del__, of an atexit hook or of a thread, which are not
+    # what stopped the process.
     _r("code_error", r"During handling of the above exception|The above exception was the "
        r"direct cause", _I, tag="chain", keywords=["During handling of the above",
                                                     "The above exception was"]),
-    _r("code_error", r"Exception ignored in", _I, tag="ignored", keywords=["Exception ignored in"]),
+    _r("code_error", r"Exception ignored in|Error in atexit\._run_exitfuncs", _I, tag="ignored",
+       keywords=["Exception ignored in", "Error in atexit._run_exitfuncs"]),
     _r("code_error", r"Exception in thread ", _I, tag="thread", keywords=["Exception in thread "]),
     # A launcher reporting that its child failed: the child's own error, printed before, is
     # the cause (torchrun's ChildFailedError, accelerate's CalledProcessError of python).

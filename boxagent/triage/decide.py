@@ -13,7 +13,7 @@ a failed run's tail in (docs/readme/triage.md, "How the log decides").
      (Segmentation fault) never decide over an error: they are looked through.
   6. A warning never decides over an error; with no error it decides (loss=nan, a loss scale
      collapsing); then a launcher's report alone, a crash line alone, and last the errors
-     of threads the process outlived. Shutdown noise in a __del__ never decides.
+     of threads the process outlived. Shutdown noise (__del__, atexit) never decides.
 
 decide(facts) -> Decision or None. Decision.hit is the deciding hit; Decision.overruled says,
 line by line, which other matches were set aside and why.
@@ -131,7 +131,7 @@ def _notes(episode: List[Incident], pick: Incident, how: str) -> List[str]:
 def _note(i: Incident, pick: Incident, how: str, at: int) -> Optional[str]:
     kind = i.kind
     if i.noise == "ignored":
-        return "%s is in a dying object's __del__ (shutdown noise)" % _at(i)
+        return "%s is shutdown noise (a dying object's __del__, an atexit hook)" % _at(i)
     if i.noise == "thread":
         return "%s is in a thread the process outlived" % _at(i)
     if kind == "wrapper":

@@ -18,10 +18,11 @@ NCCL watchdog line) with its details. Kinds:
 ("Exception ignored in: …", shutdown noise) or of a thread ("Exception in thread …").
 `proc` is the rank prefix of its lines (`[rank5]:`), when the log has one.
 
-Two kinds of line count for less than their rule says: a line Python's warnings module wrote
-(`x.py:46: UserWarning: [Errno 28] …`) is a warning whatever its words, and a source line a
-traceback quotes (`raise ChildFailedError(`) never names the error when the exception line
-itself is there.
+Some lines count for less than their rule says: a line Python's warnings module wrote
+(`x.py:46: UserWarning: [Errno 28] …`) and a line announcing a retry (`wandb: Network error
+(ReadTimeout), entering retry loop`: the program handles it; wandb prints it while a crashed
+run shuts down) are warnings whatever their words, and a source line a traceback quotes
+(`raise ChildFailedError(`) never names the error when the exception line itself is there.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from boxagent.triage.text import strip_prefixes
 DETAIL_GAP = 3          # lines: a failure line this close after an incident details it
 MARKER_GAP = 3          # lines: a traceback header this close after a noise marker is its
 _PROC = re.compile(r"^\[(?:rank|default|Rank ?)?([0-9]+)\]")
-_WARNING_LINE = re.compile(r"(^|:[0-9]+: )[A-Z][A-Za-z]*Warning: ")
+_WARNING_LINE = re.compile(r"(^|:[0-9]+: )[A-Z][A-Za-z]*Warning: |retry loop|[Rr]etrying\b")
 _SOURCE_LINE = re.compile(r"^[\s\u2502\u2503|\u2771>0-9]*raise [A-Za-z_][A-Za-z0-9_.]*(\(|$)")
 Hit = Dict[str, Any]
 
@@ -106,7 +107,8 @@ def _specificity(h: Hit) -> tuple:
 
 
 def severity(h: Hit) -> Optional[str]:
-    """The hit's severity, but "warning" for a line the warnings module wrote."""
+    """The hit's severity, but "warning" for a line the warnings module wrote or one that
+    announces a retry."""
     sev = h.get("severity")
     if sev == "critical" and _WARNING_LINE.search(strip_prefixes(str(h.get("line") or ""))):
         return "warning"

@@ -86,7 +86,7 @@ def test_shutdown_noise_in_a_del_never_decides(tmp_path):
             + TB + "TypeError: 'NoneType' object is not iterable\n")
     c = _cause(tmp_path, text, exit_code=1)
     assert c["class"] == "cuda_oom"
-    assert any("TypeError" in o and "__del__ (shutdown noise)" in o for o in c["overruled"])
+    assert any("TypeError" in o and "is shutdown noise" in o for o in c["overruled"])
 
 
 def test_a_thread_traceback_on_exit_zero_draws_no_warning(tmp_path):
@@ -183,3 +183,24 @@ def test_a_timestamped_source_line_never_names_the_error(tmp_path):
             "HTTPSConnectionPool(host='files.pythonhosted.org', port=443): Read timed out.\n")
     c = _cause(tmp_path, text, exit_code=2)
     assert c["class"] == "network_transient" and c["decided_by"].startswith("line 2:")
+
+
+def test_a_retry_announced_while_a_crashed_run_shuts_down_is_no_cause(tmp_path):
+    """wandb keeps retrying its upload after the job died: the OOM stopped the run"""
+    text = (TB + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+            "wandb: Waiting for W&B process to finish... (failed 1).\n"
+            "wandb: Network error (ReadTimeout), entering retry loop.\n")
+    c = _cause(tmp_path, text, exit_code=1)
+    assert c["class"] == "cuda_oom"
+    assert any(o.startswith("warning at line 6 (wandb: Network error") for o in c["overruled"])
+    # alone, the retry still explains a run that never got going
+    assert _cause(tmp_path, "wandb: Network error (ReadTimeout), entering retry loop.\n",
+                  exit_code=1)["class"] == "network_transient"
+
+
+def test_a_traceback_in_an_atexit_hook_is_shutdown_noise(tmp_path):
+    text = (TB + "KeyError: 'lr'\nError in atexit._run_exitfuncs:\n" + TB +
+            "ConnectionResetError: [Errno 104] Connection reset by peer\n")
+    c = _cause(tmp_path, text, exit_code=1)
+    assert c["class"] == "code_error" and "KeyError" in c["decided_by"]
+    assert any("ConnectionResetError" in o and "shutdown noise" in o for o in c["overruled"])
