@@ -1,5 +1,5 @@
 """Which line of a log decides a failure, and what it overrules: the order an engineer reads
-a failed run's tail in (docs/readme/triage.md, "How the log decides").
+a failed run's tail in (docs/triage.md, "How the log decides").
 
   1. Only the failure episode counts: the incidents after the last progress line (errors the
      run went on after are not the cause); when none of them is an error (a tqdm bar redrawn
