@@ -2,8 +2,8 @@
 a failed run's tail in (docs/triage.md, "How the log decides").
 
   1. Only the failure episode counts: the incidents after the last progress line (errors the
-     run went on after are not the cause); when none of them is an error (a tqdm bar redrawn
-     after the crash, a launcher's report), the last error before that line.
+     run went on after are not the cause); when it holds neither an error nor a warning (a
+     tqdm bar redrawn after the crash, only a launcher's report), the last error before it.
   2. A job or profile rule's error decides over the built-in ones: the user said so.
   3. A GPU hardware fault decides over every error after it: a failing GPU explains them.
   4. The LAST error decides over earlier ones (the exception that stopped the run); but when
@@ -60,33 +60,29 @@ def decide(facts: Dict[str, Any]) -> Optional[Decision]:
     incs = build(hits_of(facts), pl if isinstance(pl, int) else None)
     if not incs:
         return None
-    episode, before = _episode(incs)
-    errors = [i for i in episode if i.kind == "error" and not i.noise]
+    # the episode (noise included: the notes say why it did not decide)
+    scope = [i for i in incs if i.after] if any(i.after is not None for i in incs) else incs
+    after = [i for i in scope if not i.noise]
+    survived = [i for i in incs if i.kind == "error" and not i.noise and i not in scope]
+    errors = [i for i in after if i.kind == "error"]
     if errors:
-        return _among_errors(episode, errors, before, pl)
+        return _among_errors(scope, errors, survived, pl)
+    warned = [i for i in after if i.kind == "warning"]
+    if warned:
+        return Decision(warned[-1], "warning", _went_on(survived, pl) +
+                        _notes(scope, warned[-1], "last"))
+    if survived:             # a bar redrawn after the crash: the last error before it
+        return _among_errors(survived[-1:] + scope, survived[-1:], survived[:-1], pl)
     for kind in ("warning", "wrapper", "crash"):
-        found = [i for i in episode if i.kind == kind and not i.noise] or \
+        found = [i for i in after if i.kind == kind] or \
             [i for i in incs if i.kind == kind and not i.noise]
         if found:
             # the latest warning; the first report or crash line that is no quoted source
             pick = found[-1] if kind == "warning" else next(
                 (i for i in found if not is_source(i.best)), found[0])
-            return Decision(pick, kind, _notes(episode, pick, "last"))
+            return Decision(pick, kind, _notes(scope, pick, "last"))
     threads = [i for i in incs if i.noise == "thread" and i.kind == "error"]
-    if threads:
-        return Decision(threads[-1], "noise", [])
-    return None
-
-
-def _episode(incs: List[Incident]):
-    """(the incidents that can explain the failure, the errors set aside before them)."""
-    after = [i for i in incs if i.after]
-    if any(i.kind == "error" and not i.noise for i in after):
-        return after, [i for i in incs if not i.after and i.kind == "error" and not i.noise]
-    if all(i.after is None for i in incs):
-        return incs, []
-    before = [i for i in incs if not i.after and i.kind == "error" and not i.noise]
-    return (before[-1:] + after), before[:-1]
+    return Decision(threads[-1], "noise", []) if threads else None
 
 
 def _among_errors(episode: List[Incident], errors: List[Incident], before: List[Incident],
@@ -101,9 +97,12 @@ def _among_errors(episode: List[Incident], errors: List[Incident], before: List[
         pick, how = errors[0], "first"
     else:
         pick, how = errors[-1], "last"
-    notes = ["%s came before the last progress line (line %s): the run went on after it"
-             % (_at(i), pl) for i in before[-3:]]
-    return Decision(pick, "error", notes + _notes(episode, pick, how))
+    return Decision(pick, "error", _went_on(before, pl) + _notes(episode, pick, how))
+
+
+def _went_on(before: List[Incident], pl: Any) -> List[str]:
+    return ["%s came before the last progress line (line %s): the run went on after it"
+            % (_at(i), pl) for i in before[-3:]]
 
 
 def _first_observed(episode: List[Incident], errors: List[Incident]) -> bool:

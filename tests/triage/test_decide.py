@@ -204,3 +204,14 @@ def test_a_traceback_in_an_atexit_hook_is_shutdown_noise(tmp_path):
     c = _cause(tmp_path, text, exit_code=1)
     assert c["class"] == "code_error" and "KeyError" in c["decided_by"]
     assert any("ConnectionResetError" in o and "shutdown noise" in o for o in c["overruled"])
+
+
+def test_an_error_the_run_went_on_after_never_outweighs_the_episodes_own_warning(tmp_path):
+    text = (TB + "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api.wandb.ai')\n"
+            "step 1/100 loss 2.0\nstep 2/100 loss 1.9\n"
+            "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 4, reducing to 2\n"
+            + CHILD_FAILED)
+    c = _cause(tmp_path, text, exit_code=1)
+    assert c["class"] == "divergence" and c["decided_by"].startswith("line 7: [deepspeed] OVERFLOW!")
+    assert any(o.startswith("line 4: requests.exceptions.ConnectionError") and
+               "before the last progress line" in o for o in c["overruled"]), c["overruled"]
