@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "rgt_client.notify_cmd",      # notify-set notify-test
     "rgt_client.triage_cmd",      # triage
     "rgt_client.pull_cmd",        # pull verify
+    "rgt_client.report.cmd",      # report
 )
 
 

@@ -46,7 +46,7 @@ def render_status(status: dict[str, Any], client: dict[str, Any]) -> str:
     lines = _header(status, client)
     lines += _health(status.get("health") or {}, status.get("history") or {})
     for run in status.get("runs") or []:
-        lines += _run(run)
+        lines += _run(run, (status.get("metrics_history") or {}).get(run.get("name")))
     if not status.get("runs"):
         lines.append("  no runs yet: rgt-client run %s JOB.toml" % client.get("host"))
     lines += _alerts(status.get("alerts") or [])
@@ -128,11 +128,12 @@ def _gpus(h: dict[str, Any], hist: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _run(run: dict[str, Any]) -> list[str]:
+def _run(run: dict[str, Any], spark: dict[str, Any] | None = None) -> list[str]:
     lines = ["run %s  %s%s" % (run.get("name"), run.get("state"),
                                "  workdir %s" % run["workdir"] if run.get("workdir") else "")]
     for st in run.get("stages") or []:
         lines += _stage(st)
+        lines += _metrics(st, spark if isinstance(spark, dict) and spark.get("stage") == st.get("name") else None)
     art = run.get("artifacts") or {}
     if art.get("files"):
         lines.append("  artifacts %s files, %s" % (art.get("files"), format_bytes(art.get("bytes"))))
@@ -165,6 +166,24 @@ def _stage(st: dict[str, Any]) -> list[str]:
         for ev in (cause.get("evidence") or [])[:3]:
             lines.append("      evidence: %s" % ev)
     return lines
+
+
+def _metrics(st: dict[str, Any], spark: dict[str, Any] | None) -> list[str]:
+    """`metrics loss 0.2315, acc 0.91  loss ▇▆▅▃▂▁`: the last values, and the first metric's last hour as a sparkline (its own scale:
+    a metric has no fixed range)."""
+    metrics = st.get("metrics") if isinstance(st.get("metrics"), dict) else {}
+    values = [v for v in (spark or {}).get("values") or [] if isinstance(v, (int, float))]
+    if not metrics and not values:
+        return []
+    shown = ", ".join("%s %s" % (k, _metric(v)) for k, v in list(metrics.items())[:4])
+    line = "      metrics %s" % (shown or "%s %s" % (spark.get("metric"), _metric(values[-1])))
+    if len(values) > 1:
+        line += "  %s %s" % ((spark or {}).get("metric"), sparkline(values, min(values), max(values)))
+    return [line]
+
+
+def _metric(v: Any) -> str:
+    return "%.4g" % v if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
 
 
 def _alerts(alerts: list[dict[str, Any]]) -> list[str]:

@@ -1,0 +1,88 @@
+"""The one sanitiser for text a box sent, before it reaches a human's terminal.
+
+A rented box can be compromised, and everything it sends (paths in a manifest, symlink targets,
+log lines, error text, notifier names) ends up printed here. Raw control characters in that
+text are instructions to the terminal, not text: `ESC ] 52` writes the clipboard, `ESC [ 2 J`
+clears the screen, a CSI cursor move or a bare CR paints a fake "OK" over a real error, and a
+Unicode bidi override (U+202E) shows `gpj.exe` as `exe.jpg`. So every such character is shown
+as a visible escape (`\\x1b`, `\\r`, `\\u202e`) instead of being sent.
+
+    safe(text)       multi-line text (logs, HANDBOOK.md): newlines, tabs and CRLF line ends kept
+    safe_line(text)  one-line fields (a path, a host, a run name): newlines and tabs shown too
+    StreamSafe       the same rules for a byte stream read in chunks (`logs --follow`)
+
+Only human-readable output goes through here: `--json` stays exact (json.dumps escapes every
+control character itself). Bytes are decoded as UTF-8; undecodable bytes are shown as `\\xNN`.
+"""
+from __future__ import annotations
+
+import codecs
+import re
+from typing import Union
+
+Text = Union[str, bytes, bytearray]
+
+# C0 controls except TAB and LF, DEL, C1 (U+0080-U+009F: a terminal in 8-bit mode takes U+009B
+# as CSI), the bidi embeddings/overrides/isolates and marks, the Unicode line and paragraph
+# separators (they split lines in editors and str.splitlines but not on a terminal), and lone
+# surrogates (from surrogateescape decoding: printing one raises UnicodeEncodeError mid-output).
+_CONTROLS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+             "\u202a-\u202e\u2066-\u2069\ud800-\udfff")
+# A CR directly before LF only ends a line (Windows logs): harmless, kept in multi-line text.
+_MULTI = re.compile("\r(?!\n)|[%s]" % _CONTROLS.replace("\x0b-\x1f", "\x0b\x0c\x0e-\x1f"))
+_LINE = re.compile("[\t\n%s]" % _CONTROLS)
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _show(m: "re.Match[str]") -> str:
+    ch = m.group(0)
+    named = _NAMED.get(ch)
+    if named:
+        return named
+    n = ord(ch)
+    return "\\x%02x" % n if n < 0x100 else "\\u%04x" % n
+
+
+def _text(text: Text) -> str:
+    if isinstance(text, (bytes, bytearray)):
+        return bytes(text).decode("utf-8", "backslashreplace")
+    return text if isinstance(text, str) else str(text)
+
+
+def safe(text: Text) -> str:
+    """Box text for a terminal, keeping its lines: every control character and escape sequence
+    shown as a visible escape; LF, TAB and CRLF line ends kept."""
+    return _MULTI.sub(_show, _text(text))
+
+
+def safe_line(text: Text) -> str:
+    """A one-line field from the box (a path, a symlink target, an error message): like safe(),
+    and newlines, CR and tabs shown too, so it can never break out of its line or column."""
+    return _LINE.sub(_show, _text(text))
+
+
+class StreamSafe:
+    """safe() for bytes arriving in chunks: a UTF-8 character or a CRLF split across two chunks
+    is held back until the next one, so a chunk boundary never changes what is shown."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")
+        self._cr = False
+
+    def feed(self, data: bytes) -> str:
+        text = self._decoder.decode(data)
+        if self._cr:
+            text, self._cr = "\r" + text, False
+        if text.endswith("\r"):
+            text, self._cr = text[:-1], True
+        return safe(text)
+
+    def end(self) -> str:
+        """What is still held back (a dangling CR, a cut-off UTF-8 character), shown."""
+        text = self._decoder.decode(b"", final=True)
+        if self._cr:
+            text, self._cr = "\r" + text, False
+        return safe(text)
+
+
+__all__ = ["safe", "safe_line", "StreamSafe"]
