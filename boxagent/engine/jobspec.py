@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 from boxagent.base.errors import UsageError
 from boxagent.base.units import parse_duration, parse_size
+from boxagent.engine import joblimits
+from boxagent.engine.joblimits import (MAX_ENV_BYTES, MAX_ENV_VALUE_BYTES, MAX_JOB_BYTES,  # noqa: F401
+                                       MAX_RUN_BYTES, MAX_STAGES, utf8_len)
 from boxagent.slurm import spec as slurm_spec
-from boxagent.triage.regexsafe import unsafe_reason
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -31,22 +32,6 @@ SEVERITIES = ("info", "warning", "critical")
 DEFAULT_WAIT_TIMEOUT = 72 * 3600.0   # "every wait ends": a wait without a timeout gets three days
 MAX_RETRIES = 10
 FORMAT_HINT = "fix the job file; every key is described in the README section \"The job file\" (examples/job.toml)"
-
-# Limits no real job comes near; each guards against a job that broke the box (docs/jobs.md).
-MAX_JOB_BYTES = 1 << 20           # the job text; real ones are a few KB
-MAX_DEPTH = 32                    # tables and lists inside each other; real jobs nest 4 deep
-MAX_STAGES = 1000                 # 100,000 stages made a 23 MB status.json, rewritten every tick
-MAX_RUN_BYTES = 64 << 10          # `bash -c RUN` is one argv string: Linux refuses > 128 KiB
-MAX_ENV_VALUE_BYTES = 64 << 10    # one NAME=value, the same kernel limit
-MAX_ENV_BYTES = 256 << 10         # a stage's whole env (job + stage) of execve's ~2 MiB
-MAX_DOTS = 1000                   # dots outside strings: see check_text()
-# Strings (TOML's four kinds, JSON's one), comments, or a dot: what check_text() counts.
-_OUTSIDE_STRINGS = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\']|\'(?!\'\'))*\'\'\''
-                              r'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|\.')
-NUL_HINT = "remove the NUL byte (a paste from a binary file?); a regex can say \\x00"
-LIMIT_HINT = "keep big data in files the stage reads (a script for a long command, a config " \
-             "file for a big value); the limits are in the job file documentation"
-
 
 class JobError(UsageError):
     def __init__(self, problems: List[str], source: str = "job", hint: Optional[str] = None):
@@ -67,7 +52,7 @@ def parse_text(text: str, source: str = "job") -> Dict[str, Any]:
     try:
         data = json.loads(text)
     except RecursionError:                # 200,000 nested [ : the parser's own stack
-        raise JobError([_too_deep()], source, LIMIT_HINT)
+        raise JobError([joblimits.too_deep()], source, joblimits.LIMIT_HINT)
     except ValueError as exc:
         if stripped.startswith("{") or source.endswith(".json"):
             raise JobError(["not valid JSON: %s" % exc], source)
@@ -85,61 +70,23 @@ def _parse_toml(text: str, source: str) -> Any:
     try:
         return tomllib.loads(text)
     except RecursionError:
-        raise JobError([_too_deep()], source, LIMIT_HINT)
+        raise JobError([joblimits.too_deep()], source, joblimits.LIMIT_HINT)
     except ValueError as exc:
         raise JobError(["not valid TOML: %s" % exc], source)
 
 
 def check_text(text: str, source: str = "job") -> None:
-    """JobError for a job text no parser should get: over MAX_JOB_BYTES, or with more than
-    MAX_DOTS dots outside strings (tomllib is quadratic in a dotted key's length: 16,000
-    parts take 10 s, a 1 MB one hours; a job has a handful of dots, in its numbers)."""
-    size = len(text.encode("utf-8", "surrogatepass")) if len(text) <= MAX_JOB_BYTES else len(text)
-    if size > MAX_JOB_BYTES:
-        raise JobError(["the job is %s; at most %s" % (_size(size), _size(MAX_JOB_BYTES))],
-                       source, LIMIT_HINT)
-    dots = sum(1 for m in _OUTSIDE_STRINGS.finditer(text) if m.group() == ".")
-    if dots > MAX_DOTS:
-        raise JobError(["%d dots outside strings (dotted keys?); a job has a few, at most %d"
-                        % (dots, MAX_DOTS)], source, LIMIT_HINT)
+    """JobError for a job text no parser should get (joblimits.text_problem)."""
+    problem = joblimits.text_problem(text)
+    if problem is not None:
+        raise JobError([problem[0]], source, problem[1])
 
 
 def check_structure(job: Any, source: str = "job") -> None:
-    """JobError for what no key-by-key check should meet: nesting deeper than MAX_DEPTH, a NUL
-    byte in any string or key (it cuts a command or a path short in the shim, and the stage
-    then looks "killed from outside"), a number that is inf or nan (written as non-standard
-    JSON). Iterative: a 200,000-deep TOML table must not blow the stack here either."""
-    problems: List[Tuple[str, str]] = []
-    stack = [(job, "", 1)]
-    while stack and len(problems) < 20:
-        value, path, depth = stack.pop()
-        if isinstance(value, (dict, list)) and depth > MAX_DEPTH:
-            problems.append(("%s: %s" % (path or "(top)", _too_deep()), LIMIT_HINT))
-            continue
-        if isinstance(value, dict):
-            for key in reversed(list(value)):
-                if isinstance(key, str) and "\x00" in key:
-                    problems.append(("%s: a key holds a NUL byte: %s" % (path or "(top)", _show(key)), NUL_HINT))
-                    continue
-                stack.append((value[key], "%s.%s" % (path, key) if path else str(key), depth + 1))
-        elif isinstance(value, list):
-            stack.extend((v, "%s[%d]" % (path, i), depth + 1) for i, v in reversed(list(enumerate(value))))
-        elif isinstance(value, str) and "\x00" in value:
-            problems.append(("%s: holds a NUL byte (\\u0000) at character %d" % (path, value.index("\x00")),
-                             NUL_HINT))
-        elif isinstance(value, float) and not math.isfinite(value):
-            problems.append(("%s: expected a finite number, got %s" % (path, value),
-                             'give a number (3600) or a duration ("12h")'))
+    """JobError for too deep, a NUL byte, inf/nan anywhere (joblimits.structure_problems)."""
+    problems = joblimits.structure_problems(job, _show)
     if problems:
         raise JobError([p for p, _ in problems], source, problems[0][1])
-
-
-def _too_deep() -> str:
-    return "nested deeper than %d tables/lists" % MAX_DEPTH
-
-
-def _size(n: int) -> str:
-    return "%d KiB" % (n >> 10) if n < (4 << 20) else "%d MiB" % (n >> 20)
 
 
 def spec_sha256(spec: Dict[str, Any]) -> str:
@@ -196,6 +143,8 @@ class _Validator:
         except re.error as exc:
             self.bad(path, "not a valid regular expression (%s): %s" % (exc, _show(value)))
             return None
+        # Imported here: the triage package's imports only for jobs that give a pattern.
+        from boxagent.triage.regexsafe import unsafe_reason
         why = unsafe_reason(value)
         if why is not None:
             self.bad(path, "the pattern %s %s" % (_show(value), why))
@@ -247,10 +196,10 @@ class _Validator:
             elif not isinstance(val, str):
                 self.bad("%s.%s" % (path, key), "expected a string (quote it: %s = \"%s\"), got %s"
                          % (key, val, _show(val)))
-            elif _utf8_len(key) + 1 + _utf8_len(val) > MAX_ENV_VALUE_BYTES:
+            elif utf8_len(key) + 1 + utf8_len(val) > MAX_ENV_VALUE_BYTES:
                 self.bad("%s.%s" % (path, key), "the value is %d KiB; at most %d KiB a variable "
                          "(the kernel refuses 128 KiB): put it in a file and pass its path"
-                         % (_utf8_len(val) >> 10, MAX_ENV_VALUE_BYTES >> 10))
+                         % (utf8_len(val) >> 10, MAX_ENV_VALUE_BYTES >> 10))
             else:
                 out[key] = val
         return out
@@ -258,7 +207,7 @@ class _Validator:
     def env_total(self, stage_env: Dict[str, str], path: str) -> None:
         """The job's env and this stage's together, as execve gets them."""
         merged = dict(self.job_env, **stage_env)
-        total = sum(_utf8_len(k) + _utf8_len(v) + 2 for k, v in merged.items())
+        total = sum(utf8_len(k) + utf8_len(v) + 2 for k, v in merged.items())
         if total > MAX_ENV_BYTES:
             self.bad(path, "env and the job's env are %d KiB together; at most %d KiB"
                      % (total >> 10, MAX_ENV_BYTES >> 10))
@@ -349,9 +298,9 @@ class _Validator:
             self.bad(path, "needs exactly one of `run` (a command) or `wait` (a table)")
         elif "run" in st:
             out["run"] = self.string(st["run"], path + ".run")
-            if out["run"] is not None and _utf8_len(out["run"]) > MAX_RUN_BYTES:
+            if out["run"] is not None and utf8_len(out["run"]) > MAX_RUN_BYTES:
                 self.bad(path + ".run", "the command is %d KiB; at most %d KiB (put it in a "
-                         "script and run that)" % (_utf8_len(out["run"]) >> 10, MAX_RUN_BYTES >> 10))
+                         "script and run that)" % (utf8_len(out["run"]) >> 10, MAX_RUN_BYTES >> 10))
         else:
             out["wait"] = self.wait(st["wait"], path + ".wait")
         out["expect"] = self.str_list(st.get("expect", []), path + ".expect")
@@ -471,10 +420,6 @@ class _Validator:
                 norm["remediation"] = self.string(r["remediation"], path + ".remediation")
             out.append(norm)
         return out
-
-
-def _utf8_len(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _show(value: Any) -> str:

@@ -23,9 +23,9 @@ CLASS_RANK = ("gpu_hardware", "crlf_script", "driver_too_old", "torch_arch_misma
 TRANSIENT = frozenset(("nccl", "network_transient", "preempted", "machine_restart"))
 
 REMEDIATION = {
-    "cgroup_oom": "the container's memory limit (cgroup memory.max) was hit: size DataLoader "
-                  "workers against memory.max, not the CPU count; share big tensors (memmap); "
-                  "lower batch or prefetch",
+    "cgroup_oom": "the container's memory limit (memory.max on cgroup v2, "
+                  "memory.limit_in_bytes on v1) was hit: size DataLoader workers against that "
+                  "limit, not the CPU count; share big tensors (memmap); lower batch or prefetch",
     "cuda_oom": "GPU memory ran out: smaller batch (or gradient accumulation), check for other "
                 "jobs on the GPU, try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; not "
                 "transient, a retry fails the same way",

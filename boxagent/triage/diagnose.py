@@ -40,6 +40,10 @@ facts keys (all optional):
   {summary}], timeout_s, workdir, probe_disks (statvfs the paths named in ENOSPC lines:
   the CLI only, never the daemon - an NFS mount may hang), assume_failed (the CLI without
   --exit-code when the log itself shows a critical failure).
+  Added for the box's words and offline triage: cgroup_version ("v1" | "v2" | None: the box's
+  cgroup, so the cgroup_oom remediation names memory.max or memory.limit_in_bytes), offline
+  (True from `triage LOG`: nothing on the box was looked at, so an unknown oom_kill counter
+  is "not checked", never "not readable").
 """
 from __future__ import annotations
 
@@ -53,8 +57,6 @@ from boxagent.triage.success import fast_spec, success_warnings  # noqa: F401 (r
 Cause = Dict[str, Any]
 NATIVE_CRASH = ("run it again with PYTHONFAULTHANDLER=1 to see where; check the torch/CUDA "
                 "extension versions")
-OOM_CHECK = ("confirm: the cgroup's oom_kill counter (memory.events on cgroup v2, "
-             "memory.oom_control on v1) and `dmesg -T | grep -i -e oom -e killed`; then ")
 HARDWARE_XIDS = frozenset((48, 63, 64, 74, 79, 92, 94, 95, 119, 120))
 
 
@@ -78,8 +80,8 @@ def diagnose(facts: Dict[str, Any]) -> Cause:
     for step in steps:
         cause = step(facts)
         if cause is not None:
-            return _explained(cause, facts)
-    return _explained(_nonzero(facts), facts)
+            return _explained(_in_box_words(cause, facts), facts)
+    return _explained(_in_box_words(_nonzero(facts), facts), facts)
 
 
 def _explained(cause: Cause, f: Dict[str, Any]) -> Cause:
@@ -95,6 +97,13 @@ def _explained(cause: Cause, f: Dict[str, Any]) -> Cause:
             and not any(d.hit.get("line", "") in str(e) for e in ev):
         cause["overruled"].append("%s (%s) overruled: %s" % (
             d.decided_by, d.hit.get("class"), cause["decided_by"]))
+    return cause
+
+
+def _in_box_words(cause: Cause, f: Dict[str, Any]) -> Cause:
+    """The cgroup_oom remediation names the limit file of the box's cgroup version."""
+    if cause["class"] == "cgroup_oom" and cause["remediation"] == REMEDIATION["cgroup_oom"]:
+        cause["remediation"] = E.cgroup_oom_remediation(f.get("cgroup_version"))
     return cause
 
 
@@ -202,7 +211,7 @@ def _vanished(f: Dict[str, Any]) -> Optional[Cause]:
         return _log_cause(f, d, prefix="the process vanished; ")
     ev = ["the process is gone without an exit status", "boot_id unchanged"]
     delta = f.get("oom_kill_delta")
-    ev.append("cgroup oom_kill unchanged" if delta == 0 else "cgroup oom_kill counter unknown")
+    ev.append("cgroup oom_kill unchanged" if delta == 0 else E.oom_unknown(f))
     ev.append("no hangup seen")
     last = f.get("last_lines") or []
     if last:
@@ -220,11 +229,14 @@ def _killed_line(f: Dict[str, Any], hit: Optional[Dict[str, Any]], what: str,
     ev = (E.class_evidence(f, hit) if hit is not None else []) + ([how] if how else [])
     if f.get("oom_kill_delta") == 0:
         ev.append("cgroup oom_kill counter did not move: not the OOM killer")
-        return _cause("killed", "%s by SIGKILL from outside (not an OOM kill)" % what, ev,
+        return _cause("killed", "%s by SIGKILL from outside (not the OOM killer: the cgroup "
+                      "oom_kill counter did not move)" % what, ev,
                       decision=d)
-    ev.append("cgroup oom_kill counter not readable: most likely the OOM killer")
-    return _cause("cgroup_oom", "%s, most likely by the OOM killer (memory limit)" % what, ev,
-                  OOM_CHECK + REMEDIATION["cgroup_oom"], decision=d)
+    ev.append("%s: most likely the OOM killer; check %s" % (E.oom_unknown(f), E.oom_checks(f)))
+    return _cause("cgroup_oom", "%s, most likely by the OOM killer (memory limit): %s"
+                  % (what, E.oom_unknown(f)), ev,
+                  "confirm it: %s; then: %s" % (E.oom_checks(f), E.cgroup_oom_remediation(
+                      f.get("cgroup_version"))), decision=d)
 
 
 # -- death by signal

@@ -87,6 +87,7 @@ class RuleSet:
         self.anchored = all(r.keywords for r in rules)
         self.anchors = minimal_anchors(k for r in rules if not r.needs_traceback for k in r.keywords)
         self.window_anchors = minimal_anchors(k for r in rules if r.needs_traceback for k in r.keywords)
+        self.window_rules = [r for r in rules if r.needs_traceback]
         self.finder = Finder(self.anchors)
         self.window_finder = Finder(self.window_anchors)
 
@@ -121,8 +122,8 @@ class RuleSet:
         window) holding a window literal, except the line numbers in `seen` (matched already)."""
         hits = []
         for n, ls, le in numbered(block, self.window_finder.spans(block, start, end), line_no, start):
-            if n not in seen:
-                h = self._match(block[ls:le], n, True)[0]
+            if n not in seen:          # no main literal in it: only the window rules can match
+                h = self._match(block[ls:le], n, True, self.window_rules)[0]
                 if h is not None:
                     hits.append(h)
         return hits
@@ -134,10 +135,11 @@ class RuleSet:
             state.traceback_line = line_no
         return h
 
-    def _match(self, raw: bytes, line_no: int, in_window: bool) -> Tuple[Optional[Dict[str, Any]], bool]:
+    def _match(self, raw: bytes, line_no: int, in_window: bool,
+               rules: Optional[List[Rule]] = None) -> Tuple[Optional[Dict[str, Any]], bool]:
         """(the first rule's hit, whether the line is a traceback header)."""
         text = None
-        for rule in self.rules:
+        for rule in self.rules if rules is None else rules:
             if rule.gate is not None and rule.gate.search(raw) is None:
                 continue                  # none of its keywords: it cannot match
             if rule.needs_traceback and not in_window:

@@ -23,6 +23,7 @@ from boxagent.triage.text import decode, last_segment, match_text, show, show_ma
 from boxagent.base.units import format_duration
 
 KEEP_TAIL = 50            # lines kept for last_lines()
+BUSY_CPU_FRACTION = 0.2   # CPU-seconds per second of silence (a fifth of a core): not stalled
 PROGRESS_LOOKBACK = 2000  # lines searched backwards in a block for the latest progress
 
 
@@ -224,10 +225,12 @@ class StageWatch:
 
     # -- stall
     def stall_check(self, now: float, stall_after: float, artifacts_mtime: Optional[float],
-                    gpu_busy: Optional[bool]) -> List[Dict[str, Any]]:
-        """Event specs: `stalled` when the log, the artifacts and the GPU all stood still for
-        stall_after (never a kill); `log_silent` when only the log is silent while artifacts
-        advance (buffered stdout?); `stall_cleared` when output comes back. Once per episode."""
+                    gpu_busy: Optional[bool], cpu_s: Optional[float] = None) -> List[Dict[str, Any]]:
+        """Event specs: `stalled` when the log, the artifacts, the GPU and the CPU all stood still
+        for stall_after (never a kill); `log_silent` when only the log is silent while artifacts
+        advance or the stage burns CPU (buffered stdout?); `stall_cleared` when output comes
+        back. Once per episode. cpu_s: the CPU seconds (user + system) the stage's process
+        group used over the last stall_after seconds, None when unknown."""
         if not stall_after or self.finished:
             return []
         last_log = self.last_output_at if self.last_output_at is not None else self.started_at
@@ -236,15 +239,23 @@ class StageWatch:
         idle = now - last_log
         if idle < stall_after:
             return self._cleared(now)
-        if artifacts_mtime is not None and now - artifacts_mtime < stall_after:
-            if self._silent_since is None:
-                self._silent_since = now
+        art_busy = artifacts_mtime is not None and now - artifacts_mtime < stall_after
+        cpu_busy = cpu_s is not None and cpu_s >= BUSY_CPU_FRACTION * stall_after
+        if art_busy or (cpu_busy and not gpu_busy):
+            if self._silent_since is not None:
+                return []
+            self._silent_since = now
+            if art_busy:
                 return [self._silent_spec(idle, now - artifacts_mtime)]
-            return []
+            return [self._busy_spec(idle, cpu_s or 0.0, stall_after, gpu_busy)]
         if gpu_busy or self._stall_since is not None:
             return []
         self._stall_since = last_log
-        return [self._stall_spec(idle, artifacts_mtime, gpu_busy, now)]
+        spec = self._stall_spec(idle, artifacts_mtime, gpu_busy, now)
+        if cpu_s is not None:
+            spec["evidence"].insert(3, "the stage used %.0f CPU-seconds in the last %s" % (
+                cpu_s, format_duration(stall_after)))
+        return [spec]
 
     def _cleared(self, now: float) -> List[Dict[str, Any]]:
         since, self._stall_since, self._silent_since = self._stall_since, None, None
@@ -262,6 +273,21 @@ class StageWatch:
                              "an artifact changed %s ago" % format_duration(art_age)],
                 "remediation": "run python with -u or PYTHONUNBUFFERED=1 (rgt sets it for its "
                                "stages); flush prints; tqdm writes to stderr"}
+
+    def _busy_spec(self, idle: float, cpu_s: float, window: float,
+                   gpu_busy: Optional[bool]) -> Dict[str, Any]:
+        """Silent but busy on CPU: a box without a GPU (or a CPU phase) with block-buffered
+        stdout looked stalled until the process's own CPU time was asked."""
+        return {"type": "log_silent", "severity": "info",
+                "summary": "log silent, the process busy on CPU — buffered stdout? (%s without "
+                           "output)" % format_duration(idle),
+                "evidence": ["no new log bytes for %s" % format_duration(idle),
+                             "the stage used %.0f CPU-seconds in the last %s" % (cpu_s, format_duration(window)),
+                             "GPU idle" if gpu_busy is False else "no GPU activity known (no NVML)"],
+                "cpu_s": round(cpu_s, 1),
+                "remediation": "run python with -u or PYTHONUNBUFFERED=1 (rgt sets it for its "
+                               "stages; a program it starts may buffer anyway); flush prints; if "
+                               "it should print and does not, py-spy dump --pid PID shows where it is"}
 
     def _stall_spec(self, idle: float, artifacts_mtime: Optional[float], gpu_busy: Optional[bool],
                     now: float) -> Dict[str, Any]:

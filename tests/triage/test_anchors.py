@@ -129,3 +129,11 @@ def test_cuts_start_at_rare_bytes_and_keep_few_passes():
     assert len(rs.finder.passes) <= 16 < len(rs.anchors)
     assert all(not p.pattern.startswith((b"\\ ", b"0", b"1")) for p in rs.finder.passes)
     assert Finder([b"iostream error"]).passes[0].pattern != b"error"
+
+
+@pytest.mark.skipif(not shutil.which("grep"), reason="grep is not installed")
+@pytest.mark.parametrize("data,lines", [(b"a\nb\n", 2), (b"a\nb", 2), (b"", 0), (b"\n", 1), (b"x", 1)])
+def test_both_engines_count_lines_as_an_editor_does(tmp_path, data, lines):
+    p = tmp_path / "l.log"
+    p.write_bytes(data)
+    assert [scan_file(str(p), engine=e)["lines"] for e in ("python", "grep")] == [lines, lines]

@@ -139,6 +139,7 @@ def test_signals_decide_when_the_log_says_nothing(tmp_path):
         # nobody said who sent the SIGKILL: the memory killer, said as likely, with the check
         c = diagnose(_facts(tmp_path, quiet, exit_code=ec))
         assert c["class"] == "cgroup_oom" and "most likely by the OOM killer" in c["summary"], ec
+        assert "counter not readable" in "\n".join(c["evidence"])
         assert "oom_kill counter" in c["remediation"] and "dmesg -T | grep -i -e oom" in c["remediation"]
     assert diagnose(_facts(tmp_path, quiet, signal=1))["class"] == "hangup"
     assert diagnose(_facts(tmp_path, quiet, signal="SIGTERM"))["class"] == "killed"

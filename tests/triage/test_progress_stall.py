@@ -194,3 +194,25 @@ def test_epochs_counted_from_zero(tmp_path):
     assert (1, 3, pytest.approx(1 / 3, abs=1e-3)) in seen   # `Epoch 0/3: 100%`
     assert (2, 3, pytest.approx(2.5 / 3, abs=1e-3)) in seen  # `Epoch 2/3: 50%`: the last epoch
     assert seen[-1] == (3, 3, 1.0)
+
+
+def test_silent_but_busy_on_cpu_without_a_gpu_is_buffered_stdout_not_a_stall(tmp_path):
+    """A CPU-only box, a process with block-buffered stdout working hard: it was called
+    stalled because nothing but the log, the artifacts and the GPU was asked."""
+    w, _ = _watch(tmp_path)
+    specs = w.stall_check(400.0, 300, None, None, cpu_s=290.0)       # ~1 core over 5 min
+    assert [s["type"] for s in specs] == ["log_silent"]
+    assert "busy on CPU — buffered stdout?" in specs[0]["summary"] and specs[0]["cpu_s"] == 290.0
+    assert w.stall_check(500.0, 300, None, None, cpu_s=290.0) == []   # once per episode
+    stalled = w.stall_check(700.0, 300, None, None, cpu_s=1.0)       # then it went quiet
+    assert [s["type"] for s in stalled] == ["stalled"]
+    assert any("1 CPU-seconds in the last 5m00s" in e for e in stalled[0]["evidence"])
+
+
+def test_an_idle_process_is_still_stalled_and_unknown_cpu_changes_nothing(tmp_path):
+    w, _ = _watch(tmp_path)
+    assert [s["type"] for s in w.stall_check(400.0, 300, None, None, cpu_s=3.0)] == ["stalled"]
+    w, _ = _watch(tmp_path)
+    assert [s["type"] for s in w.stall_check(400.0, 300, None, False)] == ["stalled"]
+    w, _ = _watch(tmp_path)
+    assert w.stall_check(400.0, 300, None, True, cpu_s=290.0) == []   # GPU busy: as before
