@@ -32,7 +32,7 @@ from boxagent.base.units import iso_utc
 from boxagent.wire import inbox
 from boxagent.daemon.bus import Bus
 from boxagent.daemon.wake import DirWatch, Waker
-from boxagent.daemon.wiring import GuardedBox, HubPart
+from boxagent.daemon.wiring import GuardedBox
 from boxagent.engine import contain
 from boxagent.engine import states as S
 from boxagent.engine.finalize import Finisher
@@ -43,6 +43,7 @@ from boxagent.engine.store import RunStore
 from boxagent.health.monitor import HealthMonitor
 from boxagent.health.part import HealthPart
 from boxagent.notify.hub import NotifyHub
+from boxagent.runlog.part import RunLog
 from boxagent.wire import status as status_mod
 from boxagent.base.errors import EXIT_ERROR, AgentError
 from boxagent.wire.events import EventLog
@@ -151,7 +152,7 @@ class Daemon:
         prev_boot = ((read_json(self.home.status) or {}).get("agent") or {}).get("boot_id")
         self.boot_id = self.roots.boot_id()
         self.health = HealthPart(HealthMonitor(self.roots, self.config, self.profile), self._watched, self._running)
-        self.bus = Bus([self.health, HubPart(NotifyHub(self.home, self.config, self.profile))], log_line)
+        self.bus = Bus([self.health, NotifyHub(self.home, self.config, self.profile), RunLog()], log_line)
         store = RunStore(self.home, log_line, self.storage)
         self.journal = FileJournal(store, self.events, self._published, log_line)
         self.box = GuardedBox(self.health, self.bus)
@@ -192,8 +193,9 @@ class Daemon:
             self.emit({"type": "daemon_stopped", "severity": "warning" if reason == "preempted" else "info",
                        "summary": "rgt agent stopped (%s)%s" % (reason, "".join("; " + n for n in notes)),
                        "reason": reason})
-            self.write_status(time.time(), running=False)
             self.bus.stop(min(FLUSH_TIMEOUT_S, max(1.0, self.settings["stop_grace"])))
+            # After the parts stopped: a message that went out during the stop counts as sent.
+            self.write_status(time.time(), running=False)
             self.dirwatch.stop()
             self.waker.close()
         finally:

@@ -277,7 +277,8 @@ class Scheduler:
         wait = sspec.get("wait") or {}
         success = wait.get("pattern") if wait else sspec.get("success_pattern")
         fail = wait.get("fail_pattern") if wait else sspec.get("fail_pattern")
-        return StageWatch(log, self._rules[run], success, fail, sspec.get("progress_pattern"), started_at)
+        return StageWatch(log, self._rules[run], success, fail, sspec.get("progress_pattern"), started_at,
+                          metrics_pattern=sspec.get("metrics_pattern"))
 
     # -- the end of an attempt: read, judge, apply
     def _ended(self, att: Attempt, info: Dict[str, Any], now: float, boot_changed: bool = False) -> None:
@@ -312,7 +313,8 @@ class Scheduler:
         if verdict.state == S.PENDING:
             self.journal.commit(run, [st.retry_later(now, verdict.backoff, verdict.cause, exit_code, sig, detail)], now)
             return
-        specs = [st.end_badly(verdict.state, now, verdict.cause, exit_code, sig, live.get("progress"), detail),
+        specs = [st.end_badly(verdict.state, now, verdict.cause, exit_code, sig, live.get("progress"), detail,
+                              live.get("metrics")),
                  run.end_badly(verdict.state, now, verdict.cause, st.name)]
         self.journal.commit(run, specs, now)
 

@@ -181,10 +181,6 @@ def test_deadman_rearmed_by_the_daemon_fires_after_agent_stop(box, ntfy_receiver
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the daemon writes its last status.json before it stops the hub "
-                                       "(boxagent/daemon/loop.py _teardown): the message sent during the "
-                                       "stop is still counted pending there. Passes once the last status "
-                                       "is written after the parts have stopped.")
 def test_preempted_daemon_last_status_counts_every_message_that_arrived(box, receiver):
     box.configure([{"url": "ntfy://127.0.0.1:%d/t" % receiver.port}])
     p = box.daemon()
