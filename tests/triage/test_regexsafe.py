@@ -81,7 +81,8 @@ def _patterns_in_tests():
 def _patterns_in_examples_and_profiles():
     import tomllib
     out = []
-    for p in sorted((REPO / "examples").glob("*")) + sorted((REPO / "profiles").glob("*.toml")):
+    jobs = sorted(p for p in (REPO / "examples").rglob("*") if p.suffix in (".json", ".toml"))
+    for p in jobs + sorted((REPO / "profiles").glob("*.toml")):
         data = json.loads(p.read_text()) if p.suffix == ".json" else tomllib.loads(p.read_text())
         stack = [data]
         while stack:
