@@ -186,8 +186,11 @@ def bench_log(log: Path, runs: int, empty: Path) -> None:
             ("rgt-agent triage, empty log", "empty", 0))
     for label, key, n in rows:
         wall, cpu, _ = res[key]
+        if key == "empty":                 # start-up only: no throughput, no ratio
+            print("%-28s %8.2f %8.2f %10s %8s %10s %10s" % (label, wall, cpu, "-", "-", "-", "-"))
+            continue
         print("%-28s %8.2f %8.2f %10.0f %8d %9.2fx %9.2fx" % (
-            label, wall, cpu, mb / wall if key != "empty" else 0, n, g_wall / wall, g_cpu / max(cpu, 1e-9)))
+            label, wall, cpu, mb / wall, n, g_wall / wall, g_cpu / max(cpu, 1e-9)))
 
 
 def main() -> None:

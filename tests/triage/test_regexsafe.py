@@ -79,10 +79,13 @@ def _patterns_in_tests():
 
 
 def _patterns_in_examples_and_profiles():
-    import tomllib
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
     out = []
-    jobs = sorted(p for p in (REPO / "examples").rglob("*") if p.suffix in (".json", ".toml"))
-    for p in jobs + sorted((REPO / "profiles").glob("*.toml")):
+    files = [p for p in (REPO / "examples").rglob("*") if p.suffix in (".json", ".toml")]
+    for p in sorted(files) + sorted((REPO / "profiles").glob("*.toml")):
         data = json.loads(p.read_text()) if p.suffix == ".json" else tomllib.loads(p.read_text())
         stack = [data]
         while stack:
