@@ -30,15 +30,8 @@ def test_the_held_out_cases_meet_the_overall_goal_on_their_own():
 
 
 def _box_facts(case: Dict[str, Any]) -> Dict[str, Any]:
-    rep = S.triage_case(case)
-    facts = {"exit_code": case["exit_code"], "hits": rep["hits"], "last_lines": rep["last_lines"],
-             "progress_line_no": rep["progress_line_no"]}
-    if "oom_kill_delta" in case:
-        facts["oom_kill_delta"] = case["oom_kill_delta"]
-    if "disk_path" in case:
-        facts["disks"] = [{"path": case["disk_path"], "bytes_used_pct": case["disk_bytes_used_pct"],
-                           "inodes_used_pct": case["disk_inodes_used_pct"]}]
-    return facts
+    return S.box_facts(case, S.triage_case(dict((k, v) for k, v in case.items()
+                                                if k not in ("oom_kill_delta", "disk_path"))))
 
 
 def test_the_captured_runs_with_the_daemons_facts():

@@ -33,6 +33,7 @@ try:
 except ImportError:  # Python 3.10: the dev extra installs tomli
     import tomli as tomllib  # type: ignore[no-redef]
 
+from boxagent.triage import diagnose, success_warnings
 from boxagent.triage.cli import report
 
 HERE = Path(__file__).resolve().parent
@@ -87,8 +88,28 @@ def split_cases(cases: List[Dict[str, Any]], split: Optional[str]) -> List[Dict[
 
 
 def triage_case(case: Dict[str, Any]) -> Dict[str, Any]:
-    """The triage report of one case, as `rgt-agent triage LOG --exit-code N --json` has it."""
-    return report(case["path"], case["exit_code"], [], "auto", None, probe_disks=False)
+    """The triage report of one case, as `rgt-agent triage LOG --exit-code N --json` has it; a
+    captured case that recorded the box's own facts (the cgroup's oom_kill counter, statvfs)
+    is judged with them too, as the daemon judges a stage that ends on the box."""
+    rep = report(case["path"], case["exit_code"], [], "auto", None, probe_disks=False)
+    if "oom_kill_delta" not in case and "disk_path" not in case:
+        return rep
+    facts = box_facts(case, rep)
+    if case["exit_code"] == 0:
+        return dict(rep, cause=None, warnings=[str(w) for w in success_warnings(facts)])
+    return dict(rep, cause=diagnose(facts))
+
+
+def box_facts(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:
+    """The facts the daemon would hand diagnose(): the log's, plus what the box said."""
+    facts = {"exit_code": case["exit_code"], "hits": rep["hits"], "last_lines": rep["last_lines"],
+             "progress_line_no": rep["progress_line_no"]}
+    if "oom_kill_delta" in case:
+        facts["oom_kill_delta"] = case["oom_kill_delta"]
+    if "disk_path" in case:
+        facts["disks"] = [{"path": case["disk_path"], "bytes_used_pct": case["disk_bytes_used_pct"],
+                           "inodes_used_pct": case["disk_inodes_used_pct"]}]
+    return facts
 
 
 def judge(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:

@@ -72,10 +72,6 @@ def test_no_innocent_run_is_called_a_failure():
     assert result["innocent_called_failed"] == [], S.render(result)
 
 
-@pytest.mark.xfail(strict=True, reason="two captured cases are told by the box's facts (the "
-                   "cgroup's oom_kill counter, statvfs), which score.py does not hand to diagnose() "
-                   "yet; the public corpus meets the goals from the log alone, and the captured "
-                   "runs with those facts: tests/triage/test_field_goals.py")
 def test_triage_meets_the_field_goals():
     result = S.score()
     print(S.render(result))
