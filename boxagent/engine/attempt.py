@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from typing import Any, Dict, Optional
 
 from boxagent.engine.ports import AttemptRef, StageProcesses
@@ -38,8 +39,18 @@ class Attempt:
         return self.ref.stage
 
     # -- what the scheduler asks every tick
-    def poll_log(self, now: float) -> list:
-        return self.watch.poll(now) if self.watch is not None else []
+    def poll_log(self, now: float, until: float) -> list:
+        """Read the log's new bytes in bounded slices until it is caught up or the monotonic
+        clock passes `until`; the rest waits for the next pass."""
+        specs: list = []
+        while self.watch is not None:
+            specs += self.watch.poll(now)
+            if not self.watch.behind() or time.monotonic() >= until:
+                break
+        return specs
+
+    def behind(self) -> bool:
+        return self.watch is not None and self.watch.behind()
 
     def overdue(self, now: float) -> bool:
         timeout = self.sspec.get("timeout")

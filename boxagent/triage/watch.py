@@ -104,6 +104,11 @@ class StageWatch:
         return LinePattern(pattern)
 
     # -- reading
+    def behind(self) -> bool:
+        """The log holds more than one poll read: poll again soon (a daemon catching up on a
+        long log reads it in bounded slices, between which it keeps its heartbeat)."""
+        return not self.finished and self.tailer.behind()
+
     def poll(self, now: float) -> List[Dict[str, Any]]:
         """Read the new bytes (one bounded read); update patterns, hits, progress.
         Returns event specs: `divergence` once, at the first NaN/inf loss line (stalls come
