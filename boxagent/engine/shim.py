@@ -16,6 +16,13 @@ The pid and exit records are written into files made before the command starts (
 stage that dies of a full disk on the state dir's own filesystem still leaves its exit status.
 On a disk already full at the start, nothing runs: the shim says so (EXIT_NO_SPACE) and the
 daemon launches the attempt again when space returns.
+
+On a Slurm node (the launch record says `slurm`) the shim is the batch job itself, and Slurm
+starts the next stage's job on `afterok`: an exit status of 0 whatever the command did ran the
+next stage after a failed one. There the shim judges the stage as the daemon does (exit 0, every
+`expect` path non-empty, `success_pattern` seen, `fail_pattern` not), writes the marker on
+success BEFORE it exits, and exits non-zero otherwise. It makes no cgroup of its own (Slurm
+contains the job) and never signals daemon.pid: that pid names a process on the submit host.
 """
 from __future__ import annotations
 
@@ -28,10 +35,11 @@ import time
 from typing import Any, Dict, Optional
 
 from boxagent.base import procs
-from boxagent.base.fsutil import read_json
+from boxagent.base.fsutil import atomic_write_json, read_json
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
 from boxagent.base.storage import is_full
+from boxagent.base.units import iso_utc
 from boxagent.engine import contain
 
 EXIT_CLAIMED = 75     # another shim owns this attempt: do nothing
@@ -39,6 +47,7 @@ EXIT_NO_LAUNCH = 76   # the launch file is missing or unreadable
 EXIT_NO_SPACE = 77    # no room for the attempt's own records: nothing ran
 SLOT_BYTES = 4096
 SPAWN_FAILED = 127    # the exit_code recorded when the command could not start at all
+EXIT_UNMET = 79       # Slurm: the command exited 0 but an `expect`/pattern condition failed
 
 
 def _claim(path: str) -> bool:
@@ -72,26 +81,52 @@ def run_shim(home: Home, run: str, stage: str, attempt: int) -> int:
             _unlink(path)               # the relaunch claims afresh
         return EXIT_NO_SPACE
     roots = Roots.from_env()
+    on_slurm = bool(launch.get("slurm"))
     token = contain.new_token()
-    cgroup = contain.make_cgroup(roots, token)
+    cgroup = None if on_slurm else contain.make_cgroup(roots, token)
     forwarder = _Forwarder()        # before the spawn: a TERM in the launch window is not lost
     child = _spawn(launch, token, cgroup)
     held = {"token": token, "cgroup": cgroup}
     if not isinstance(child, subprocess.Popen):
         _fill(slots[0], pid_path, _pid_record(roots, None, held))
-        _fill(slots[1], exit_path, {"exit_code": SPAWN_FAILED, "signal": None, "ended_at": time.time(),
-                                    "error": child})
-        contain.remove_cgroup(cgroup)
-        procs.poke_daemon(home.pidfile, roots)
-        return 0
-    forwarder.attach(child.pid)
-    _fill(slots[0], pid_path, _pid_record(roots, child.pid, held))
-    rc = child.wait()
-    _fill(slots[1], exit_path, {"exit_code": rc if rc >= 0 else None, "signal": -rc if rc < 0 else None,
-                                "ended_at": time.time(), "pid": child.pid})
+        record = {"exit_code": SPAWN_FAILED, "signal": None, "ended_at": time.time(), "error": child}
+    else:
+        forwarder.attach(child.pid)
+        started = time.time()
+        _fill(slots[0], pid_path, _pid_record(roots, child.pid, held))
+        rc = child.wait()
+        record = {"exit_code": rc if rc >= 0 else None, "signal": -rc if rc < 0 else None,
+                  "ended_at": time.time(), "pid": child.pid}
+        record["ran_s"] = round(record["ended_at"] - started, 3)
+    if on_slurm:
+        verdict = slurm_verdict(launch, record)    # the marker first: the next job may start at once
+        _fill(slots[1], exit_path, record)
+        return verdict
+    _fill(slots[1], exit_path, record)
     contain.remove_cgroup(cgroup)   # kept while a leftover process lives in it
     # A daemon that re-adopted this stage is not our parent (no SIGCHLD): wake it.
     procs.poke_daemon(home.pidfile, roots)
+    return 0
+
+
+def slurm_verdict(launch: Dict[str, Any], record: Dict[str, Any]) -> int:
+    """The batch job's exit status: 0 only when the stage succeeded (then its marker is written
+    first); the command's own code, 128 + its signal, or EXIT_UNMET otherwise."""
+    from boxagent.engine.facts import expect_missing, scan_log
+    if record.get("signal"):
+        return min(255, 128 + int(record["signal"]))
+    code = record.get("exit_code")
+    if code != 0:
+        return int(code) if isinstance(code, int) and 0 < code < 256 else 1
+    missing = expect_missing(launch.get("workdir") or "/", launch.get("expect") or [])
+    seen, fail = scan_log(launch["log"], launch.get("success_pattern"), launch.get("fail_pattern"))
+    if missing or fail or (launch.get("success_pattern") and not seen):
+        return EXIT_UNMET
+    marker = launch.get("marker") or {}
+    if marker.get("path"):
+        body = dict(marker.get("record") or {}, exit_code=0, duration_s=record.get("ran_s"),
+                    succeeded_at=iso_utc(record["ended_at"]))
+        atomic_write_json(marker["path"], body)
     return 0
 
 
