@@ -20,6 +20,8 @@ INTERVALS = {
     "heartbeat_every": (300.0, "RGT_HEARTBEAT_EVERY", 0.1),  # heartbeat events (rate limit)
     "launch_grace": (5.0, "RGT_LAUNCH_GRACE", 0.1),    # a launched shim must claim its attempt by then
     "retry_backoff": (5.0, "RGT_RETRY_BACKOFF", 0.0),  # first retry delay; doubles per attempt
+    "slurm_poll": (5.0, "RGT_SLURM_POLL", 0.5),        # one squeue call for every Slurm job followed
+    "slurm_exit_grace": (15.0, "RGT_SLURM_EXIT_GRACE", 0.0),  # Slurm says ended: wait for the exit file
 }
 # Stage exits and requests wake the loop at once (SIGCHLD, SIGUSR1 from the shim and the commands,
 # inotify): the tick only paces log tailing and is a safety net. A wakeup costs ~0.1 ms of CPU on a

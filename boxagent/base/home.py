@@ -70,6 +70,12 @@ class Home:
         return self._p("runs", run, "stages", "%s.%d.claim" % (stage, attempt))
     def stage_pid(self, run: str, stage: str, attempt: int) -> str:
         return self._p("runs", run, "stages", "%s.%d.pid" % (stage, attempt))
+    def stage_sbatch(self, run: str, stage: str, attempt: int) -> str:
+        """Slurm: the batch script of the attempt (it only runs the shim; no env value in it)."""
+        return self._p("runs", run, "stages", "%s.%d.sbatch" % (stage, attempt))
+    def stage_job(self, run: str, stage: str, attempt: int) -> str:
+        """Slurm: the job id of the attempt, written as soon as sbatch answered."""
+        return self._p("runs", run, "stages", "%s.%d.job" % (stage, attempt))
 
     def ensure_run(self, run: str) -> None:
         for d in (self.stage_dir(run), self.log_dir(run), self.marker_dir(run)):

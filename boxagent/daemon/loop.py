@@ -32,7 +32,7 @@ from boxagent.base.units import iso_utc
 from boxagent.wire import inbox
 from boxagent.daemon.bus import Bus
 from boxagent.daemon.wake import DirWatch, Waker
-from boxagent.daemon.wiring import GuardedBox
+from boxagent.daemon.wiring import Backends, GuardedBox
 from boxagent.engine import contain
 from boxagent.engine import states as S
 from boxagent.engine.finalize import Finisher
@@ -40,6 +40,7 @@ from boxagent.engine.journal import FileJournal
 from boxagent.engine.scheduler import Scheduler
 from boxagent.engine.shimctl import ShimProcesses
 from boxagent.engine.store import RunStore
+from boxagent.slurm import spec as slurm_spec
 from boxagent.health.monitor import HealthMonitor
 from boxagent.health.part import HealthPart
 from boxagent.notify.hub import NotifyHub
@@ -157,7 +158,9 @@ class Daemon:
         store = RunStore(self.home, log_line, self.storage)
         self.journal = FileJournal(store, self.events, self._published, log_line)
         self.box = GuardedBox(self.health, self.bus)
-        self.scheduler = Scheduler(store, self.journal, ShimProcesses(self.home, self.roots), self.box,
+        procs = Backends(ShimProcesses(self.home, self.roots), self._slurm_processes,
+                         lambda run: slurm_spec.backend(self.scheduler.specs.get(run) or {}))
+        self.scheduler = Scheduler(store, self.journal, procs, self.box,
                                    Finisher(self.home, self.waker.wake, log_line), self.settings, self.config,
                                    profile_view.rules(self.profile), profile_view.stage_env_hints(self.profile),
                                    self.boot_id, log_line, hold=lambda: self.storage.full)
@@ -182,6 +185,15 @@ class Daemon:
         self.scheduler.adopt_running(now)
         for spec in self._first_sample:
             self.emit(spec)
+
+    def _slurm_processes(self) -> Any:
+        """Stage attempts as Slurm jobs (made when the first run with backend = "slurm" needs it).
+        The node runs the shim with `slurm_python` (config.json) or this daemon's own Python."""
+        from boxagent.slurm.procs import SlurmProcesses
+        python = self.config.get("slurm_python")
+        return SlurmProcesses(self.home, python=python if isinstance(python, str) and python else None,
+                              poll_s=self.settings["slurm_poll"], exit_grace_s=self.settings["slurm_exit_grace"],
+                              log=log_line)
 
     def _tick_s(self) -> float:
         return self.settings["tick"] or (config_mod.INOTIFY_TICK if self.dirwatch.available else config_mod.POLL_TICK)
@@ -342,7 +354,7 @@ class Daemon:
         """SIGTERM (spot preemption, scancel, pod delete: "preempt") or `stop --kill` ("cancel"):
         stop every stage and all of its processes (TERM, then KILL), record, flush."""
         mono = time.monotonic()
-        pairs = self.scheduler.running_pairs()
+        pairs = [p for p in self.scheduler.running_pairs() if reason != "preempt" or not self.scheduler.is_slurm(p[0])]
         if reason == "preempt":
             log_line("SIGTERM: stopping %d stage(s) (preemption?)" % len(pairs))
             self.emit({"type": "preempted", "severity": "critical",

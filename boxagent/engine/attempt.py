@@ -29,6 +29,8 @@ class Attempt:
         self.kill_at: Optional[float] = None     # monotonic deadline to escalate TERM -> KILL
         self.killed = False
         self.cpu_mark: Optional[tuple] = None     # (wall time, CPU seconds) when the log fell silent
+        self.timeout: Optional[float] = sspec.get("timeout")   # None: enforced elsewhere (Slurm)
+        self.running_since: Optional[float] = None   # a queued job (Slurm): when it began to run
 
     @property
     def run(self) -> str:
@@ -53,7 +55,7 @@ class Attempt:
         return self.watch is not None and self.watch.behind()
 
     def overdue(self, now: float) -> bool:
-        timeout = self.sspec.get("timeout")
+        timeout = self.timeout
         return bool(timeout) and self.stop_reason is None and now - self.started_at > timeout
 
     def check(self, now: float, launch_grace: float) -> Optional[Dict[str, Any]]:
@@ -129,7 +131,7 @@ class Attempt:
         due = []
         if self.kill_at is not None and not self.killed:
             due.append(self.kill_at - mono)
-        timeout = self.sspec.get("timeout")
+        timeout = self.timeout
         if timeout and self.stop_reason is None:
             due.append(self.started_at + timeout - now + 0.01)
         return min(due) if due else None

@@ -37,7 +37,9 @@ def build_facts(stage_spec: Dict[str, Any], stage_state: Dict[str, Any], workdir
         "success_seen": False, "fail_line": None, "hits": [], "last_lines": [],
         "oom_kill_delta": reading.get("oom_kill_delta"), "cgroup_version": reading.get("cgroup_version"),
         "gpu_faults": list(reading.get("gpu_faults") or []), "disks": list(reading.get("disks") or []),
-        "duration_s": round(now - started, 3) if started else None,
+        # A Slurm job's wait in the queue is no part of how long the stage ran: the shim's own clock.
+        "duration_s": exit_info["ran_s"] if isinstance(exit_info.get("ran_s"), (int, float))
+        else (round(now - started, 3) if started else None),
         "expected_duration_s": stage_spec.get("expected_duration"),
         "fast_ratio": stage_spec.get("fast_ratio", 0.5),
         "log": stage_state.get("log"), "timeout_s": stage_spec.get("timeout"), "workdir": workdir,
@@ -45,6 +47,11 @@ def build_facts(stage_spec: Dict[str, Any], stage_state: Dict[str, Any], workdir
     }
     if exit_info.get("error"):
         facts["spawn_error"] = exit_info["error"]
+        if exit_info.get("hint"):
+            facts["spawn_hint"] = exit_info["hint"]
+    if isinstance(exit_info.get("slurm"), dict):
+        facts["slurm"] = exit_info["slurm"]          # the job's record: state, reason, node, ...
+        facts["no_exit_file"] = bool(exit_info.get("no_exit_file"))
     if watch is not None:
         facts.update(watch.facts())      # success_seen, fail_line, hits, last_lines, progress_line_no...
     elif stage_state.get("log"):

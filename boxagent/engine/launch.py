@@ -34,3 +34,23 @@ def stage_env(spec: Dict[str, Any], stage: Dict[str, Any], run: str, attempt: in
 
 def launch_record(stage: Dict[str, Any], workdir: str, env: Dict[str, str], log: str) -> Dict[str, Any]:
     return {"command": stage["run"], "workdir": workdir, "env": env, "log": log}
+
+
+def slurm_options(spec: Dict[str, Any], stage: Dict[str, Any]) -> Dict[str, Any]:
+    """The sbatch options of one stage: the job's [slurm] table under the stage's. A stage
+    `timeout` without a `slurm.time` becomes the job's time limit (whole minutes, rounded up:
+    Slurm's unit); Slurm then enforces it, with or without the daemon."""
+    from boxagent.slurm.spec import format_slurm_time, merge
+    options = merge(spec.get("slurm"), stage.get("slurm"))
+    if "time" not in options and stage.get("timeout"):
+        options["time"] = format_slurm_time(60 * int(math.ceil(float(stage["timeout"]) / 60.0)))
+    return options
+
+
+def slurm_record(record: Dict[str, Any], stage: Dict[str, Any], marker: str,
+                 marker_record: Dict[str, Any]) -> Dict[str, Any]:
+    """The launch record of an attempt that runs as a Slurm job: the shim on the node judges the
+    stage itself (Slurm's afterok follows the batch job's exit status) and writes its marker."""
+    return dict(record, slurm=True, expect=list(stage.get("expect") or []),
+                success_pattern=stage.get("success_pattern"), fail_pattern=stage.get("fail_pattern"),
+                marker={"path": marker, "record": marker_record})

@@ -1,5 +1,6 @@
 """The engine's ports: what the scheduler needs from the world, passed in (supervisor's `options`,
-honcho's `_process_ctor`). The real implementations are engine/shimctl.py (stage processes),
+honcho's `_process_ctor`). The real implementations are engine/shimctl.py (stage processes on this box),
+boxagent/slurm/procs.py (stage attempts as Slurm jobs),
 engine/journal.py (state + events on disk) and the health part (the box). Tests pass small fakes,
 so retry, backoff, cancel-during-backoff, marker skip and re-adoption run in-process in
 milliseconds; the real-daemon tests stay as integration tests.
@@ -68,6 +69,26 @@ class StageProcesses:
         raise NotImplementedError
 
     def start_ticks(self, pid: int) -> Optional[int]:
+        raise NotImplementedError
+
+    # -- backends that queue stages elsewhere (Slurm); the shim backend answers with nothing
+    def refresh(self, now: float) -> None:
+        """Bring what the backend knows up to date, once a tick before any attempt is checked
+        (Slurm: one squeue call for every job followed, when one is due)."""
+        raise NotImplementedError
+
+    def wake_in(self, now: float) -> Optional[float]:
+        """Seconds until the backend needs the loop without any wakeup (a poll is due), or None."""
+        raise NotImplementedError
+
+    def queue_view(self, run: str) -> Dict[str, Dict[str, Any]]:
+        """stage -> what the backend's queue says of the run's newest job for it: {job_id,
+        attempt, submitted_at, state, reason, start_at, node[, error]}; {} for a box."""
+        raise NotImplementedError
+
+    def run_ended(self, run: str) -> None:
+        """The run failed or was cancelled: nothing of it may run on (a backend that queued its
+        later stages cancels them)."""
         raise NotImplementedError
 
 

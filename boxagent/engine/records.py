@@ -15,7 +15,8 @@ Spec = Dict[str, Any]
 
 STAGE_FIELDS = ("name", "kind", "state", "attempt", "tries", "exit_code", "signal", "started_at", "ended_at",
                 "duration_s", "marker", "log", "cause", "warnings", "retry_at", "proc", "launched_at",
-                "boot_id", "progress", "metrics", "last_success_s", "anchor")
+                "boot_id", "progress", "metrics", "last_success_s", "anchor",
+                "slurm_job_id", "slurm_state", "slurm_reason")
 RUN_FIELDS = ("name", "state", "spec_sha256", "workdir", "created_at", "queued_at", "seq", "started_at",
               "ended_at", "current_stage", "cause", "failed_stage", "resumes", "gpus", "gpu_uuids", "group",
               "matrix", "pending_events")
@@ -124,11 +125,30 @@ class Stage:
         return _event("stage_cancelled", "warning", self.run_name, self.name,
                       S.STAGE_SUMMARY[S.CANCELLED] % self.name)
 
+    def left_behind(self, now: float, cause: Dict[str, Any]) -> Spec:
+        """pending -> cancelled: a stage of a Slurm chain behind one that did not succeed (Slurm
+        cancelled its job, or rgt did, or it was never submitted)."""
+        self._to(S.CANCELLED)
+        self.ended_at, self.retry_at, self.cause = now, None, cause
+        return _event("stage_cancelled", "warning", self.run_name, self.name,
+                      "stage %s not run: %s" % (self.name, cause.get("summary", "")), cause=cause,
+                      attempt=self.attempt, evidence=cause.get("evidence") or [])
+
+    def queue_seen(self, job_id: Optional[str], state: Optional[str], reason: Optional[str]) -> bool:
+        """What the cluster's queue says of the stage's job (Slurm): its id, its state and why it
+        waits. True when that changed (the state file is then saved; no event of its own)."""
+        seen = (job_id, state, reason)
+        if (self.slurm_job_id, self.slurm_state, self.slurm_reason) == seen:
+            return False
+        self.slurm_job_id, self.slurm_state, self.slurm_reason = seen
+        return True
+
     def reset(self) -> None:
         """resume: back to pending, silently (the run's run_queued says it)."""
         if self.state != S.PENDING:
             self._to(S.PENDING)
         self.retry_at, self.cause, self.tries = None, None, 0
+        self.slurm_job_id = self.slurm_state = self.slurm_reason = None   # the old jobs are over
 
 
 class Run:

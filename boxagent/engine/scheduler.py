@@ -21,6 +21,7 @@ from boxagent.engine.ports import AttemptRef, BoxReader, Journal, StageProcesses
 from boxagent.engine.records import Run, Stage
 from boxagent.engine.requests import Requests
 from boxagent.engine.slots import Gpu, Start, plan, stage_env as gpu_env
+from boxagent.engine.slurmrules import SlurmRules
 from boxagent.engine.store import RunStore
 from boxagent.engine.verdict import decide, preflight_cause
 from boxagent.base.units import iso_utc
@@ -32,7 +33,7 @@ LAST_LINES = 20
 SCAN_BUDGET_S = 0.1
 
 
-class Scheduler(Requests):
+class Scheduler(Requests, SlurmRules):
     def __init__(self, store: RunStore, journal: Journal, procs: StageProcesses, box: BoxReader,
                  finisher: Any, settings: Dict[str, Any], config: Dict[str, Any],
                  profile_rules: List[Dict[str, Any]], env_hints: Dict[str, str], boot_id: Optional[str],
@@ -48,6 +49,7 @@ class Scheduler(Requests):
         self.frozen = False                         # preemption: finish what runs, start nothing new
         self.hold = hold                            # e.g. the state dir is full: start nothing for now
         self._rules: Dict[str, Any] = {}
+        self._told: Dict[tuple, set] = {}           # (run, stage) -> queue warnings already given
 
     def _grace(self, name: str) -> float:
         return float(self.settings[name])
@@ -73,6 +75,8 @@ class Scheduler(Requests):
     # -- every fast tick
     def tick(self, now: float, mono: float) -> None:
         self.procs.reap()
+        self.procs.refresh(now)
+        self.queue_update(now)
         if self.finalizing:
             self.collect_manifests(now)
         self.check_running(now, mono)
@@ -115,9 +119,12 @@ class Scheduler(Requests):
             if run.name not in self.active and run.name not in self.finalizing:
                 self.advance(run, now)
         queued = sorted((r for r in self.runs.values() if r.state == S.QUEUED), key=lambda r: r.seq)
+        for run in [r for r in queued if self.is_slurm(r.name)]:
+            self.start_run(Start(run, None), now)      # the cluster queues it, not this host
+        queued = [r for r in queued if not self.is_slurm(r.name)]
         if not queued:
             return
-        running = [r for r in self.runs.values() if r.state == S.RUNNING]
+        running = [r for r in self.runs.values() if r.state == S.RUNNING and not self.is_slurm(r.name)]
         cap = self.config.get("max_parallel")
         inventory = self.box.gpus()
         box = None if inventory is None else [Gpu(i, uuid) for i, uuid in inventory]
@@ -141,10 +148,15 @@ class Scheduler(Requests):
             self.advance(run, now)
 
     def _commit(self, run: Run, specs: List[Dict[str, Any]], now: float) -> None:
-        """Commit a run's transition; the run's end may end its sweep too (one unit with it)."""
+        """Commit a run's transition (its own event last in `specs`); a bad end of a Slurm run
+        cancels the stages left behind (one unit with it), its end may end its sweep too."""
+        behind = self._left_behind(run, now)
+        specs = specs[:-1] + behind + specs[-1:] if behind else specs
         if run.group and run.state not in S.LIVE:
             specs = specs + self._group_end(run)
         self.journal.commit(run, specs, now)
+        if run.state in S.RESUMABLE and self.is_slurm(run.name):
+            self.procs.run_ended(run.name)
 
     def advance(self, run: Run, now: float) -> None:
         """Start the next stage, skip marked ones, finish a half-done end, or finish the run."""
@@ -203,10 +215,16 @@ class Scheduler(Requests):
     def _attempt(self, run: Run, sspec: Dict[str, Any], st: Stage, now: float) -> Attempt:
         watch = self._watch(run.name, sspec, st.log, st.started_at or now)
         ticks = (st.proc or {}).get("wait_pid_ticks")
-        return Attempt(AttemptRef(run.name, st.name, st.attempt), st.kind, sspec, self.specs[run.name]["workdir"],
-                       self.procs, watch, st.started_at or now, st.launched_at, ticks)
+        att = Attempt(AttemptRef(run.name, st.name, st.attempt), st.kind, sspec, self.specs[run.name]["workdir"],
+                      self.procs, watch, st.started_at or now, st.launched_at, ticks)
+        if st.kind == "run" and self.is_slurm(run.name):
+            att.timeout = None      # Slurm enforces it (slurm.time), daemon or not
+        return att
 
     def _launch(self, att: Attempt, run: Run) -> None:
+        if self.is_slurm(run.name):
+            self.procs.launch(att.ref, self._slurm_launch(att, run), att.launched_at)
+            return
         spec = self.specs[run.name]
         gpus = None if run.gpus is None else [Gpu(i, u) for i, u in zip(run.gpus, run.gpu_uuids or [None] * len(run.gpus))]
         env = stage_env(spec, att.sspec, run.name, att.ref.attempt, self.store.home.root,
@@ -217,7 +235,7 @@ class Scheduler(Requests):
     def _adopt(self, run: Run, sspec: Dict[str, Any], st: Stage, now: float) -> None:
         att = self._attempt(run, sspec, st, now)
         self.active[run.name] = att
-        if st.boot_id and self.boot_id and st.boot_id != self.boot_id:
+        if st.boot_id and self.boot_id and st.boot_id != self.boot_id and not self.is_slurm(run.name):
             self._ended(att, {}, now, boot_changed=True)
             return
         self.log("run %s: re-adopted stage %s attempt %d" % (run.name, st.name, st.attempt))
@@ -256,7 +274,10 @@ class Scheduler(Requests):
             att.watch.finish(now)
             att.watch.close()
         workdir = self.specs[att.run]["workdir"]
-        reading = self.box.since(st.anchor, now, [workdir], att.run, att.stage, run.gpus)
+        if self.is_slurm(att.run) and att.kind == "run":
+            reading = self._node_reading(self.box.since(st.anchor, now, [workdir]))
+        else:
+            reading = self.box.since(st.anchor, now, [workdir], att.run, att.stage, run.gpus)
         facts = build_facts(att.sspec, st.to_dict(), workdir, info, att.watch, now, att.stop_reason,
                             bool(info.get("vanished")), boot_changed, reading)
         verdict = decide(facts, int(att.sspec.get("retries") or 0), st.tries, self._grace("retry_backoff"),
@@ -335,6 +356,8 @@ class Scheduler(Requests):
 
     # -- preemption
     def stop_all(self, reason: str, mono: float) -> None:
+        if reason == "preempt":
+            self.detach_slurm()     # SIGTERM on a login node: the cluster's jobs are not ours to stop
         for att in list(self.active.values()):
             att.stop(reason, self._grace("stop_grace"), mono)
 
@@ -347,7 +370,7 @@ class Scheduler(Requests):
         self.collect_manifests(now)
         new = S.CANCELLED if reason == "cancel" else S.INTERRUPTED
         for run in self.runs.values():
-            if run.state == S.RUNNING and not run.all_done():
+            if run.state == S.RUNNING and not run.all_done() and not (reason == "preempt" and self.is_slurm(run.name)):
                 # (a run whose stages are all done stays running: the next daemon builds its manifest)
                 cause = diagnose({"cancelled": True} if reason == "cancel" else {"preempted": True})
                 self._commit(run, [run.end_badly(new, now, cause, None)], now)
@@ -357,6 +380,9 @@ class Scheduler(Requests):
         """Seconds until something is due without any wakeup: a retry backoff ends, a stage times
         out, a TERM escalates to KILL. The loop sleeps no longer than this (the tick may be long)."""
         due = [3600.0]
+        backend = self.procs.wake_in(now)
+        if backend is not None:
+            due.append(backend)
         if self.finalizing:
             due.append(1.0)    # the worker wakes us when it ends; this is only a backstop
         for run in self.runs.values():
@@ -374,6 +400,8 @@ class Scheduler(Requests):
             after = att.sspec.get("stall_after") or spec.get("stall_after") or default_stall
             if not after or att.watch is None:
                 continue
+            if self.is_slurm(att.run) and att.kind == "run" and (att.running_since is None or now - att.running_since < after):
+                continue            # waiting in the queue (or just started) is no stall
             mtime = newest_mtime(spec["workdir"], att.sspec.get("expect") or [])
             cpu_s = att.cpu_while_silent(now, after)
             for ev in att.watch.stall_check(now, after, mtime, gpu_busy, cpu_s=cpu_s):

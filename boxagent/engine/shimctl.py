@@ -156,4 +156,15 @@ class ShimProcesses:
     def start_ticks(self, pid: int) -> Optional[int]:
         return self.roots.process_start_ticks(pid)
 
+    # -- nothing is queued elsewhere: the shim's files and our children say everything
+    def refresh(self, now: float) -> None:
+        pass
 
+    def wake_in(self, now: float) -> Optional[float]:
+        return None
+
+    def queue_view(self, run: str) -> Dict[str, Dict[str, Any]]:
+        return {}
+
+    def run_ended(self, run: str) -> None:
+        pass

@@ -47,10 +47,13 @@ def squeue_argv(ids: Iterable[str], user: Optional[str] = None, squeue: str = "s
     return argv + ["--format=" + SEP.join(code for _name, code in SQUEUE_FIELDS)]
 
 
-def squeue_by_name_argv(names: Iterable[str], squeue: str = "squeue") -> List[str]:
-    """Find jobs by name (`rgt:<run>:<stage>`): after an sbatch that timed out, or lost job ids."""
-    return [squeue, "--noheader", "--states=all", "--name=" + ",".join(names),
-            "--format=" + SEP.join(code for _name, code in SQUEUE_FIELDS)]
+def squeue_by_name_argv(names: Iterable[str], squeue: str = "squeue", user: Optional[str] = None) -> List[str]:
+    """Find jobs by name (`rgt:<run>:<stage>`): after an sbatch that timed out, or lost job ids.
+    `user`: only that uid's jobs (another user's job may carry the same name)."""
+    argv = [squeue, "--noheader", "--states=all", "--name=" + ",".join(names)]
+    if user is not None:
+        argv.append("--user=" + str(user))
+    return argv + ["--format=" + SEP.join(code for _name, code in SQUEUE_FIELDS)]
 
 
 def scontrol_argv(job_id: str, scontrol: str = "scontrol") -> List[str]:

@@ -74,6 +74,13 @@ def check_job(job: Dict[str, Any], bad: Bad) -> Dict[str, Any]:
             out["slurm"] = table(job["slurm"], "slurm", bad)
     elif is_slurm:
         out["slurm"] = {}
+    if is_slurm:
+        # Both read the host the agent runs on, never the compute node a stage gets.
+        if "gpus" in job:
+            bad("gpus", 'the cluster assigns GPUs to a Slurm job: ask with slurm.gres = "gpu:N" instead')
+        if "preflight" in job:
+            bad("preflight", "it checks the host the agent runs on (the login node), not the compute "
+                             "node: remove it (Slurm checks what the job asks for at submission)")
     key = "stages" if "stages" in job else "stage"
     stages = job.get(key)
     for i, st in enumerate(stages if isinstance(stages, list) else []):

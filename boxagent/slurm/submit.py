@@ -43,6 +43,10 @@ class SubmitError(AgentError):
     """sbatch refused the job or did not answer; message = what Slurm said, hint = what to change."""
 
 
+class SubmitTimeout(SubmitError):
+    """sbatch did not answer in time: the job may exist all the same (look for it by name)."""
+
+
 def shim_argv(home: str, run: str, stage: str, attempt: int, python: str = "python3",
               agent: Optional[Sequence[str]] = None) -> List[str]:
     """The stage shim as the compute node runs it: `<python> <home>/rgt-agent.pyz exec-stage ...`.
@@ -129,7 +133,7 @@ def submit(argv: List[str], runner: Callable[..., Result] = run_command,
             raise SubmitError(str(exc), "run the same sbatch by hand to see what it prints")
     said = res.why("sbatch")
     if res.timed_out:
-        raise SubmitError(said + " (the job may exist: look for it by name before submitting again)",
+        raise SubmitTimeout(said + " (the job may exist: look for it by name before submitting again)",
                           "check `squeue --me`; the controller may be overloaded")
     return _raise_refused(said)
 

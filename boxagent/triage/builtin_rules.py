@@ -16,11 +16,12 @@ the generic code_error; across lines diagnose() ranks classes by CLASS_RANK.
 from __future__ import annotations
 
 # Most specific first. code_error's generic exception line is the last resort.
-CLASS_RANK = ("gpu_hardware", "crlf_script", "driver_too_old", "torch_arch_mismatch",
+CLASS_RANK = ("gpu_hardware", "node_failure", "crlf_script", "driver_too_old", "torch_arch_mismatch",
               "disk_full", "inodes_full", "truncated_checkpoint", "cuda_oom", "cgroup_oom",
-              "nccl", "network_transient", "hangup", "killed", "divergence", "code_error")
+              "timeout", "preempted", "nccl", "network_transient", "hangup", "killed", "divergence",
+              "code_error")
 
-TRANSIENT = frozenset(("nccl", "network_transient", "preempted", "machine_restart"))
+TRANSIENT = frozenset(("nccl", "network_transient", "preempted", "machine_restart", "node_failure"))
 
 REMEDIATION = {
     "cgroup_oom": "the container's memory limit (memory.max on cgroup v2, "
@@ -71,6 +72,24 @@ REMEDIATION = {
     "preflight_failed": "a preflight check failed before the stage started: see the evidence",
     "nonzero_exit": "read the log's last lines (`rgt-client logs`); nothing more specific "
                     "was recognised",
+    "node_failure": "the node failed under the job: rgt resubmits the identical stage when it "
+                    "has `retries` left; if it repeats on the same node add "
+                    "`slurm.extra = [\"--exclude=<node>\"]` and tell the cluster admins; resume "
+                    "from the last checkpoint",
+}
+
+# The same classes on a Slurm cluster, where the fix is in the job's [slurm] table.
+SLURM_REMEDIATION = {
+    "timeout": "the job ran past its Slurm time limit: raise `slurm.time`, within the "
+               "partition's limit (`sinfo -o \"%P %l\"`), or checkpoint and resume",
+    "cgroup_oom": "the job used more memory than its `slurm.mem` (Slurm's cgroup killed it): "
+                  "raise `slurm.mem` within the nodes' memory (`sinfo -N -l`), or size DataLoader "
+                  "workers and batches against it",
+    "preempted": "a higher-priority job took the node: rgt resubmits the identical stage when it "
+                 "has `retries` left; resume from the last checkpoint; a partition or QOS without "
+                 "preemption avoids it",
+    "killed": "someone cancelled the Slurm job outside rgt (scancel, an admin, a policy): ask "
+              "who, then `resume` the run",
 }
 
 SUMMARY = {
@@ -89,6 +108,9 @@ SUMMARY = {
     "divergence": "the loss diverged (NaN/inf)",
     "hangup": "hung up with its terminal (SIGHUP)",
     "killed": "killed by a signal from outside",
+    "timeout": "Slurm cancelled the job at its time limit",
+    "preempted": "Slurm preempted the job for a higher-priority one",
+    "node_failure": "the Slurm node failed while the job ran",
 }
 
 _C, _W, _I = "critical", "warning", "info"
@@ -172,6 +194,17 @@ BUILTIN_RULES = [
        keywords=["Killed", "killed  ", "zsh: killed", "Out of memory", "out of memory", "oom-kill",
                  "oom_kill_process", "exitcode", "(SIGKILL)", "signal SIGKILL", "SIGKILL: 9",
                  "exit status -9"]),
+    # slurmstepd's own lines in the job's output (boxagent/slurm/states.py): with task/cgroup a
+    # job over its --mem ends "Detected 1 oom-kill event(s) in StepId=N.batch"; with
+    # jobacct_gather's OverMemoryKill the step is killed with "exceeded memory limit".
+    _r("cgroup_oom", r"Detected [0-9]+ oom-kill event|exceeded memory limit .* being killed|"
+       r"Exceeded job memory limit", keywords=["oom-kill event", "exceeded memory limit",
+                                                "Exceeded job memory limit"]),
+    _r("timeout", r"CANCELLED AT [^ ]+ DUE TO TIME LIMIT", keywords=["DUE TO TIME LIMIT"],
+       remediation=SLURM_REMEDIATION["timeout"]),
+    _r("preempted", r"DUE TO PREEMPTION", keywords=["DUE TO PREEMPTION"],
+       remediation=SLURM_REMEDIATION["preempted"]),
+    _r("node_failure", r"DUE TO NODE FAILURE", keywords=["DUE TO NODE FAILURE"]),
     _r("nccl", r"NCCL [Ee]rror|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|"
        r"ncclRemoteError|Watchdog caught collective operation timeout|NCCL communicator was "
        r"aborted|NCCL (timeout|watchdog)|ProcessGroupNCCL.*([Tt]imeout|timed out)|"

@@ -7,6 +7,9 @@ failed rank: looked through to line 9").
 The precedence (first that applies wins; each step names its deciding evidence first):
   1. cancelled                      the user asked
   2. preflight_failed               the stage never started
+  2b. a Slurm end state             OUT_OF_MEMORY, TIMEOUT, PREEMPTED, NODE_FAIL, a cancel
+                                    from outside (who/when from sacct and slurmstepd's line):
+                                    Slurm says why it ended the job; COMPLETED/FAILED go on
   3. machine_restart                boot_id changed: never an OOM, never the code
   4. preempted                      SIGTERM to the agent (spot)
   5. gpu_hardware                   Xid 48/79/..., ECC, GPU lost during the stage: outranks
@@ -40,6 +43,10 @@ facts keys (all optional):
   {summary}], timeout_s, workdir, probe_disks (statvfs the paths named in ENOSPC lines:
   the CLI only, never the daemon - an NFS mount may hang), assume_failed (the CLI without
   --exit-code when the log itself shows a critical failure).
+  Added for Slurm: slurm (the job's record from boxagent/slurm/follow.py: job_id, state,
+  reason, exit_code, signal, node, end_at, time_limit_s, cancelled_by_uid, source; or
+  {job_id, state: None, gone: True}), no_exit_file (the shim wrote none: the node or the
+  kill took it too), spawn_hint (sbatch's refusal: what to change).
   Added for the box's words and offline triage: cgroup_version ("v1" | "v2" | None: the box's
   cgroup, so the cgroup_oom remediation names memory.max or memory.limit_in_bytes), offline
   (True from `triage LOG`: nothing on the box was looked at, so an unknown oom_kill counter
@@ -50,7 +57,8 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional
 
 from boxagent.triage import evidence as E
-from boxagent.triage.builtin_rules import REMEDIATION, SUMMARY, TRANSIENT
+from boxagent.slurm import states as slurm_states
+from boxagent.triage.builtin_rules import REMEDIATION, SLURM_REMEDIATION, SUMMARY, TRANSIENT
 from boxagent.triage.text import clip, strip_prefixes
 from boxagent.triage.success import fast_spec, success_warnings  # noqa: F401 (re-export)
 
@@ -75,7 +83,7 @@ def _cause(cls: str, summary: str, evidence: List[str], remediation: Optional[st
 def diagnose(facts: Dict[str, Any]) -> Cause:
     facts = dict(facts or {})
     steps: List[Callable[[Dict[str, Any]], Optional[Cause]]] = [
-        _cancelled, _preflight, _machine_restart, _preempted, _gpu_hardware, _timeout,
+        _cancelled, _preflight, _slurm, _machine_restart, _preempted, _gpu_hardware, _timeout,
         _oom_counter, _spawn_error, _vanished, _signalled, _from_log, _exit_zero]
     for step in steps:
         cause = step(facts)
@@ -120,6 +128,29 @@ def _preflight(f: Dict[str, Any]) -> Optional[Cause]:
         return None
     ev = [x.get("summary", str(x)) if isinstance(x, dict) else str(x) for x in fails]
     return _cause("preflight_failed", "preflight failed: %s" % ev[0], ev)
+
+
+def _slurm(f: Dict[str, Any]) -> Optional[Cause]:
+    """The cause a Slurm end state names by itself (boxagent/slurm/states.py), with the fix in
+    the job's [slurm] table; None for COMPLETED/FAILED (the exit code and the log decide)."""
+    rec = f.get("slurm")
+    if isinstance(rec, dict) and rec.get("gone") and f.get("no_exit_file"):
+        return _cause("nonzero_exit", "Slurm job %s ended without the stage shim writing its exit file, and "
+                      "Slurm no longer knows the job (purged after MinJobAge)" % rec.get("job_id"),
+                      ["no exit file on the shared filesystem", "squeue does not know job %s" % rec.get("job_id")],
+                      "read the stage log; with accounting (slurmdbd) `sacct -j %s` says how it ended"
+                      % rec.get("job_id"))
+    if not isinstance(rec, dict) or not rec.get("state"):
+        return None
+    line = slurm_states.cancel_line("\n".join(str(x) for x in f.get("last_lines") or []))
+    c = slurm_states.end_cause(rec, cancelled_by_rgt=bool(f.get("cancelled")), log_line=line)
+    if c is None:
+        return None
+    fix = SLURM_REMEDIATION.get(c["class"]) or REMEDIATION.get(c["class"], REMEDIATION["nonzero_exit"])
+    if c["class"] == "killed" and "from outside rgt" not in c["summary"]:
+        fix = REMEDIATION["killed"]
+    return _cause(c["class"], c["summary"], c["evidence"], fix.replace("<node>", rec.get("node") or "<node>"),
+                  c["retryable"])
 
 
 def _machine_restart(f: Dict[str, Any]) -> Optional[Cause]:
@@ -189,7 +220,7 @@ def _oom_counter(f: Dict[str, Any]) -> Optional[Cause]:
 def _spawn_error(f: Dict[str, Any]) -> Optional[Cause]:
     if f.get("spawn_error"):
         return _cause("nonzero_exit", "the stage could not start: %s" % f["spawn_error"],
-                      [f["spawn_error"]], "check python3 on the box, the workdir and fd limits")
+                      [f["spawn_error"]], f.get("spawn_hint") or "check python3 on the box, the workdir and fd limits")
     return None
 
 

@@ -52,8 +52,21 @@ def stage_block(st: Dict[str, Any], live: Optional[Dict[str, Any]], now: float) 
              "duration_s": duration, "marker": st.get("marker"), "log": st.get("log"),
              "progress": progress, "metrics": st.get("metrics"), "cause": st.get("cause"),
              "warnings": st.get("warnings") or [], "retry_at": iso_utc(st.get("retry_at"))}
+    if st.get("slurm_job_id") or st.get("slurm_state"):
+        block.update(slurm_block(st))
     if live and running:
         block.update(live)
+    return block
+
+
+def slurm_block(st: Dict[str, Any]) -> Dict[str, Any]:
+    """A Slurm stage's job as the queue last said: id, state, and why it waits (in words)."""
+    block = {"slurm_job_id": st.get("slurm_job_id"), "slurm_state": st.get("slurm_state"),
+             "slurm_reason": st.get("slurm_reason")}
+    if st.get("slurm_state") == "PENDING":
+        from boxagent.slurm.states import pending_text
+        words = pending_text(st.get("slurm_reason"))
+        block["slurm_waiting"] = {"text": words["text"], "blocked": words["blocked"]}
     return block
 
 
@@ -234,6 +247,10 @@ def _run_lines(run: Dict[str, Any]) -> List[str]:
         prog = st.get("progress") or {}
         if prog.get("fraction") is not None:
             line += " %d%%" % round(100 * prog["fraction"])
+        if st.get("slurm_job_id"):
+            line += " slurm job %s %s" % (st["slurm_job_id"], st.get("slurm_state") or "?")
+            if st.get("slurm_waiting"):
+                line += " (%s: %s)" % (st.get("slurm_reason"), st["slurm_waiting"]["text"])
         out.append(line)
         cause = st.get("cause")
         if cause and st["state"] not in ("succeeded", "skipped"):

@@ -71,6 +71,18 @@ class FakeProcs:
     def start_ticks(self, pid):
         return None
 
+    def refresh(self, now):
+        pass
+
+    def wake_in(self, now):
+        return None
+
+    def queue_view(self, run):
+        return {}
+
+    def run_ended(self, run):
+        pass
+
     # -- the test's side
     def end(self, ref, code: Optional[int] = 0, sig: Optional[int] = None) -> None:
         self.exits[ref] = {"exit_code": code, "signal": sig, "ended_at": 0}
