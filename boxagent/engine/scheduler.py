@@ -169,7 +169,7 @@ class Scheduler(Requests, SlurmRules):
             if st.state == S.PENDING:
                 if st.retry_at and now < st.retry_at:
                     break
-                if self.store.has_marker(run.name, st.name):
+                if self.marked(run, st):
                     skipped.append(st.skip(self.store.marker_path(run.name, st.name)))
                     continue
                 self._start_attempt(run, st, now, skipped)

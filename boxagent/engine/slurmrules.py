@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from boxagent.base.fsutil import read_json
 from boxagent.engine import states as S
 from boxagent.engine.launch import launch_record, slurm_options, slurm_record, stage_env
 from boxagent.engine.records import Run, Stage
@@ -38,6 +39,18 @@ class SlurmRules:
     def is_slurm(self, run: str) -> bool:
         return slurm_spec.backend(self.specs.get(run) or {}) == "slurm"
 
+    def marked(self, run: Run, st: Stage) -> bool:
+        """The stage is skipped for its marker. On a box only the daemon writes markers, after
+        judging; a Slurm stage's shim writes its own when it succeeds, so the chain may have run
+        a stage while the daemon was away (or just slower): a marker of the attempt the chain
+        ran (the next one) is that attempt's success, to bind to, judge and report, not a skip."""
+        if not self.store.has_marker(run.name, st.name):
+            return False
+        if not self.is_slurm(run.name):
+            return True
+        mark = read_json(self.store.marker_path(run.name, st.name))
+        return not (isinstance(mark, dict) and mark.get("attempt") == st.attempt + 1)
+
     # -- starting a stage: it and the rest of its chain
     def _slurm_launch(self, att: Any, run: Run) -> Dict[str, Any]:
         record = self._slurm_stage(run, att.sspec, att.ref.attempt)
@@ -46,7 +59,7 @@ class SlurmRules:
         for st in run.stages[names.index(att.stage) + 1:]:
             if st.kind != "run":
                 break                               # a wait stage runs here: it splits the chain
-            if self.store.has_marker(run.name, st.name):
+            if self.marked(run, st):
                 continue                            # advance() will skip it
             sspec = self._sspec(run.name, st.name)
             chain.append({"stage": st.name, "attempt": st.attempt + 1, "options": slurm_options(self.specs[run.name], sspec),
@@ -128,6 +141,8 @@ class SlurmRules:
                 summary = "the run was %s at stage %s" % (run.state, stopped)
             evidence = ["never submitted (the chain stopped before it)"]
             if seen.get("job_id") and (seen.get("submitted_at") or now) >= (run.queued_at or 0) - 1.0:
+                # As the queue said when the run ended; Slurm's own cancel (afterok never
+                # satisfied) follows, and the stage's slurm_state shows it.
                 evidence = ["Slurm job %s: %s%s" % (seen["job_id"], seen.get("state") or "no longer known",
                                                      ", reason %s" % seen["reason"] if seen.get("reason") else "")]
             specs.append(st.left_behind(now, {"class": "cancelled", "summary": summary, "retryable": False,

@@ -96,13 +96,15 @@ class SlurmProcesses:
         known = [j for j in (self.book.job_of(r) for r, _rec, _opts in items) if j]
         self.book.poll(known)                  # what exists, fresh: bind or submit
         prev: Optional[str] = None
+        fresh = set()                          # submitted by this call: Slurm knows them
         for i, (r, rec, opts) in enumerate(items):
             job = self._bound(r)
             if job is None:
-                after = self._after(prev, items[i - 1][0]) if i else ""
+                after = self._after(prev, items[i - 1][0], fresh) if i else ""
                 if after is None:
                     break
                 job = self._submit(r, rec, opts, after or None, now, first=i == 0)
+                fresh.add(job)
             if not job:
                 break
             prev = job
@@ -123,11 +125,11 @@ class SlurmProcesses:
             return job                         # it ran (and failed before the shim claimed)
         return None                            # it never ran: this attempt is submitted again
 
-    def _after(self, prev: Optional[str], prev_ref: AttemptRef) -> Optional[str]:
+    def _after(self, prev: Optional[str], prev_ref: AttemptRef, fresh: set) -> Optional[str]:
         """The dependency for the job after `prev`: its id while Slurm knows it, "" (none) when
         it is gone but its stage's marker exists, None: submit nothing more now."""
         phase = self.book.phase(prev)
-        if phase in ("pending", "running", "ended"):
+        if prev in fresh or phase in ("pending", "running", "ended"):
             return prev
         if phase == "gone" and os.path.exists(self.home.marker(prev_ref.run, prev_ref.stage)):
             return ""
@@ -207,11 +209,15 @@ class SlurmProcesses:
             self.exit_seen.pop(ref, None)
             if info is None:
                 ran = rec is None or bool(rec.get("node"))
-                if ran and now - self.end_seen.setdefault(ref, now) < self.exit_grace_s:
+                # From Slurm's end time where it says one: a daemon back after hours waits no more.
+                since = min(self.end_seen.setdefault(ref, now), (rec or {}).get("end_at") or now)
+                if ran and now - since < self.exit_grace_s:
                     return None
                 info = self._from_slurm(job, rec, now)
             return dict(info, slurm=self._details(job, rec))
         if info is not None:
+            if ref not in self.exit_seen:
+                self.gap = URGENT_GAP_S            # the shim is done: ask Slurm soon, then less often
             if now - self.exit_seen.setdefault(ref, now) >= CONFIRM_S:
                 return dict(info, slurm=self._details(job, rec))
             self.urgent = True                 # the shim is done: Slurm's end state is moments away
@@ -271,9 +277,17 @@ class SlurmProcesses:
             self._scancel([job])
 
     def run_ended(self, run: str) -> None:
-        """The run failed or was cancelled: cancel its jobs still waiting or running."""
-        ids = [job["job_id"] for _ref, job in self.book.latest(run).values()
-               if job["job_id"] not in self.cancelled and self.book.phase(job["job_id"]) not in FINAL]
+        """The run failed or was cancelled: cancel its jobs still waiting or running, except
+        those behind a job that did not complete: Slurm cancels them itself and says why
+        (DependencyNeverSatisfied), which is the better record."""
+        doomed, ids = set(), []
+        for _ref, job in sorted(self.book.latest(run).values(), key=lambda rj: int(rj[1]["job_id"])):
+            jid, dep = job["job_id"], self.book.rec(job.get("after"))
+            if job.get("after") in doomed or (dep is not None and dep.get("state") != "COMPLETED"
+                                              and self.book.phase(job["after"]) == "ended"):
+                doomed.add(jid)
+            elif jid not in self.cancelled and self.book.phase(jid) not in FINAL:
+                ids.append(jid)
         if ids:
             self._scancel(ids)
 

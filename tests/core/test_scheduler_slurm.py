@@ -369,3 +369,32 @@ def test_a_box_runs_sigterm_still_interrupts_it(rig):
     assert rig.local.signals == [(AttemptRef("box", "s", 1), signal.SIGTERM)]
     rig.sched.end_all(3.0, "preempt")
     assert rig.sched.runs["box"].state == S.INTERRUPTED and rig.run().state == S.RUNNING
+
+
+def test_a_stage_the_chain_ran_ahead_is_judged_and_reported_not_skipped(rig):
+    """The shim writes a Slurm stage's marker itself: a stage that already succeeded when the
+    daemon gets to it (it was away, or slower) is its attempt's success, not a skip."""
+    rig.submit(0.0, *three())
+    rig.tick(1.0)
+    rig.sched.store.write_marker("r", "train", {"stage": "train", "attempt": 1})   # as the shim on the node
+    rig.slurm.set(ref("train"), "COMPLETED", exit_code=0)
+    rig.slurm.set(ref("prep"), "COMPLETED", exit_code=0)
+    rig.tick(2.0)
+    rig.tick(3.0)
+    assert rig.run().stage("train").state == S.SUCCEEDED and rig.run().stage("train").attempt == 1
+    assert "stage_skipped" not in rig.events()
+    assert [l["ref"] for l in rig.slurm.launches] == [ref("prep"), ref("train"), ref("eval")]
+
+
+def test_a_marker_of_an_earlier_attempt_still_skips(rig):
+    rig.submit(0.0, *three())
+    rig.tick(1.0)
+    rig.slurm.set(ref("prep"), "COMPLETED", exit_code=0)
+    rig.tick(2.0)
+    rig.slurm.set(ref("train"), "FAILED", "NonZeroExitCode", exit_code=1)
+    rig.slurm.cascade("r")
+    rig.tick(3.0)
+    rig.sched.resume("r", 4.0)
+    rig.tick(5.0)
+    assert rig.run().stage("prep").state == S.SKIPPED
+    assert rig.slurm.launches[-1]["chain"] == [ref("train", 2), ref("eval")]

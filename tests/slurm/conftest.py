@@ -6,6 +6,7 @@ RGT_REQUIRE_SLURM=1 (CI, where the packages are installed) to make that a failur
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -51,3 +52,19 @@ def jobs(slurm, shared):
     helper = Jobs(slurm, shared)
     yield helper
     helper.cancel_all()
+
+
+@pytest.fixture
+def login(slurm, tmp_path):
+    """A real daemon's home on the "login node" (this host), with RGT_HOME and the workdir on the
+    filesystem the node shares (the same host here), following Slurm fast. Every job its runs
+    submitted is cancelled after the test."""
+    from tests.core.conftest import Box
+    box = Box(tmp_path)
+    box.env.update(SLURM_CONF=str(slurm.conf), RGT_SLURM_POLL="0.5", RGT_SLURM_EXIT_GRACE="3")
+    box.slurm = slurm
+    yield box
+    box.cleanup()
+    ids = [json.loads(p.read_text()).get("job_id") for p in (box.home / "runs").glob("*/stages/*.job")]
+    if ids:
+        slurm.run("scancel", *[i for i in ids if i], timeout=30)

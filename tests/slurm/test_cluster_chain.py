@@ -14,7 +14,8 @@ import pytest
 
 from boxagent.base.fsutil import atomic_write_json
 from boxagent.base.home import Home
-from boxagent.engine.launch import launch_record
+from boxagent.engine import shim
+from boxagent.engine.launch import launch_record, slurm_record
 from boxagent.slurm import follow, probe, states, submit
 from boxagent.slurm.cmd import run_command
 
@@ -97,25 +98,63 @@ def test_shim_on_the_node_reads_the_launch_file(jobs, slurm, form, request):
     assert SECRET not in seen
 
 
-@pytest.mark.xfail(strict=True, reason="exec-stage exits 0 whatever the command did, so Slurm's afterok "
-                   "fires after a failed stage: the shim needs a Slurm mode that exits with the stage's verdict")
 def test_failed_command_under_the_shim_stops_the_chain(jobs):
+    """The shim on the node exits with the stage's verdict: a failed command fails the batch job,
+    so Slurm cancels the stage after it (afterok) and no marker is written."""
     home = Home(str(jobs.shared / "rgt-home"))
     home.ensure()
     home.ensure_run(jobs.run)
-    ids = []
-    for stage, command in (("train", "exit 3"), ("eval", "touch eval-ran")):
-        atomic_write_json(home.stage_launch(jobs.run, stage, 1),
-                          launch_record({"run": command}, str(jobs.shared), {}, home.stage_log(jobs.run, stage, 1)))
-        shim = submit.shim_argv(home.root, jobs.run, stage, 1, python=sys.executable, agent=["-m", "boxagent"])
-        script = Path(home.stage_dir(jobs.run)) / ("%s.1.sbatch" % stage)
-        script.write_text(submit.batch_script(shim, env={"PYTHONPATH": str(REPO)}))
-        ids.append(jobs.submit_script(stage, script, after=ids[-1] if ids else None,
-                                      log=Path(home.stage_log(jobs.run, stage, 1))))
+    ids = _shim_chain(jobs, home, (("train", "exit 3", {}), ("eval", "touch eval-ran", {})))
     recs = jobs.wait(ids)
     assert json.loads(Path(home.stage_exit(jobs.run, "train", 1)).read_text())["exit_code"] == 3
-    assert recs[ids[0]]["state"] == "FAILED"
+    assert recs[ids[0]]["state"] == "FAILED" and recs[ids[1]]["state"] == "CANCELLED"
+    assert recs[ids[1]]["reason"] == "DependencyNeverSatisfied"
     assert not (jobs.shared / "eval-ran").exists()
+    assert not os.path.exists(home.marker(jobs.run, "train"))
+
+
+def test_exit_zero_without_its_expect_file_stops_the_chain_too(jobs):
+    home = Home(str(jobs.shared / "rgt-home"))
+    home.ensure()
+    home.ensure_run(jobs.run)
+    ids = _shim_chain(jobs, home, (("train", "echo done", {"expect": ["model.pt"]}),
+                                   ("eval", "touch eval-ran", {})))
+    recs = jobs.wait(ids)
+    assert recs[ids[0]]["state"] == "FAILED" and recs[ids[1]]["state"] == "CANCELLED"
+    detail = follow.show_job(ids[0], runner=jobs.runner)
+    assert detail["exit_code"] == shim.EXIT_UNMET
+    assert json.loads(Path(home.stage_exit(jobs.run, "train", 1)).read_text())["exit_code"] == 0
+
+
+def test_a_succeeded_stage_leaves_its_marker_before_the_next_starts(jobs):
+    home = Home(str(jobs.shared / "rgt-home"))
+    home.ensure()
+    home.ensure_run(jobs.run)
+    marker = home.marker(jobs.run, "train")
+    ids = _shim_chain(jobs, home, (("train", "echo Training completed > model.pt; echo Training completed",
+                                    {"expect": ["model.pt"], "success_pattern": "Training completed"}),
+                                   ("eval", "test -s %s && echo saw-marker > eval-ran" % marker, {})))
+    recs = jobs.wait(ids)
+    assert [recs[i]["state"] for i in ids] == ["COMPLETED", "COMPLETED"]
+    assert (jobs.shared / "eval-ran").read_text() == "saw-marker\n"
+    assert json.loads(Path(marker).read_text())["spec_sha256"] == "abc"
+
+
+def _shim_chain(jobs, home, stages):
+    """Each stage as the engine launches a Slurm stage: its judged launch record, the shim in the
+    batch script, chained afterok."""
+    ids = []
+    for stage, command, keys in stages:
+        sspec = dict({"name": stage, "run": command}, **keys)
+        log = home.stage_log(jobs.run, stage, 1)
+        record = slurm_record(launch_record(sspec, str(jobs.shared), {}, log), sspec, home.marker(jobs.run, stage),
+                              {"run": jobs.run, "stage": stage, "attempt": 1, "spec_sha256": "abc"})
+        atomic_write_json(home.stage_launch(jobs.run, stage, 1), record)
+        argv = submit.shim_argv(home.root, jobs.run, stage, 1, python=sys.executable, agent=["-m", "boxagent"])
+        script = Path(home.stage_dir(jobs.run)) / ("%s.1.sbatch" % stage)
+        script.write_text(submit.batch_script(argv, env={"PYTHONPATH": str(REPO)}))
+        ids.append(jobs.submit_script(stage, script, after=ids[-1] if ids else None, log=Path(log)))
+    return ids
 
 
 def test_afterok_on_a_job_slurm_forgot_is_ignored(jobs):

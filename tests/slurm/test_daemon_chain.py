@@ -1,0 +1,233 @@
+"""The real daemon on the "login node" runs jobs with backend = "slurm" on the real one-node
+cluster: the chain as sbatch jobs, status, markers, a failing stage, daemon death and SIGTERM,
+cancel, resume, a node failure retried."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from tests.core.conftest import job, wait_for
+
+pytestmark = pytest.mark.slurm
+
+
+def slurm_job(name, workdir, *stages, **top):
+    return job(name, workdir, *stages, backend="slurm", **top)
+
+
+def squeue_state(slurm, job_id):
+    out = slurm.run("squeue", "-h", "-t", "all", "-j", str(job_id), "-o", "%T|%r").stdout.strip()
+    return tuple(out.split("|")) if out else (None, None)
+
+
+def test_three_stage_chain_succeeds_with_markers_and_job_ids_in_scontrol(login):
+    slurm = login.slurm
+    login.daemon()
+    stamp = 'sleep {1}; echo {0} > {0}.out'
+    res = login.submit(slurm_job("chain", login.workdir,
+                                 {"name": "prep", "run": stamp.format("prep", 2), "expect": ["prep.out"]},
+                                 {"name": "train", "run": stamp.format("train", 0), "expect": ["train.out"]},
+                                 {"name": "eval", "run": stamp.format("eval", 0)}))
+    assert res.returncode == 0, res.stderr
+    # While the first stage runs, every stage already has its job, chained afterok.
+    wait_for(lambda: all(s.get("slurm_job_id") for s in login.run_state("chain").get("stages", [])), 15, "job ids")
+    ids = [s["slurm_job_id"] for s in login.run_state("chain")["stages"]]
+    third = slurm.job(ids[2])
+    assert third["JobName"] == "rgt:chain:eval" and third["Dependency"].startswith("afterok:%s" % ids[1])
+    assert third["StdOut"] == str(login.home / "runs" / "chain" / "logs" / "eval.1.log")
+    wait_for(lambda: _status_stage(login, "chain", "eval").get("slurm_reason") == "Dependency", 10, "status")
+    pending = _status_stage(login, "chain", "eval")
+    assert pending["state"] == "pending" and pending["slurm_state"] == "PENDING"
+    assert pending["slurm_waiting"]["text"] == "waiting for the stage before it"
+    state = login.wait_run("chain", timeout=60)
+    assert state["state"] == "succeeded", login.diagnostics()
+    assert all(login.marker("chain", s).exists() for s in ("prep", "train", "eval"))
+    assert [slurm.job(i)["JobState"] for i in ids] == ["COMPLETED"] * 3
+    assert [slurm.job(i)["JobName"] for i in ids] == ["rgt:chain:%s" % s for s in ("prep", "train", "eval")]
+    wait_for(lambda: _status_stage(login, "chain", "eval").get("slurm_state") == "COMPLETED", 10, "converged")
+    assert [e["stage"] for e in login.events("stage_succeeded")] == ["prep", "train", "eval"]
+    out = login.agent("status")
+    assert "slurm job %s COMPLETED" % ids[0] in out.stdout
+
+
+def test_a_failing_middle_stage_leaves_the_last_never_run_and_cancelled(login):
+    login.daemon()
+    login.submit(slurm_job("mid", login.workdir, {"name": "prep", "run": "true"},
+                           {"name": "train", "run": "echo 'ValueError: bad lr'; exit 3"},
+                           {"name": "eval", "run": "touch eval-ran"}))
+    state = login.wait_run("mid", timeout=60)
+    stages = {s["name"]: s for s in state["stages"]}
+    assert state["state"] == "failed" and state["failed_stage"] == "train"
+    assert stages["train"]["exit_code"] == 3 and stages["train"]["cause"]["class"] == "code_error"
+    assert stages["eval"]["state"] == "cancelled"
+    assert stages["eval"]["cause"]["summary"] == "stage train did not succeed"
+    assert stages["eval"]["cause"]["evidence"][0].startswith("Slurm job %s: " % stages["eval"]["slurm_job_id"])
+    wait_for(lambda: _stage(login, "mid", "eval").get("slurm_reason") == "DependencyNeverSatisfied", 15,
+             "Slurm's own cancel of the stage left behind")
+    assert not (login.workdir / "eval-ran").exists() and not login.marker("mid", "train").exists()
+    assert [e["stage"] for e in login.events("stage_cancelled")] == ["eval"]
+
+
+def test_daemon_killed_mid_chain_slurm_finishes_it_and_the_restart_reports_each_transition(login):
+    slurm = login.slurm
+    first = login.daemon()
+    login.submit(slurm_job("kill9", login.workdir, {"name": "prep", "run": "sleep 2"},
+                           {"name": "train", "run": "sleep 1; echo trained > t.out", "expect": ["t.out"]},
+                           {"name": "eval", "run": "true"}))
+    login.wait_stage("kill9", "prep", "running", timeout=15)
+    wait_for(lambda: all(s.get("slurm_job_id") for s in login.run_state("kill9")["stages"]), 15, "job ids")
+    ids = [s["slurm_job_id"] for s in login.run_state("kill9")["stages"]]
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait(5)
+    wait_for(lambda: all(squeue_state(slurm, i)[0] == "COMPLETED" for i in ids), 60, "Slurm ran the chain")
+    assert all(login.marker("kill9", s).exists() for s in ("prep", "train", "eval"))
+    assert login.run_state("kill9")["state"] == "running"      # nobody was there to say it
+    login.daemon()
+    state = login.wait_run("kill9", timeout=30)
+    assert state["state"] == "succeeded", login.diagnostics()
+    assert [s["slurm_job_id"] for s in state["stages"]] == ids     # re-adopted, nothing resubmitted
+    kinds = [(e["type"], e.get("stage")) for e in login.events() if e.get("run") == "kill9"]
+    for stage in ("prep", "train", "eval"):
+        assert kinds.count(("stage_succeeded", stage)) == 1
+    assert kinds.count(("stage_started", "train")) == 1 and kinds.count(("run_succeeded", None)) == 1
+
+
+def test_sigterm_to_the_daemon_leaves_the_clusters_jobs_running(login):
+    slurm = login.slurm
+    first = login.daemon()
+    login.submit(slurm_job("term", login.workdir, {"name": "train", "run": "sleep 4; echo ok"}))
+    login.wait_stage("term", "train", "running", timeout=15)
+    wait_for(lambda: _stage(login, "term", "train").get("slurm_state") == "RUNNING", 15, "job running")
+    job_id = _stage(login, "term", "train")["slurm_job_id"]
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(20) == 0
+    assert squeue_state(slurm, job_id)[0] == "RUNNING" and login.run_state("term")["state"] == "running"
+    assert not login.events("preempted")[0]["stages"]
+    login.daemon()
+    assert login.wait_run("term", timeout=30)["state"] == "succeeded"
+
+
+def test_cancel_scancels_the_runs_jobs(login):
+    slurm = login.slurm
+    login.daemon()
+    login.submit(slurm_job("cxl", login.workdir, {"name": "train", "run": "sleep 120"},
+                           {"name": "eval", "run": "true"}))
+    wait_for(lambda: _stage(login, "cxl", "train").get("slurm_state") == "RUNNING", 20, "job running")
+    ids = [s["slurm_job_id"] for s in login.run_state("cxl")["stages"]]
+    assert login.agent("cancel", "cxl").returncode == 0
+    state = login.wait_run("cxl", timeout=30)
+    assert state["state"] == "cancelled"
+    assert [s["state"] for s in state["stages"]] == ["cancelled", "cancelled"]
+    assert state["stages"][0]["cause"]["class"] == "cancelled"
+    wait_for(lambda: [squeue_state(slurm, i)[0] for i in ids] == ["CANCELLED", "CANCELLED"], 20, "scancel")
+
+
+def test_resume_after_a_failure_submits_only_the_unmarked_stages(login):
+    login.daemon()
+    login.submit(slurm_job("res", login.workdir, {"name": "prep", "run": "echo prep >> prep.count"},
+                           {"name": "train", "run": "test -f fixed || exit 3"},
+                           {"name": "eval", "run": "true"}))
+    assert login.wait_run("res", timeout=60)["state"] == "failed"
+    before = {s["name"]: s["slurm_job_id"] for s in login.run_state("res")["stages"]}
+    (login.workdir / "fixed").write_text("yes")
+    assert login.agent("resume", "res").returncode == 0
+    login.wait_run("res", states="running", timeout=10)
+    state = login.wait_run("res", timeout=60)
+    assert state["state"] == "succeeded", login.diagnostics()
+    stages = {s["name"]: s for s in state["stages"]}
+    assert stages["prep"]["state"] == "skipped" and (login.workdir / "prep.count").read_text() == "prep\n"
+    assert stages["train"]["attempt"] == 2 and stages["train"]["slurm_job_id"] != before["train"]
+    assert stages["eval"]["slurm_job_id"] != before["eval"]
+    assert not (login.home / "runs" / "res" / "stages" / "prep.2.job").exists()
+
+
+def test_node_failure_is_retried_with_the_rest_of_the_chain(login):
+    slurm = login.slurm
+    login.daemon()
+    login.submit(slurm_job("nf", login.workdir,
+                           {"name": "train", "run": "test -f again || { touch again; sleep 120; }", "retries": 1},
+                           {"name": "eval", "run": "echo evaluated > e.out", "expect": ["e.out"]}))
+    wait_for(lambda: _stage(login, "nf", "train").get("slurm_state") == "RUNNING", 20, "job running")
+    first = [s["slurm_job_id"] for s in login.run_state("nf")["stages"]]
+    try:
+        slurm.run("scontrol", "update", "nodename=" + slurm.node, "state=down", "reason=rgt-test", check=True)
+        retry = login.wait_event("stage_retry", timeout=30, run="nf")
+    finally:
+        from tests.slurm.test_cluster_states import _resume_node
+        _resume_node(slurm)
+    assert retry["cause"]["class"] == "node_failure" and slurm.node in retry["cause"]["summary"]
+    state = login.wait_run("nf", timeout=90)
+    assert state["state"] == "succeeded", login.diagnostics()
+    now = [s["slurm_job_id"] for s in state["stages"]]
+    assert now[0] != first[0] and now[1] != first[1]                 # both submitted again
+    assert squeue_state(slurm, first[1]) == ("CANCELLED", "DependencyNeverSatisfied")
+
+
+def test_a_refused_submission_fails_the_stage_with_slurms_words(login):
+    login.daemon()
+    login.submit(slurm_job("bad", login.workdir, {"name": "train", "run": "true"},
+                           slurm={"partition": "nope"}))
+    state = login.wait_run("bad", timeout=30)
+    cause = state["stages"][0]["cause"]
+    assert state["state"] == "failed" and "Invalid partition name specified" in cause["summary"]
+    assert "sinfo" in cause["remediation"]
+
+
+def test_a_notification_reaches_a_loopback_receiver(login):
+    from tests.notify.receiver import Receiver
+    receiver = Receiver()
+    try:
+        entry = {"url": receiver.url + "/hook", "format": "json", "events": ["stage_failed", "run_failed"]}
+        assert login.agent("notify-set", stdin=json.dumps({"notify": [entry]})).returncode == 0
+        login.daemon()
+        login.submit(slurm_job("note", login.workdir, {"name": "train", "run": "exit 4"}))
+        login.wait_run("note", timeout=30)
+        wait_for(lambda: len(receiver.requests) >= 2, 20, "two notifications")
+        bodies = [r.text() for r in receiver.requests]
+        assert any("stage_failed" in b and "note" in b for b in bodies)
+        assert any("run_failed" in b for b in bodies)
+    finally:
+        receiver.down()
+
+
+def _stage(login, run, stage):
+    """The stage in state.json ({} before the daemon wrote the run)."""
+    return next((s for s in login.run_state(run).get("stages") or [] if s["name"] == stage), {})
+
+
+def _status_stage(login, run, stage):
+    for r in login.status_file().get("runs") or []:
+        if r["name"] == run:
+            return next((s for s in r["stages"] if s["name"] == stage), {})
+    return {}
+
+
+@pytest.mark.slow
+def test_a_stage_over_its_time_ends_timeout(login):
+    """Slurm's unit is the minute and slurmctld checks limits every 30 s: 60-90 s."""
+    login.daemon()
+    login.submit(slurm_job("tl", login.workdir, {"name": "train", "run": "echo started; sleep 300"},
+                           slurm={"time": "1m"}))
+    state = login.wait_run("tl", timeout=240)
+    cause = state["stages"][0]["cause"]
+    assert cause["class"] == "timeout" and "slurm.time" in cause["remediation"]
+    assert state["stages"][0]["slurm_state"] == "TIMEOUT"
+
+
+def test_a_memory_limited_stage_ends_cgroup_oom(login):
+    if login.slurm.mem_enforcement != "cgroup":
+        pytest.skip("this cluster does not end a job OUT_OF_MEMORY (--mem is enforced by jobacct_gather's "
+                    "OverMemoryKill here): %s" % login.slurm.mem_enforcement_reason)
+    login.daemon()
+    login.submit(slurm_job("oom", login.workdir,
+                           {"name": "train", "run": "python3 -c 'x = bytearray(400 << 20); print(len(x))'"},
+                           slurm={"mem": "64M"}))
+    state = login.wait_run("oom", timeout=60)
+    st = state["stages"][0]
+    assert st["cause"]["class"] == "cgroup_oom" and "slurm.mem" in st["cause"]["remediation"]
+    assert st["slurm_state"] == "OUT_OF_MEMORY"
+    assert "OUT_OF_MEMORY" in " ".join(st["cause"]["evidence"])
