@@ -17,7 +17,9 @@ The precedence (first that applies wins; each step names its deciding evidence f
   6. timeout                        the stage ran past its timeout
   7. cgroup_oom                     the cgroup oom_kill counter went up: outranks "Killed"
   8. vanished (attach mode)         hangup / the log's own crash / OOM-looking kill / killed
-  9. signals                        SIGHUP -> hangup; SIGKILL/SIGTERM/SIGINT -> killed
+  9. signals                        slurmstepd's "CANCELLED AT .. DUE TO" line -> timeout,
+                                    preempted, node_failure; SIGHUP -> hangup;
+                                    SIGKILL/SIGTERM/SIGINT -> killed
                                     (a bare "Killed" line with an unreadable counter ->
                                     cgroup_oom, said as likely); crash signals -> the log
  10. the log                        decide.py: the failure episode (after the last progress
@@ -271,10 +273,16 @@ def _killed_line(f: Dict[str, Any], hit: Optional[Dict[str, Any]], what: str,
 
 
 # -- death by signal
+SLURM_ENDS = ("timeout", "preempted", "node_failure")
+
+
 def _signalled(f: Dict[str, Any]) -> Optional[Cause]:
     sig, how = E.signal_of(f)
     if sig is None:
         return None
+    d = E.decide(f)
+    if d is not None and d.kind == "error" and d.hit.get("class") in SLURM_ENDS:
+        return _log_cause(f, d)                # slurmstepd's line says why it signalled the job
     if sig == "SIGHUP" or f.get("hangup"):
         hit = E.top_hit(f, ("hangup",))
         return _cause("hangup", "hung up (SIGHUP): the terminal or session it ran in went away",

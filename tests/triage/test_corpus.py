@@ -40,6 +40,11 @@ CASES = [
     ("machine_restart__zero_tail.log", {"boot_changed": True, "vanished": True}, "machine_restart",
      "boot_id changed"),
     ("nonzero_exit__silent.log", {"exit_code": 3}, "nonzero_exit", "exit code 3"),
+    # slurmstepd says why it signalled the job (read when Slurm's own record is gone or offline)
+    ("timeout__slurm.log", {"signal": 15}, "timeout", "DUE TO TIME LIMIT"),
+    ("preempted__slurm.log", {"exit_code": 143}, "preempted", "DUE TO PREEMPTION"),
+    ("node_failure__slurm.log", {"signal": 9}, "node_failure", "DUE TO NODE FAILURE"),
+    ("cgroup_oom__slurm.log", {"exit_code": 137, "oom_kill_delta": None}, "cgroup_oom", "oom-kill event"),
     ("innocent.log", {"exit_code": 1}, "nonzero_exit", "exit code 1"),
 ]
 

@@ -45,6 +45,14 @@ EXAMPLES = [
     ("cuda_oom", "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"),
     ("cuda_oom", "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.2G"),
     ("cgroup_oom", "Killed"),
+    ("cgroup_oom", "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=3302.batch. Some of your "
+                   "processes may have been killed by the cgroup out-of-memory handler."),
+    ("cgroup_oom", "slurmstepd: error: Step 3302.0 exceeded memory limit (1048576 > 65536), being killed"),
+    ("cgroup_oom", "slurmstepd: error: Exceeded job memory limit"),
+    ("timeout", "slurmstepd: error: *** JOB 48213 ON gpu-a07 CANCELLED AT 2024-05-01T09:00:00 DUE TO TIME LIMIT ***"),
+    ("preempted", "slurmstepd: error: *** JOB 77120 ON node014 CANCELLED AT 2024-06-11T14:03:55 DUE TO PREEMPTION ***"),
+    ("node_failure", "slurmstepd: error: *** JOB 901 ON cn112 CANCELLED AT 2024-03-02T03:14:08 DUE TO NODE "
+                     "FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"),
     ("cgroup_oom", "/root/run.sh: line 7:  4182 Killed                  python prepare.py"),
     ("cgroup_oom", "RuntimeError: DataLoader worker (pid 28133) is killed by signal: Killed."),
     ("cgroup_oom", "[12345.6] Memory cgroup out of memory: Killed process 4182 (python)"),
