@@ -157,6 +157,12 @@ def _stage(st: dict[str, Any]) -> list[str]:
         if prog.get("eta_s") is not None:
             p += " eta %s" % format_duration(prog["eta_s"])
         parts.append(p)
+    if st.get("slurm_job_id"):
+        # A Slurm stage: its job, and why it waits (words from the agent: Priority, Resources, ...).
+        parts.append("slurm job %s %s" % (st["slurm_job_id"], st.get("slurm_state") or "?"))
+        waiting = st.get("slurm_waiting") or {}
+        if waiting.get("text"):
+            parts.append("(%s%s)" % (waiting["text"], ", blocked" if waiting.get("blocked") else ""))
     lines = [" ".join(parts)]
     cause = st.get("cause") or {}
     if cause and state in ("failed", "interrupted", "cancelled"):

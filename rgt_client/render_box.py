@@ -13,7 +13,7 @@ def box_summary(up: dict[str, Any]) -> list[str]:
         return ["  python   %s (%s)" % (up.get("python_version"), up.get("python")),
                 "  probe    unavailable: %s" % (up.get("probe_error") or "no answer")]
     lines = ["  python   %s (%s)%s" % (up.get("python_version"), up.get("python"), _deps(probe))]
-    lines += _memory(probe) + _cpu(probe) + _gpus(probe) + _disks(probe)
+    lines += _memory(probe) + _cpu(probe) + _gpus(probe) + _disks(probe) + _slurm(probe)
     klog = probe.get("kernel_log") or {}
     if klog:
         faults = klog.get("hard_faults_since_boot") or []
@@ -71,3 +71,21 @@ def _disks(probe: dict[str, Any]) -> list[str]:
     return ["  disk     %s (%s): %s of %s used, inodes %s" % (
         d.get("path"), d.get("role", "-"), _pct(d.get("bytes_used_pct")), format_bytes(d.get("bytes_total")),
         _pct(d.get("inodes_used_pct"))) for d in probe.get("disks") or []]
+
+
+def _slurm(probe: dict[str, Any]) -> list[str]:
+    """A login node: the cluster, its partitions, and whether the four commands rgt runs are
+    there. A plain box (none of them on PATH) gets no line."""
+    sl = probe.get("slurm") or {}
+    commands = sl.get("commands") or {}
+    needed = ("sbatch", "squeue", "scontrol", "scancel")
+    found = [c for c in needed if commands.get(c)]
+    if not found:
+        return []
+    if not sl.get("available"):
+        missing = [c for c in needed if not commands.get(c)]
+        why = "not on PATH: %s" % ", ".join(missing) if missing else "; ".join(sl.get("errors") or []) or "not configured"
+        return ["  slurm    not usable for backend = \"slurm\" (%s)" % why]
+    parts = ", ".join(str(p.get("name")) + ("*" if p.get("default") else "") for p in sl.get("partitions") or [])
+    return ["  slurm    cluster %s (Slurm %s), partitions %s; %s found" % (
+        sl.get("cluster_name") or "?", sl.get("version") or "?", parts or "none seen", " ".join(found))]

@@ -92,9 +92,8 @@ class Backends:
     def start_ticks(self, pid: int) -> Optional[int]:
         return self.local.start_ticks(pid)
 
-    def refresh(self, now: float) -> None:
-        if self._slurm is not None:
-            self._slurm.refresh(now)
+    def refresh(self, now: float) -> bool:
+        return self._slurm.refresh(now) if self._slurm is not None else False
 
     def wake_in(self, now: float) -> Optional[float]:
         return self._slurm.wake_in(now) if self._slurm is not None else None

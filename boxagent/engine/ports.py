@@ -72,9 +72,10 @@ class StageProcesses:
         raise NotImplementedError
 
     # -- backends that queue stages elsewhere (Slurm); the shim backend answers with nothing
-    def refresh(self, now: float) -> None:
+    def refresh(self, now: float) -> bool:
         """Bring what the backend knows up to date, once a tick before any attempt is checked
-        (Slurm: one squeue call for every job followed, when one is due)."""
+        (Slurm: one squeue call for every job followed, when one is due). True when it learned
+        something (then queue_view may say more)."""
         raise NotImplementedError
 
     def wake_in(self, now: float) -> Optional[float]:

@@ -75,8 +75,8 @@ class Scheduler(Requests, SlurmRules):
     # -- every fast tick
     def tick(self, now: float, mono: float) -> None:
         self.procs.reap()
-        self.procs.refresh(now)
-        self.queue_update(now)
+        if self.procs.refresh(now):
+            self.queue_update(now)
         if self.finalizing:
             self.collect_manifests(now)
         self.check_running(now, mono)

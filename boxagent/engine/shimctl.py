@@ -157,8 +157,8 @@ class ShimProcesses:
         return self.roots.process_start_ticks(pid)
 
     # -- nothing is queued elsewhere: the shim's files and our children say everything
-    def refresh(self, now: float) -> None:
-        pass
+    def refresh(self, now: float) -> bool:
+        return False
 
     def wake_in(self, now: float) -> Optional[float]:
         return None

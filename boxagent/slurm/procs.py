@@ -45,19 +45,24 @@ CONFIRM_S = 30.0       # an exit file while Slurm still says RUNNING: wait this 
 EXIT_GRACE_S = 15.0    # Slurm says ended, no exit file yet: a shared filesystem may show it late
 URGENT_GAP_S = 0.25    # the first re-poll after an exit file appeared or a job was submitted
 ERROR_BACKOFF_S = 30.0  # a controller that did not answer is asked again after this long
-EXIT_CHECK_S = 1.0     # while a job runs: look for exit files (a stat) this often without inotify
+EXIT_CHECK_S = 1.0     # while a job is followed: look for exit files (a stat) this often without inotify
+# Only pending jobs followed: squeue every PENDING_FACTOR x poll_s. A wait in the queue changes
+# slowly, and an end is seen by its exit file first; slurmctld is shared by everyone.
+PENDING_FACTOR = 3.0
 SCANCEL_TIMEOUT_S = 20.0
 
-# The batch job's exit code when the shim could not run the command at all: what it means.
+# The batch job's exit code when the shim could not run the command at all: what it means, and
+# what to change.
+NO_PYTHON = ("node %(node)s could not run the stage shim with %(python)s (exit %(code)s)",
+             "set `slurm_python` in config.json to a Python >= 3.8 every node has at the same path "
+             "(a pyenv or conda shim on the login node's PATH often is not one)")
 SHIM_CODES = {
-    shim.EXIT_NO_LAUNCH: "the stage shim on node %(node)s found no launch file: RGT_HOME (%(home)s) "
-                         "must be on a filesystem the compute nodes share, at the same path",
-    shim.EXIT_NO_SPACE: "the shared filesystem was full on node %(node)s: the shim could not write "
-                        "the attempt's records, nothing ran",
-    126: "node %(node)s could not run the stage shim (%(python)s): set `slurm_python` in config.json "
-         "to a Python >= 3.8 the nodes have",
-    127: "node %(node)s could not run the stage shim (%(python)s not found): set `slurm_python` in "
-         "config.json to a Python >= 3.8 the nodes have",
+    shim.EXIT_NO_LAUNCH: ("the stage shim on node %(node)s found no launch file",
+                          "RGT_HOME (%(home)s) must be on a filesystem the compute nodes share, at the same path"),
+    shim.EXIT_NO_SPACE: ("the shared filesystem was full on node %(node)s: the shim could not write the "
+                         "attempt's records, nothing ran", "free space there (df -h; df -i), then resume the run"),
+    126: NO_PYTHON,
+    127: NO_PYTHON,
 }
 
 
@@ -177,23 +182,24 @@ class SlurmProcesses:
             self.book.sacct = probe.probe(self.runner).get("sacct")
 
     # -- what the scheduler asks every tick
-    def refresh(self, now: float) -> None:
+    def refresh(self, now: float) -> bool:
         if not (now >= self.next_poll or (self.urgent and now - self.last_poll >= self.gap)):
-            return
+            return False
         self.gap = min(self.poll_s, self.gap * 2) if self.urgent else URGENT_GAP_S
         self.urgent = False
         self.last_poll = now
         ok = self.book.poll()
-        self.next_poll = now + (self.poll_s if ok else max(self.poll_s, ERROR_BACKOFF_S))
+        every = self.poll_s if self.book.running() else self.poll_s * PENDING_FACTOR
+        self.next_poll = now + (every if ok else max(self.poll_s, ERROR_BACKOFF_S))
+        return ok
 
     def wake_in(self, now: float) -> Optional[float]:
         due: List[float] = []
         if self.urgent:
             due.append(self.last_poll + self.gap - now)
         if self.book.followed():
-            due.append(self.next_poll - now)
-            if self.book.running():
-                due.append(EXIT_CHECK_S)
+            # A short job may start and end between two polls: its exit file tells first.
+            due += [self.next_poll - now, EXIT_CHECK_S]
         due += [t + self.exit_grace_s - now for t in self.end_seen.values()]
         return max(0.0, min(due)) if due else None
 
@@ -232,8 +238,8 @@ class SlurmProcesses:
         info = {"exit_code": None if sig else code, "signal": sig, "ended_at": rec.get("end_at") or now,
                 "no_exit_file": True}
         if rec.get("state") == "FAILED" and not sig and code in SHIM_CODES:
-            info["error"] = SHIM_CODES[code] % {"node": rec.get("node") or "?", "home": self.home.root,
-                                                "python": self.python}
+            words = {"node": rec.get("node") or "?", "home": self.home.root, "python": self.python, "code": code}
+            info["error"], info["hint"] = (text % words for text in SHIM_CODES[code])
         return info
 
     def _details(self, job: str, rec: Optional[Dict[str, Any]]) -> Dict[str, Any]:

@@ -72,7 +72,7 @@ class FakeProcs:
         return None
 
     def refresh(self, now):
-        pass
+        return False
 
     def wake_in(self, now):
         return None

@@ -33,6 +33,7 @@ class FakeSlurm:
         self.exits: Dict[AttemptRef, Dict[str, Any]] = {}
         self.scancelled: List[str] = []
         self.ended_runs: List[str] = []
+        self.refused: Dict[str, str] = {}              # stage -> sbatch's refusal (a later stage)
         self.next_id = 100
 
     def launch(self, ref, launch, now):
@@ -72,12 +73,15 @@ class FakeSlurm:
         self.ended_runs.append(run)
 
     def queue_view(self, run):
-        return {r.stage: {"job_id": j["job_id"], "attempt": r.attempt, "submitted_at": j["submitted_at"],
-                          "state": j["state"], "reason": j["reason"], "start_at": 5.0, "node": j["node"]}
-                for r, j in sorted(self.jobs.items(), key=lambda rj: rj[0].attempt) if r.run == run}
+        out = {r.stage: {"job_id": j["job_id"], "attempt": r.attempt, "submitted_at": j["submitted_at"],
+                         "state": j["state"], "reason": j["reason"], "start_at": 5.0, "node": j["node"]}
+               for r, j in sorted(self.jobs.items(), key=lambda rj: rj[0].attempt) if r.run == run}
+        out.update({stage: {"job_id": None, "state": None, "reason": None, "error": said}
+                    for stage, said in self.refused.items()})
+        return out
 
     def refresh(self, now):
-        pass
+        return True
 
     def wake_in(self, now):
         return 1.0 if self.jobs else None
@@ -398,3 +402,12 @@ def test_a_marker_of_an_earlier_attempt_still_skips(rig):
     rig.tick(5.0)
     assert rig.run().stage("prep").state == S.SKIPPED
     assert rig.slurm.launches[-1]["chain"] == [ref("train", 2), ref("eval")]
+
+
+def test_a_later_stage_whose_sbatch_was_refused_is_told_now_not_when_the_chain_gets_there(rig):
+    rig.submit(0.0, *three())
+    rig.slurm.refused["eval"] = "sbatch refused the job: Invalid qos specification"
+    rig.tick(1.0)
+    rig.tick(2.0)
+    (told,) = [e for e in rig.events(full=True) if e["type"] == "slurm_blocked"]
+    assert told["stage"] == "eval" and "Invalid qos" in told["summary"] and told["severity"] == "warning"

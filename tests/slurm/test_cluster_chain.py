@@ -239,3 +239,19 @@ def _script(d: Path, body: str) -> Path:
     path = d / ("s%d.sh" % len(os.listdir(str(d))))
     path.write_text("#!/bin/bash\n" + body + "\n")
     return path
+
+
+def test_install_says_what_the_login_node_has(slurm):
+    """`rgt-client install` prints the probe's Slurm facts: the cluster, its partitions and the
+    four commands rgt runs (a plain box, without them, gets no line)."""
+    from rgt_client.render_box import box_summary
+    found = probe.probe(runner=functools.partial(run_command, env=slurm.env))
+    lines = box_summary({"python_version": "3.11", "python": sys.executable,
+                         "probe": {"slurm": found, "deps": {}}})
+    line = next(l for l in lines if l.strip().startswith("slurm"))
+    assert "cluster rgttest" in line and "partitions debug*, long, urgent" in line
+    assert line.endswith("sbatch squeue scontrol scancel found")
+    partial = dict(found, available=False, commands=dict(found["commands"], scancel=None))
+    assert "not on PATH: scancel" in box_summary({"probe": {"slurm": partial, "deps": {}}})[-1]
+    nothing = dict(found, available=False, commands={c: None for c in found["commands"]})
+    assert not [l for l in box_summary({"probe": {"slurm": nothing, "deps": {}}}) if "slurm" in l]

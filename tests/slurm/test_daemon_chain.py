@@ -231,3 +231,30 @@ def test_a_memory_limited_stage_ends_cgroup_oom(login):
     assert st["cause"]["class"] == "cgroup_oom" and "slurm.mem" in st["cause"]["remediation"]
     assert st["slurm_state"] == "OUT_OF_MEMORY"
     assert "OUT_OF_MEMORY" in " ".join(st["cause"]["evidence"])
+
+
+def test_the_nodes_run_the_shim_with_slurm_python(login):
+    """config.json `slurm_python`: the Python the nodes have (here the oldest the agent supports)."""
+    import glob
+    import shutil
+    found = sorted(glob.glob("/root/.pyenv/versions/3.8*/bin/python3.8")) + [shutil.which("python3.8")]
+    py38 = next((p for p in found if p and "shims" not in p), None)
+    if py38 is None:
+        pytest.skip("no python3.8 on this machine to stand for the nodes' Python")
+    login.home.mkdir(parents=True, exist_ok=True)
+    (login.home / "config.json").write_text(json.dumps({"slurm_python": py38}))
+    login.daemon()
+    login.submit(slurm_job("py38", login.workdir, {"name": "train", "run": "echo ok > out", "expect": ["out"]}))
+    assert login.wait_run("py38", timeout=30)["state"] == "succeeded", login.diagnostics()
+    script = (login.home / "runs" / "py38" / "stages" / "train.1.sbatch").read_text()
+    assert "exec %s -S " % py38 in script
+
+
+def test_a_python_the_nodes_lack_is_named_with_the_fix(login):
+    login.home.mkdir(parents=True, exist_ok=True)
+    (login.home / "config.json").write_text(json.dumps({"slurm_python": "/opt/nowhere/bin/python3"}))
+    login.daemon()
+    login.submit(slurm_job("nopy", login.workdir, {"name": "train", "run": "true"}))
+    cause = login.wait_run("nopy", timeout=40)["stages"][0]["cause"]
+    assert "could not run the stage shim with /opt/nowhere/bin/python3" in cause["summary"]
+    assert "slurm_python" in cause["remediation"]

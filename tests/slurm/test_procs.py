@@ -213,7 +213,8 @@ def test_a_shim_that_found_no_launch_file_says_the_home_must_be_shared(rig):
     assert procs.exit_info(ref) is None                              # the shared filesystem may lag
     clock[0] = 1020.0
     info = procs.exit_info(ref)
-    assert info["exit_code"] == 76 and "must be on a filesystem the compute nodes share" in info["error"]
+    assert info["exit_code"] == 76 and "found no launch file" in info["error"]
+    assert "must be on a filesystem the compute nodes share" in info["hint"]
 
 
 def test_a_controller_that_does_not_answer_loses_no_job(rig):
