@@ -126,6 +126,10 @@ class JobBook:
     def followed(self) -> List[str]:
         return sorted({j for j in self.ids() if self.phase(j) not in FINAL}, key=_num)
 
+    def unasked(self) -> bool:
+        """A job followed that Slurm was never asked about (just loaded after a restart)."""
+        return any(j not in self.recs for j in self.followed())
+
     def running(self) -> bool:
         return any(self.phase(j) == "running" for j in self.followed())
 

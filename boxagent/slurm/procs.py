@@ -183,7 +183,10 @@ class SlurmProcesses:
 
     # -- what the scheduler asks every tick
     def refresh(self, now: float) -> bool:
-        if not (now >= self.next_poll or (self.urgent and now - self.last_poll >= self.gap)):
+        # Jobs just loaded (a restarted daemon re-adopting its runs) are asked about at once,
+        # unless the controller did not answer last time (then it is asked after its backoff).
+        fresh = self.book.unasked() and self.book.error is None
+        if not (now >= self.next_poll or ((self.urgent or fresh) and now - self.last_poll >= self.gap)):
             return False
         self.gap = min(self.poll_s, self.gap * 2) if self.urgent else URGENT_GAP_S
         self.urgent = False
@@ -195,7 +198,7 @@ class SlurmProcesses:
 
     def wake_in(self, now: float) -> Optional[float]:
         due: List[float] = []
-        if self.urgent:
+        if self.urgent or (self.book.unasked() and self.book.error is None):
             due.append(self.last_poll + self.gap - now)
         if self.book.followed():
             # A short job may start and end between two polls: its exit file tells first.
@@ -273,6 +276,8 @@ class SlurmProcesses:
 
     def command_alive(self, ref: AttemptRef) -> bool:
         job = self.book.job_of(ref)
+        if job is not None and self.book.phase(job) == "unknown":
+            self.book.poll([job])              # never asked (a resume right after a restart): ask now
         return job is not None and self.book.phase(job) not in FINAL
 
     def signal(self, ref: AttemptRef, sig: int) -> None:

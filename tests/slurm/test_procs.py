@@ -252,3 +252,23 @@ def test_the_poll_is_one_squeue_call_for_every_job(rig):
     procs.refresh(1001.0)                                            # not due yet
     assert len(cluster.calls) - before == 1
     assert len([v for r in range(20) for v in procs.queue_view("r%d" % r).values() if v["state"] == "PENDING"]) == 20
+
+
+def test_a_restarted_daemon_asks_about_its_jobs_at_once(rig):
+    home, cluster, procs, clock = rig
+    procs.launch(AttemptRef("r", "a", 1), record(home, "a", 1, [("b", 1)]), 1000.0)
+    cluster.end("501", "COMPLETED")
+    again = SlurmProcesses(home, runner=cluster, poll_s=5.0, sacct=None, clock=lambda: clock[0])
+    again.refresh(1000.0)                                            # nothing loaded yet: nothing asked
+    assert again.queue_view("r")["a"]["state"] is None               # loaded, not asked
+    assert again.wake_in(1000.0) <= 0.25                             # not its 15 s pending cadence
+    assert again.refresh(1000.5) and again.queue_view("r")["a"]["state"] == "COMPLETED"
+    assert not again.command_alive(AttemptRef("r", "a", 1))
+
+
+def test_resume_right_after_a_restart_asks_slurm_before_it_refuses(rig):
+    home, cluster, procs, _ = rig
+    procs.launch(AttemptRef("r", "a", 1), record(home, "a", 1), 1000.0)
+    cluster.end("501", "FAILED", "1:0")
+    again = SlurmProcesses(home, runner=cluster, sacct=None)
+    assert not again.command_alive(AttemptRef("r", "a", 1))
