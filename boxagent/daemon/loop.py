@@ -369,6 +369,7 @@ class Daemon:
         deadline = mono + self.settings["stop_grace"] + 2.0
         while sched.active and time.monotonic() < deadline:
             now, mono = time.time(), time.monotonic()
+            sched.procs.refresh(now)       # a scancel'ed Slurm job ends when Slurm says so
             sched.check_running(now, mono)
             if self.dirty:
                 self.write_status(now)

@@ -258,3 +258,20 @@ def test_a_python_the_nodes_lack_is_named_with_the_fix(login):
     cause = login.wait_run("nopy", timeout=40)["stages"][0]["cause"]
     assert "could not run the stage shim with /opt/nowhere/bin/python3" in cause["summary"]
     assert "slurm_python" in cause["remediation"]
+
+
+def test_stop_kill_cancels_the_slurm_jobs_too(login):
+    """`stop --kill` asks to end every running stage: on a cluster that is a scancel, and the
+    run ends cancelled as soon as Slurm says the job is gone (not after stop_grace)."""
+    slurm = login.slurm
+    login.env["RGT_STOP_GRACE"] = "20"
+    login.daemon()
+    login.submit(slurm_job("sk", login.workdir, {"name": "train", "run": "sleep 120"}))
+    wait_for(lambda: _stage(login, "sk", "train").get("slurm_state") == "RUNNING", 20, "job running")
+    job_id = _stage(login, "sk", "train")["slurm_job_id"]
+    t0 = time.monotonic()
+    out = login.agent("stop", "--kill", "--timeout", "30")
+    assert out.returncode == 0, out.stderr
+    assert time.monotonic() - t0 < 15
+    assert login.run_state("sk")["state"] == "cancelled"
+    assert squeue_state(slurm, job_id)[0] in ("CANCELLED", "COMPLETING")
