@@ -189,7 +189,7 @@ class Daemon:
     def _slurm_processes(self) -> Any:
         """Stage attempts as Slurm jobs (made when the first run with backend = "slurm" needs it).
         The node runs the shim with `slurm_python` (config.json) or this daemon's own Python."""
-        from boxagent.slurm.procs import SlurmProcesses
+        from boxagent.engine.slurmctl import SlurmProcesses
         python = self.config.get("slurm_python")
         return SlurmProcesses(self.home, python=python if isinstance(python, str) and python else None,
                               poll_s=self.settings["slurm_poll"], exit_grace_s=self.settings["slurm_exit_grace"],

@@ -1,6 +1,6 @@
 """The engine's ports: what the scheduler needs from the world, passed in (supervisor's `options`,
 honcho's `_process_ctor`). The real implementations are engine/shimctl.py (stage processes on this box),
-boxagent/slurm/procs.py (stage attempts as Slurm jobs),
+engine/slurmctl.py (stage attempts as Slurm jobs),
 engine/journal.py (state + events on disk) and the health part (the box). Tests pass small fakes,
 so retry, backoff, cancel-during-backoff, marker skip and re-adoption run in-process in
 milliseconds; the real-daemon tests stay as integration tests.

@@ -16,7 +16,7 @@ Spec = Dict[str, Any]
 STAGE_FIELDS = ("name", "kind", "state", "attempt", "tries", "exit_code", "signal", "started_at", "ended_at",
                 "duration_s", "marker", "log", "cause", "warnings", "retry_at", "proc", "launched_at",
                 "boot_id", "progress", "metrics", "last_success_s", "anchor",
-                "slurm_job_id", "slurm_state", "slurm_reason")
+                "slurm_job_id", "slurm_state", "slurm_reason", "slurm_waiting")
 RUN_FIELDS = ("name", "state", "spec_sha256", "workdir", "created_at", "queued_at", "seq", "started_at",
               "ended_at", "current_stage", "cause", "failed_stage", "resumes", "gpus", "gpu_uuids", "group",
               "matrix", "pending_events")
@@ -134,13 +134,15 @@ class Stage:
                       "stage %s not run: %s" % (self.name, cause.get("summary", "")), cause=cause,
                       attempt=self.attempt, evidence=cause.get("evidence") or [])
 
-    def queue_seen(self, job_id: Optional[str], state: Optional[str], reason: Optional[str]) -> bool:
-        """What the cluster's queue says of the stage's job (Slurm): its id, its state and why it
-        waits. True when that changed (the state file is then saved; no event of its own)."""
-        seen = (job_id, state, reason)
-        if (self.slurm_job_id, self.slurm_state, self.slurm_reason) == seen:
+    def queue_seen(self, job_id: Optional[str], state: Optional[str], reason: Optional[str],
+                   waiting: Optional[Dict[str, Any]] = None) -> bool:
+        """What the cluster's queue says of the stage's job (Slurm): its id, its state, why it
+        waits ({text, blocked} in words while it does). True when that changed (the state file
+        is then saved; no event of its own)."""
+        seen = (job_id, state, reason, waiting)
+        if (self.slurm_job_id, self.slurm_state, self.slurm_reason, self.slurm_waiting) == seen:
             return False
-        self.slurm_job_id, self.slurm_state, self.slurm_reason = seen
+        self.slurm_job_id, self.slurm_state, self.slurm_reason, self.slurm_waiting = seen
         return True
 
     def reset(self) -> None:
@@ -148,7 +150,7 @@ class Stage:
         if self.state != S.PENDING:
             self._to(S.PENDING)
         self.retry_at, self.cause, self.tries = None, None, 0
-        self.slurm_job_id = self.slurm_state = self.slurm_reason = None   # the old jobs are over
+        self.slurm_job_id = self.slurm_state = self.slurm_reason = self.slurm_waiting = None   # the old jobs are over
 
 
 class Run:

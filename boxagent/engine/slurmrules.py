@@ -93,7 +93,9 @@ class SlurmRules:
                 seen = view.get(st.name)
                 if seen is None or (seen.get("submitted_at") or now) < (run.queued_at or 0) - 1.0:
                     continue                        # none, or a job of before the last resume
-                changed = st.queue_seen(seen.get("job_id"), seen.get("state"), seen.get("reason")) or changed
+                words = slurm_states.pending_text(seen.get("reason")) if seen.get("state") == "PENDING" else None
+                waiting = {"text": words["text"], "blocked": words["blocked"]} if words else None
+                changed = st.queue_seen(seen.get("job_id"), seen.get("state"), seen.get("reason"), waiting) or changed
                 specs += self._queue_news(run, st, seen)
                 att = self.active.get(run.name)
                 if att is not None and att.stage == st.name and seen.get("state") == "RUNNING":

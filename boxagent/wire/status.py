@@ -60,13 +60,12 @@ def stage_block(st: Dict[str, Any], live: Optional[Dict[str, Any]], now: float) 
 
 
 def slurm_block(st: Dict[str, Any]) -> Dict[str, Any]:
-    """A Slurm stage's job as the queue last said: id, state, and why it waits (in words)."""
+    """A Slurm stage's job as the queue last said: id, state, and why it waits (in words, as the
+    engine put them in the stage's record)."""
     block = {"slurm_job_id": st.get("slurm_job_id"), "slurm_state": st.get("slurm_state"),
              "slurm_reason": st.get("slurm_reason")}
-    if st.get("slurm_state") == "PENDING":
-        from boxagent.slurm.states import pending_text
-        words = pending_text(st.get("slurm_reason"))
-        block["slurm_waiting"] = {"text": words["text"], "blocked": words["blocked"]}
+    if st.get("slurm_waiting"):
+        block["slurm_waiting"] = st["slurm_waiting"]
     return block
 
 

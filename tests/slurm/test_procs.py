@@ -15,7 +15,7 @@ import pytest
 from boxagent.base.home import Home
 from boxagent.engine.ports import AttemptRef
 from boxagent.slurm.cmd import RC_TIMEOUT, Result
-from boxagent.slurm.procs import SlurmProcesses
+from boxagent.engine.slurmctl import SlurmProcesses
 
 
 class FakeCluster:

@@ -38,7 +38,7 @@ from boxagent.base.storage import is_full
 from boxagent.engine import shim
 from boxagent.engine.ports import AttemptRef
 from boxagent.slurm import follow, probe, submit
-from boxagent.slurm.book import FINAL, JobBook
+from boxagent.engine.slurmbook import FINAL, JobBook
 from boxagent.slurm.cmd import Result, run_command
 
 CONFIRM_S = 30.0       # an exit file while Slurm still says RUNNING: wait this long for its end state
