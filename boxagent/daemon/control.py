@@ -134,6 +134,10 @@ def submit(home: Home, text: str, source: str, replace: bool = False) -> Dict[st
     sweep ([matrix]: one run per combination). All or nothing: on any error nothing is queued."""
     from boxagent.engine import jobspec, sweep
     spec = jobspec.validate(jobspec.parse_text(text, source), source)
+    if not os.path.isdir(spec["workdir"]):
+        # Accepted, it would only fail at start as a bare exit 127 with a generic fix.
+        raise UsageError("workdir %s does not exist on this box" % spec["workdir"],
+                         "create it first (mkdir -p %s), or fix the job's `workdir`" % spec["workdir"])
     _check_gpu_count(home, spec)
     specs = sweep.expand(spec)
     with inbox.submit_lock(home):
