@@ -1,4 +1,4 @@
-"""`rgt-client triage LOG [--exit-code N] [--json]` (issue 5): the box agent's own rules and
+"""`rgt-client triage LOG [--exit-code N] [--json]`: the box agent's own rules and
 diagnosis, run here on a log the user already has (a pulled log, a run rgt did not launch).
 Same report, same text, same exit codes as `rgt-agent triage` on the box.
 """
