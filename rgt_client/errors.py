@@ -10,3 +10,8 @@ class ClientError(Exception):
         self.message = message
         self.hint = hint
         self.code = code
+
+
+class BoxTooSlow(ClientError):
+    """The connection was up but the box did not answer in time: the box is slow, not gone
+    (watch keeps going on it like on a network blip; patrol does not call the host unreachable)."""
