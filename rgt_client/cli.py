@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from rgt_client import __version__, exitcodes
+from rgt_client import __version__, exitcodes, options
 from rgt_client.errors import ClientError
 
 COMMAND_MODULES = (
@@ -29,25 +29,27 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except ClientError as exc:
-            click.echo("Error: %s" % exc.message, err=True)
+            # messages and hints often quote the box (its Error: lines, run names): textsafe
+            from rgt_client.textsafe import safe, safe_line
+            click.echo("Error: %s" % safe_line(exc.message), err=True)
             if exc.hint:
-                click.echo("Hint: %s" % exc.hint, err=True)
+                click.echo("Hint: %s" % safe(exc.hint), err=True)
             ctx.exit(exc.code)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback
             if (ctx.obj or {}).get("debug"):
                 raise
-            click.echo("Error: internal error: %s: %s" % (type(exc).__name__, exc), err=True)
+            from rgt_client.textsafe import safe_line
+            click.echo("Error: internal error: %s: %s" % (type(exc).__name__, safe_line(str(exc))), err=True)
             click.echo("Hint: run again with --debug and report the traceback", err=True)
             ctx.exit(exitcodes.ERROR)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rgt-client")
-@click.option("--ssh-config", envvar="RGT_SSH_CONFIG", type=click.Path(dir_okay=False),
-              help="ssh config file passed as -F to every ssh call (env RGT_SSH_CONFIG).")
-@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@options.ssh_config
+@options.debug
 @click.pass_context
 def cli(ctx: click.Context, ssh_config: str | None, debug: bool) -> None:
     """rgt: keep long GPU jobs on rented boxes finishing on their own."""

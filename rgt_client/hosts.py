@@ -73,9 +73,23 @@ def _write(data: dict) -> None:
 
 def target_for(host: str, ssh_config: str | None = None, home: str | None = None,
                python: str | None = None) -> Target:
-    """A Target from explicit flags, else what install remembered, else the defaults."""
+    """The one rule for a host's home and python (printed by every command that writes):
+
+    - `local`: --home, else $RGT_HOME, else ~/.rgt. Never the home remembered by an earlier
+      install: with RGT_HOME unset, a remembered home once won over ~/.rgt and a command
+      silently reached another agent than the one the docs promise.
+    - a box: --home, else the home install used on it (remembered here), else the box's own
+      $RGT_HOME or ~/.rgt.
+    The python: --python, else what install resolved on that host, else python3."""
     mem = get(host)
-    if host == "local" and not home:
-        home = os.environ.get("RGT_HOME")
-    return Target(host=host, home=home or mem.get("home"), python=python or mem.get("python") or "python3",
-                  ssh_config=ssh_config)
+    if home:
+        home_from = "--home"
+    elif host == "local":
+        home = os.environ.get("RGT_HOME") or None
+        home_from = "$RGT_HOME" if home else "the default ~/.rgt"
+    elif mem.get("home"):
+        home, home_from = mem["home"], "remembered from install"
+    else:
+        home_from = "the box's default"
+    return Target(host=host, home=home, python=python or mem.get("python") or "python3",
+                  ssh_config=ssh_config, home_from=home_from)

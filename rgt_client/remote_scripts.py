@@ -232,9 +232,13 @@ def parse_result(stdout: str, what: str, stderr: str = "") -> dict[str, Any]:
     for line in reversed(stdout.splitlines()):
         if line.startswith(RESULT_PREFIX):
             try:
-                return json.loads(line[len(RESULT_PREFIX):])
+                result = json.loads(line[len(RESULT_PREFIX):])
             except ValueError:
                 break
-    detail = (stderr.strip().splitlines() or ["no output"])[-1]
+            if isinstance(result, dict):
+                return result
+            break
+    from rgt_client.textsafe import safe_line
+    detail = safe_line((stderr.strip().splitlines() or ["no output"])[-1][-300:])
     raise ClientError("%s gave no result: %s" % (what, detail),
                       "run again with --debug; check the box's python3 works")

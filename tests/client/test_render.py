@@ -9,7 +9,9 @@ from rgt_client import exitcodes
 from rgt_client.errors import ClientError
 from rgt_client.ops import HostStatus
 from rgt_client.poll import patrol_exit, patrol_verdict
-from rgt_client.render import render_status, run_line, sparkline
+from rgt_client.render import render_status, sparkline
+from rgt_client.render_poll import patrol_detail
+from rgt_client.render_run import run_line
 from rgt_client.transport import Target
 
 BASE = {
@@ -66,7 +68,8 @@ def test_scenario_failed_stage_shows_cause_and_fix():
 
 
 def test_scenario_dead_daemon_and_build_mismatch():
-    text = render_status(scenario(running=False, heartbeat_age_s=400), {"host": "box", "local_build_sha256": "b" * 64})
+    text = render_status(scenario(running=False, state="stopped", heartbeat_age_s=400),
+                         {"host": "box", "local_build_sha256": "b" * 64})
     assert "agent NOT running (heartbeat 6m40s ago)" in text
     assert "rgt-client install box" in text and "builds bbbbbbbbbbbb" in text
 
@@ -78,8 +81,11 @@ def hs(status=None, error=None):
 @pytest.mark.parametrize("host_status, word, code", [
     (hs(error=ClientError("cannot reach box", None, exitcodes.UNREACHABLE)), "UNREACHABLE", 5),
     (hs(error=ClientError("not installed", None, exitcodes.AGENT_DOWN)), "AGENT-DOWN", 3),
-    (hs(scenario([RUNNING], running=False)), "AGENT-DOWN", 3),
-    (hs(scenario([RUNNING], heartbeat_age_s=1000)), "AGENT-DOWN", 3),
+    (hs(scenario([RUNNING], running=False)), "AGENT-DOWN", 3),   # an agent older than agent.state
+    (hs(scenario([RUNNING], running=False, state="stopped")), "AGENT-DOWN", 3),
+    (hs(scenario([RUNNING], state="stale", heartbeat_age_s=1000)), "AGENT-DOWN", 3),
+    # the agent decides liveness once: the client never second-guesses it from the heartbeat age
+    (hs(scenario([RUNNING], state="running", heartbeat_age_s=1000)), "HEALTHY", 0),
     (hs(scenario([RUNNING, FAILED])), "RUN-FAILED", 4),
     (hs(scenario([RUNNING])), "HEALTHY", 0),
     (hs(scenario([DONE])), "DONE", 0),
@@ -87,16 +93,16 @@ def hs(status=None, error=None):
     (hs(error=ClientError("the agent gave no status")), "ERROR", 1),
 ])
 def test_patrol_decision_table(host_status, word, code):
-    got_word, got_code, detail = patrol_verdict(host_status, since_s=86400)
-    assert (got_word, got_code) == (word, code), detail
+    v = patrol_verdict(host_status, since_s=86400)
+    assert (v.word, v.code) == (word, code), patrol_detail(v, "box")
 
 
 def test_patrol_old_failure_expires_after_since():
     later = dict(DONE, ended_at="2025-01-02T09:30:00Z")
-    word, code, _ = patrol_verdict(hs(scenario([FAILED, later])), since_s=1800)
-    assert (word, code) == ("DONE", 0)
-    word, code, _ = patrol_verdict(hs(scenario([FAILED, DONE])), since_s=1800)
-    assert (word, code) == ("IDLE", 0)  # the last run to end failed, long ago: nothing to pull
+    v = patrol_verdict(hs(scenario([FAILED, later])), since_s=1800)
+    assert (v.word, v.code) == ("DONE", 0)
+    v = patrol_verdict(hs(scenario([FAILED, DONE])), since_s=1800)
+    assert (v.word, v.code) == ("IDLE", 0)  # the last run to end failed, long ago: nothing to pull
 
 
 def test_patrol_exit_priority():
@@ -107,7 +113,7 @@ def test_patrol_exit_priority():
 
 
 def test_run_line_names_where_it_is():
-    assert run_line(RUNNING) == "a3 running stage eval (2/3) 45% eta 15m00s"
+    assert run_line(RUNNING) == "a3 running stage eval (2/3) 45% (45/100) eta 15m00s"
     assert run_line(FAILED) == "b1 failed at stage train: cgroup_oom"
 
 
