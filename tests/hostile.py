@@ -1,0 +1,441 @@
+"""A hostile agent for tests: a compromised box answering the client with crafted data.
+
+`hostile` (a pytest fixture; import it into an area's conftest.py) is a box on the real loopback
+sshd whose RGT_HOME holds, where install puts the agent (`$RGT_HOME/rgt-agent.pyz`), a small
+stdlib script instead. The client runs it exactly as it runs the real agent
+(`python3 "$RGT_HOME/rgt-agent.pyz" ARGS`); the script looks its answer up in a plan the test
+wrote and sends it, byte for byte:
+
+    box.answer("status", stdout={"schema": "rgt.status/1", "host": "\\x1b]52;c;...\\x07"})
+    box.answer("logs", stdout=huge(1 << 30))              # 1 GB, generated on the box
+    box.answer("handbook", stdout=b"\\x1b[2J", stderr="Error: x\\n", rc=1)
+    box.answers("notify-test", Answer(stdout=b"{"), Answer(stdout={"ok": True}))  # per call
+    box.pull_info("r1", box.manifest({"ck/a.bin": b"abc"}, links={"d": "/outside"}))
+    box.pull_stream(frame("ck/a.bin", b"abc"), END)
+    res = rgt("pull", box.alias, "r1", str(dest), *box.args())
+    box.calls()   # what the client asked: argv, stdin, and how many bytes it took of each answer
+
+An answer is looked up by the whole argv joined with spaces, then by its first word, then `*`.
+stdout/stderr take bytes, str, a JSON-able dict/list (dumped + newline), a Part (`huge`, `raw`,
+`pause`) or a list of these. stderr is sent after stdout, then the script exits with `rc`.
+
+run_client() runs rgt-client as a real process and reports its peak RSS; run_on_pty() does the
+same with stdout and stderr on a real pseudo-terminal and returns what a terminal would receive;
+raw_controls() lists the control bytes in it that a terminal would act on.
+"""
+from __future__ import annotations
+
+import base64
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import re
+import select
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+import pytest
+
+from rgt_client.transport import Target
+
+AGENT_NAME = "rgt-agent.pyz"
+PLAN_DIR = "hostile"
+
+# Runs on the box under its python3 (3.8+, stdlib only). SIGHUP ignored so that a client that
+# hangs up early still gets its `end` record written: tests read it to prove the client stopped.
+SCRIPT = r'''
+import base64, json, os, signal, sys, time
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+D = os.path.join(os.environ["RGT_HOME"], "hostile")
+BLOCK = 1 << 20
+
+def record(obj):
+    with open(os.path.join(D, "calls.jsonl"), "a") as fh:
+        fh.write(json.dumps(obj) + "\n")
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+def emit(fd, part):
+    if "sleep" in part:
+        time.sleep(part["sleep"])
+        return 0
+    if "fill" in part:
+        unit, left = base64.b64decode(part["fill"]), part["bytes"]
+        block = (unit * (BLOCK // len(unit) + 1))[:BLOCK]
+        while left > 0:
+            n = min(left, len(block))
+            write_all(fd, block[:n])
+            left -= n
+        return part["bytes"]
+    data = base64.b64decode(part["b64"])
+    write_all(fd, data)
+    return len(data)
+
+def main():
+    argv = sys.argv[1:]
+    with open(os.path.join(D, "plan.json")) as fh:
+        plan = json.load(fh)
+    keys = [" ".join(argv), argv[0] if argv else "", "*"]
+    key = next((k for k in keys if k in plan), None)
+    seen = 0
+    if os.path.exists(os.path.join(D, "calls.jsonl")):
+        with open(os.path.join(D, "calls.jsonl")) as fh:
+            seen = sum(1 for ln in fh if json.loads(ln).get("key") == key and "argv" in json.loads(ln))
+    stdin = b""
+    unplanned = ("Error: the hostile agent has no answer for '%s'\n" % " ".join(argv)).encode()
+    answers = plan.get(key) or [{"steps": [{"fd": 2, "b64": base64.b64encode(unplanned).decode()}], "rc": 1}]
+    ans = answers[min(seen, len(answers) - 1)]
+    if ans.get("read_stdin", True):
+        stdin = sys.stdin.buffer.read(4 << 20)
+    record({"key": key, "argv": argv, "stdin": base64.b64encode(stdin).decode()})
+    sent = {"1": 0, "2": 0}
+    broken = False
+    try:
+        for step in ans["steps"]:
+            sent[str(step.get("fd", 1))] += emit(step.get("fd", 1), step)
+    except OSError:
+        broken = True     # the client hung up: how much it took is the finding
+    record({"key": key, "end": True, "stdout_bytes": sent["1"], "stderr_bytes": sent["2"], "broken": broken})
+    sys.exit(ans.get("rc", 0))
+
+main()
+'''
+
+
+@dataclass
+class Part:
+    """One piece of an answer, produced on the box (so 1 GB never exists in the test process)."""
+    spec: Dict[str, Any]
+
+
+def raw(data: bytes) -> Part:
+    return Part({"b64": base64.b64encode(data).decode("ascii")})
+
+
+def huge(nbytes: int, fill: bytes = b"A") -> Part:
+    """nbytes of `fill` repeated, written in 1 MiB blocks as the client reads them."""
+    return Part({"fill": base64.b64encode(fill).decode("ascii"), "bytes": int(nbytes)})
+
+
+def pause(seconds: float) -> Part:
+    return Part({"sleep": float(seconds)})
+
+
+Chunk = Union[bytes, str, dict, list, Part, None]
+
+
+def _parts(value: Union[Chunk, Sequence[Chunk]]) -> List[Part]:
+    if value is None:
+        return []
+    if isinstance(value, Part):
+        return [value]
+    if isinstance(value, (bytes, bytearray)):
+        return [raw(bytes(value))] if value else []
+    if isinstance(value, str):
+        return [raw(value.encode("utf-8", "surrogateescape"))] if value else []
+    if isinstance(value, dict):
+        return [raw((json.dumps(value, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass"))]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (Part, bytes, bytearray, str)) for v in value):
+        return [p for v in value for p in _parts(v)]
+    return [raw((json.dumps(value, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass"))]
+
+
+@dataclass
+class Answer:
+    stdout: Any = None
+    stderr: Any = None
+    rc: int = 0
+    read_stdin: bool = True     # False: answer at once, even while the client still writes
+
+    def plan(self) -> Dict[str, Any]:
+        steps = [dict(p.spec, fd=1) for p in _parts(self.stdout)]
+        steps += [dict(p.spec, fd=2) for p in _parts(self.stderr)]
+        return {"steps": steps, "rc": self.rc, "read_stdin": self.read_stdin}
+
+
+def frame(path: str, data: Union[bytes, Part], offset: int = 0, nbytes: Optional[int] = None) -> List[Part]:
+    """A pull-stream frame: its header line, then the body (`nbytes` defaults to the body's size;
+    give another number to lie about it)."""
+    size = (data.spec["bytes"] if "fill" in data.spec else len(base64.b64decode(data.spec["b64"]))) \
+        if isinstance(data, Part) else len(data)
+    head = {"path": path, "offset": offset, "bytes": size if nbytes is None else nbytes}
+    return [raw((json.dumps(head, ensure_ascii=False) + "\n").encode("utf-8")),
+            data if isinstance(data, Part) else raw(data)]
+
+
+def frame_error(path: Any, error: str) -> List[Part]:
+    return [raw((json.dumps({"path": path, "error": error}, ensure_ascii=False) + "\n").encode("utf-8"))]
+
+
+END = raw(b'{"end": true}\n')
+
+
+class HostileBox:
+    """A box whose agent answers what the test planned. `alias` is its ssh destination."""
+
+    def __init__(self, root: Path, ssh_config: Optional[Path] = None, alias: str = "rgt-box"):
+        self.root = root
+        self.home = root / "hostile home"      # a space, as on real boxes' odd paths
+        self.work = root / "hostile work"      # the run's workdir, for answers naming real files
+        self.ssh_config = ssh_config
+        self.alias = alias
+        (self.home / PLAN_DIR).mkdir(parents=True)
+        self.work.mkdir()
+        agent = self.home / AGENT_NAME
+        agent.write_text(SCRIPT)
+        agent.chmod(0o755)
+        self._plan: Dict[str, List[Dict[str, Any]]] = {}
+        self._save()
+
+    # --- answers --------------------------------------------------------------------------
+    def answer(self, command: str, stdout: Any = None, stderr: Any = None, rc: int = 0,
+               read_stdin: bool = True) -> None:
+        """Plan the answer to `command` (argv joined by spaces, its first word, or `*`)."""
+        self.answers(command, Answer(stdout, stderr, rc, read_stdin))
+
+    def answers(self, command: str, *answers: Answer) -> None:
+        """One answer per call of `command`, in order; the last one repeats."""
+        self._plan[command] = [a.plan() for a in answers]
+        self._save()
+
+    def _save(self) -> None:
+        path = self.home / PLAN_DIR / "plan.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self._plan))
+        os.replace(tmp, path)
+
+    def manifest(self, files: Dict[str, bytes], links: Optional[Dict[str, str]] = None,
+                 write: bool = True, **extra: Any) -> Dict[str, Any]:
+        """A well-formed rgt.manifest/1 for these files (written under `work` too, so a real
+        rsync on the box can serve them); tests then bend it."""
+        entries = []
+        for path, data in files.items():
+            mtime_ns = 1_700_000_000 * 10 ** 9
+            if write:
+                p = self.work / path
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(data)
+                os.utime(p, ns=(mtime_ns, mtime_ns))
+            entries.append({"path": path, "bytes": len(data), "mtime_ns": mtime_ns,
+                            "sha256": hashlib.sha256(data).hexdigest()})
+        syms = [{"path": p, "target": t} for p, t in (links or {}).items()]
+        m = {"schema": "rgt.manifest/1", "run": "r1", "created_at": "2024-01-01T00:00:00Z",
+             "root": str(self.work), "include": ["**"], "exclude": [],
+             "totals": {"files": len(entries), "bytes": sum(e["bytes"] for e in entries),
+                        "symlinks": len(syms), "skipped": 0},
+             "warnings": [], "files": entries, "symlinks": syms, "skipped": []}
+        m.update(extra)
+        return m
+
+    def pull_info(self, run: str, manifest: Union[Dict[str, Any], bytes, Part], rsync: bool = False,
+                  **head: Any) -> Dict[str, Any]:
+        """Plan `pull-info RUN`: the header line, then the manifest's bytes. rsync=True names
+        the box's real rsync, so the client takes the rsync path. Returns the header sent."""
+        body = manifest if isinstance(manifest, (bytes, Part)) else \
+            json.dumps(manifest, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        size = body.spec.get("bytes", 0) if isinstance(body, Part) else len(body)
+        rs = shutil.which("rsync") if rsync else None
+        h = {"schema": "rgt.pullinfo/1", "run": run, "root": str(self.work), "rsync": rs,
+             "rsync_version": "3.2.7" if rs else None, "manifest_bytes": size,
+             "manifest_sha256": hashlib.sha256(body).hexdigest() if isinstance(body, bytes) else "0" * 64,
+             "run_state": "succeeded", "profile": {"name": None, "teardown": None, "danger_clock": None},
+             "host": "hostile-box"}
+        h.update(head)
+        self.answer("pull-info", stdout=[raw((json.dumps(h, ensure_ascii=False) + "\n").encode("utf-8")), body])
+        return h
+
+    def pull_stream(self, *frames: Union[Part, List[Part]], rc: int = 0) -> None:
+        """Plan `pull-stream RUN`: frames built with frame(), frame_error() and END."""
+        parts: List[Part] = []
+        for f in frames:
+            parts.extend(f if isinstance(f, list) else [f])
+        self.answer("pull-stream", stdout=parts, rc=rc)
+
+    # --- what the client did ---------------------------------------------------------------
+    def calls(self, key: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Each agent call: argv, key, stdin (bytes), and from its end record stdout_bytes,
+        stderr_bytes and broken (the client hung up before the answer was out)."""
+        path = self.home / PLAN_DIR / "calls.jsonl"
+        out: List[Dict[str, Any]] = []
+        if not path.exists():
+            return out
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            if "argv" in rec:
+                rec["stdin"] = base64.b64decode(rec["stdin"])
+                out.append(rec)
+            else:
+                opened = [c for c in out if c["key"] == rec["key"] and "end" not in c]
+                if opened:
+                    opened[0].update(rec)
+        return [c for c in out if key is None or c["key"] == key]
+
+    # --- how the client reaches it ---------------------------------------------------------
+    def target(self, local: bool = False) -> Target:
+        if local:
+            return Target(host="local", home=str(self.home))
+        return Target(host=self.alias, home=str(self.home),
+                      ssh_config=str(self.ssh_config) if self.ssh_config else None)
+
+    def args(self) -> List[str]:
+        """The flags that point a client command at this box's home."""
+        return ["--home", str(self.home)]
+
+
+@pytest.fixture
+def hostile(sshd, tmp_path) -> HostileBox:
+    """A hostile box on the real loopback sshd (alias rgt-box)."""
+    return HostileBox(tmp_path / "hostile", sshd.config)
+
+
+# --- running the client as a real process -----------------------------------------------------
+
+OUT_CAP = 4 << 20
+
+
+@dataclass
+class ClientRun:
+    rc: int
+    out: bytes                 # stdout (first OUT_CAP bytes); on a pty: all the terminal received
+    err: bytes                 # stderr (first OUT_CAP bytes); empty on a pty when merged there
+    out_bytes: int             # how much stdout really came (a flood is counted, not kept)
+    maxrss_bytes: int          # the client process's peak resident memory
+    elapsed_s: float
+    argv: List[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return self.out.decode("utf-8", "replace")
+
+    @property
+    def err_text(self) -> str:
+        return self.err.decode("utf-8", "replace")
+
+
+def client_argv(args: Sequence[str], ssh_config: Optional[Path] = None) -> List[str]:
+    pre = ["--ssh-config", str(ssh_config)] if ssh_config else []
+    return [sys.executable, "-c", "from rgt_client.cli import main; main()", *pre, *args]
+
+
+def _env(env: Optional[Dict[str, str]]) -> Dict[str, str]:
+    e = dict(os.environ)
+    e.pop("RGT_HOME", None)
+    e.update(env or {})
+    return e
+
+
+def _wait_rss(proc: subprocess.Popen, deadline: float) -> tuple:
+    """(exit code, peak RSS bytes) through wait4, which reports the child's own rusage."""
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, 9)
+            deadline = time.monotonic() + 10
+        time.sleep(0.02)
+
+
+def run_client(args: Sequence[str], ssh_config: Optional[Path] = None, env: Optional[Dict[str, str]] = None,
+               timeout: float = 120, cwd: Optional[Path] = None) -> ClientRun:
+    """rgt-client ARGS as a real process, stdout and stderr to files (a flood is counted on
+    disk, never held here); returns its exit code, output and peak RSS."""
+    return run_argv(client_argv(args, ssh_config), env=env, timeout=timeout, cwd=cwd)
+
+
+def run_on_pty(args: Sequence[str], ssh_config: Optional[Path] = None, env: Optional[Dict[str, str]] = None,
+               timeout: float = 120, stderr_on_tty: bool = True, cwd: Optional[Path] = None) -> ClientRun:
+    """rgt-client ARGS with stdout (and stderr) on a real pseudo-terminal; `out` is every byte
+    the terminal received (the line discipline turns LF into CR LF on the way)."""
+    return run_argv(client_argv(args, ssh_config), tty=True, stderr_on_tty=stderr_on_tty, env=env,
+                    timeout=timeout, cwd=cwd)
+
+
+def run_argv(argv: List[str], tty: bool = False, stderr_on_tty: bool = True,
+             env: Optional[Dict[str, str]] = None, timeout: float = 120, cwd: Optional[Path] = None) -> ClientRun:
+    """Any command, as run_client/run_on_pty run rgt-client."""
+    t0 = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        if not tty:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=_env(env),
+                                    cwd=cwd, start_new_session=True)
+            rc, rss = _wait_rss(proc, t0 + timeout)
+            size = out.seek(0, os.SEEK_END)
+            out.seek(0)
+            got = out.read(OUT_CAP)
+        else:
+            master, slave = os.openpty()
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave,
+                                        stderr=slave if stderr_on_tty else err, env=_env(env), cwd=cwd,
+                                        start_new_session=True)
+            finally:
+                os.close(slave)
+            got, size = _drain_pty(master, t0 + timeout, proc)
+            rc, rss = _wait_rss(proc, t0 + timeout)
+        err.seek(0)
+        return ClientRun(rc, got, err.read(OUT_CAP), size, rss, time.monotonic() - t0, argv)
+
+
+def _drain_pty(master: int, deadline: float, proc: subprocess.Popen) -> tuple:
+    chunks: List[bytes] = []
+    kept = total = 0
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(master, 65536)
+            except OSError as exc:          # EIO: every writer of the slave side closed it
+                if exc.errno == errno.EIO:
+                    break
+                raise
+            if not data:
+                break
+            total += len(data)
+            if kept < OUT_CAP:
+                chunks.append(data[:OUT_CAP - kept])
+                kept += len(chunks[-1])
+    finally:
+        os.close(master)
+    return b"".join(chunks), total
+
+
+# Bytes a terminal acts on: C0 controls except TAB, LF and CR (a CR is checked by the tests that
+# plant one: our own progress bar uses it), DEL, and C1 controls and bidi overrides as UTF-8.
+_RAW_CONTROLS = re.compile(b"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
+
+
+def raw_controls(data: bytes) -> List[bytes]:
+    """The control sequences a terminal would act on (ESC, BEL, BS, C1, bidi overrides...)."""
+    return _RAW_CONTROLS.findall(data)
+
+
+def assert_terminal_safe(data: bytes, planted: Iterable[bytes] = ()) -> None:
+    """No raw control byte reached the terminal, nor any of the `planted` raw sequences."""
+    found = raw_controls(data)
+    assert not found, "raw control bytes reached the terminal: %r in %r" % (found[:5], data[-2000:])
+    for p in planted:
+        assert p not in data, "%r reached the terminal raw" % p
+
+
+__all__ = ["HostileBox", "Answer", "Part", "raw", "huge", "pause", "frame", "frame_error", "END",
+           "hostile", "run_client", "run_on_pty", "run_argv", "ClientRun", "raw_controls", "assert_terminal_safe"]
