@@ -16,6 +16,9 @@ from rgt_client.textsafe import StreamSafe, safe
 from rgt_client.transport import Target
 
 LOGS_TIMEOUT_S = 120.0
+# The agent sends at most N lines of at most 16 KiB per stage (logtail): past this, the box is
+# not an honest agent, and the stream is cut.
+LOGS_MAX = 64 << 20
 
 
 class LogSink:
@@ -47,7 +50,7 @@ def print_logs(target: Target, run: str, stage: str | None, n: int, sink: LogSin
     """`logs RUN -n N [--stage S]` on the box (it picks the lines: logtail), streamed to the sink."""
     args = ["logs", run, "-n", str(n)] + (["--stage", stage] if stage else [])
     try:
-        ans = run_command(target, args, run, "logs", timeout=LOGS_TIMEOUT_S, on_out=sink.write)
+        ans = run_command(target, args, run, "logs", timeout=LOGS_TIMEOUT_S, max_out=LOGS_MAX, on_out=sink.write)
     finally:
         sink.close()
     if ans.rc != 0:

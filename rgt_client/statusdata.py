@@ -102,7 +102,7 @@ def _scalar(value: Any, kind: str, path: str) -> None:
     elif kind == "i":
         good = isinstance(value, int) and abs(value) < _BIG
     else:
-        good = math.isfinite(value) and abs(value) < _BIG
+        good = abs(value) < _BIG and math.isfinite(value)   # abs first: isfinite(10**400) overflows
     if not good:
         raise Malformed(path, _NAMES[kind], value)
 

@@ -200,7 +200,7 @@ def _collect(proc: subprocess.Popen, data: bytes, deadline: float | None, max_ou
              on_out: Callable[[bytes], None] | None = None) -> tuple[bytearray, bytearray]:
     """communicate(), bounded: stdout up to max_out, the tail of stderr, stdin fed as it drains."""
     assert proc.stdin and proc.stdout and proc.stderr
-    out, err, sent = bytearray(), bytearray(), 0
+    out, err, sent, got = bytearray(), bytearray(), 0, 0
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout, selectors.EVENT_READ)
         sel.register(proc.stderr, selectors.EVENT_READ)
@@ -220,12 +220,14 @@ def _collect(proc: subprocess.Popen, data: bytes, deadline: float | None, max_ou
                 chunk = os.read(key.fd, BLOCK)
                 if not chunk:
                     sel.unregister(key.fileobj)
-                elif key.fileobj is proc.stdout and on_out is not None:
-                    on_out(chunk)
                 elif key.fileobj is proc.stdout:
-                    out += chunk
-                    if max_out is not None and len(out) > max_out:
+                    got += len(chunk)
+                    if max_out is not None and got > max_out:
                         raise _Overflow()
+                    if on_out is not None:
+                        on_out(chunk)
+                    else:
+                        out += chunk
                 else:
                     err += chunk
                     if len(err) > 2 * STDERR_KEEP:
