@@ -145,3 +145,61 @@ def test_events_are_listed_when_asked():
     st["events"] = [{"at": "2025-01-02T09:59:00Z", "severity": "warning", "type": "disk_low", "summary": "91% used"}]
     assert "disk_low" not in render_status(st, {"host": "box"})
     assert "2025-01-02T09:59:00Z warning  disk_low           91% used" in render_status(st, {"host": "box", "show_events": True})
+
+
+# -- what the user reads must be true --------------------------------------------------------
+
+WARNED = {"name": "nan1", "state": "succeeded", "ended_at": "2025-01-02T09:50:00Z", "stages": [
+    {"name": "train", "state": "succeeded", "attempt": 1, "duration_s": 30,
+     "progress": {"done": 3, "total": 3, "fraction": 1.0, "eta_s": 0},
+     "warnings": ["divergence: loss became NaN at step 1200 (line 88)"]},
+    {"name": "eval", "state": "succeeded", "attempt": 1, "duration_s": 5}]}
+
+
+def test_warned_stage_is_not_a_plain_success_in_status_watch_and_patrol():
+    text = render_status(scenario([WARNED]), {"host": "box"})
+    assert "⚠ train      succeeded   attempt 1 30s 100% (3/3) 1 warning" in text
+    assert "      warning: divergence: loss became NaN at step 1200" in text
+    assert "✓ eval" in text and "✓ train" not in text
+    line = run_line(WARNED)
+    assert line == "nan1 succeeded (2/2 stages done); ⚠ train: divergence: loss became NaN at step 1200 (line 88)"
+    v = patrol_verdict(hs(scenario([WARNED])), since_s=86400)
+    assert (v.word, v.code) == ("WARNED", 0) and "loss became NaN" in patrol_detail(v, "box")
+    v = patrol_verdict(hs(scenario([WARNED, RUNNING])), since_s=86400)
+    assert v.word == "WARNED" and "a3 running stage eval" in patrol_detail(v, "box")
+    assert patrol_verdict(hs(scenario([WARNED])), since_s=60).word == "DONE"   # an old warning expires
+
+
+def test_eta_only_for_running_stages():
+    failed = copy.deepcopy(FAILED)
+    failed["stages"][0]["progress"] = {"done": 45, "total": 100, "fraction": 0.45, "eta_s": 3538}
+    text = render_status(scenario([failed]), {"host": "box"})
+    assert "45% (45/100)" in text and "eta" not in text
+    assert "eta" not in run_line(failed)
+    assert "eta 15m00s" in render_status(scenario([RUNNING]), {"host": "box"})
+
+
+def _runs(n_ended: int) -> list:
+    runs = [{"name": "old%02d" % i, "state": "succeeded" if i % 3 else "failed",
+             "created_at": "2025-01-01T%02d:00:00Z" % i, "ended_at": "2025-01-01T%02d:30:00Z" % i,
+             "stages": [{"name": "s", "state": "succeeded" if i % 3 else "failed"}]} for i in range(n_ended)]
+    return runs + [dict(RUNNING, created_at="2025-01-02T09:00:00Z")]
+
+
+def test_status_shows_active_runs_and_the_last_ended_ones_newest_first():
+    text = render_status(scenario(_runs(20)), {"host": "box"})
+    shown = [ln.split()[1] for ln in text.splitlines() if ln.startswith("run ")]
+    assert shown == ["a3", "old19", "old18", "old17", "old16", "old15"]
+    assert "… 15 older ended runs not shown: rgt-client status box --all" in text
+    every = render_status(scenario(_runs(20)), {"host": "box", "show_all": True})
+    assert len([ln for ln in every.splitlines() if ln.startswith("run ")]) == 21 and "not shown" not in every
+    few = render_status(scenario(_runs(3)), {"host": "box"})
+    assert "not shown" not in few and len([ln for ln in few.splitlines() if ln.startswith("run ")]) == 4
+
+
+def test_status_screens_fit_80_columns():
+    for runs in ([RUNNING], [FAILED], [WARNED], [DONE]):
+        st = scenario(runs)
+        st["history"]["disk_used_pct"] = {"/root/.rgt": [40] * 60}
+        for line in render_status(st, {"host": "box"}).splitlines():
+            assert len(line) <= 80 or "workdir" in line or "cause:" in line or "warning:" in line, line
