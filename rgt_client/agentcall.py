@@ -59,6 +59,12 @@ class Answer:
         hint = _line_after(self.stderr, "Hint: ")
         return client_hint(hint, self.target.host) if hint else None
 
+    @property
+    def notes(self) -> list[str]:
+        """The agent's `Note:` lines (the daemon is not running...), in the client's words."""
+        return [client_hint(line[len("Note: "):].strip(), self.target.host)
+                for line in self.stderr.splitlines() if line.startswith("Note: ")]
+
     def error(self, what: str) -> ClientError:
         """`WHAT on HOST failed: <the agent's Error:>` with its hint and exit code."""
         detail = self.message or _last_lines(self.stderr) or "exit %d" % self.rc
@@ -102,7 +108,9 @@ _HINT_RULES = (
      lambda m, host: "`rgt-client %s %s%s`" % (m.group(1), host, m.group(2) or "")),
     (re.compile(r"`rgt-agent start[^`]*`"), lambda m, host: "`rgt-client install %s`" % host),
     (re.compile(r"submit with --replace"),
-     lambda m, host: "submit again with `rgt-client run %s JOB.toml --replace`" % host),
+     lambda m, host: "submit it again with --replace (`rgt-client run %s … --replace`)" % host),
+    (re.compile(r"`rgt-client ([a-z-]+) HOST\b"), lambda m, host: "`rgt-client %s %s" % (m.group(1), host)),
+    (re.compile(r"^rgt-client ([a-z-]+) HOST\b"), lambda m, host: "rgt-client %s %s" % (m.group(1), host)),
 )
 
 

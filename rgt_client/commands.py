@@ -101,7 +101,9 @@ def _submit(ctx: click.Context, host: str, job: dict[str, Any], as_json: bool, h
     from rgt_client.render_run import s
     t = options.target(ctx, host, home, python)
     options.say_home(t)
-    out = submit(t, job, replace=replace)
+    out, notes = submit(t, job, replace=replace)
+    for note in notes:
+        err("Note: %s" % s(note))
     if as_json:
         click.echo(json.dumps(out, indent=1))
         return

@@ -106,8 +106,9 @@ def run_command(target: Target, args: list[str], run: str, what: str, stdin: byt
     return ans
 
 
-def submit(target: Target, job: dict[str, Any], replace: bool = False) -> dict[str, Any]:
-    """Queue a validated job on the box (JSON on stdin) -> {"run", "state", "duplicate"}.
+def submit(target: Target, job: dict[str, Any], replace: bool = False) -> tuple[dict[str, Any], list[str]]:
+    """Queue a validated job on the box (JSON on stdin) -> ({"run", "state", "duplicate"}, the
+    agent's notes: "the daemon is not running" must reach the user, not stay in stderr).
     replace: reuse the name of a finished run (the agent archives the old one)."""
     args = ["submit", "-", "--json"] + (["--replace"] if replace else [])
     ans = agentcall.ok(target, args, "submit", stdin=json.dumps(job).encode("utf-8"))
@@ -115,4 +116,4 @@ def submit(target: Target, job: dict[str, Any], replace: bool = False) -> dict[s
         out = json.loads(ans.stdout)
     except ValueError:
         out = {}
-    return out if isinstance(out, dict) else {}
+    return (out if isinstance(out, dict) else {}), ans.notes

@@ -31,7 +31,7 @@ class WatchEvent:
     `dead` ticks in a row: watch stops), `gave_up` (--max-wait passed)."""
     kind: str
     run: dict[str, Any] = field(default_factory=dict)
-    agent_state: str = "running"
+    status: dict[str, Any] = field(default_factory=dict)   # the answer it came in (agent block)
     error: ClientError | None = None
     dead: int = 0
     waited_s: float = 0.0
@@ -70,14 +70,13 @@ def _watch_tick(target: Target, run: str, show: Callable[[WatchEvent], None], de
     info = statusdata.find_run(status, run)
     if info is None:   # an agent that ignored --run: the same error as an unknown name
         raise statusdata.unknown_run(target.host, run, status)
-    state = statusdata.agent_state(status)
-    show(WatchEvent("run", run=info, agent_state=state))
+    show(WatchEvent("run", run=info, status=status))
     if info.get("state") in TERMINAL_OK:
         return exitcodes.OK, 0
     if info.get("state") in TERMINAL_BAD:
-        show(WatchEvent("ended", run=info, agent_state=state))
+        show(WatchEvent("ended", run=info, status=status))
         return exitcodes.RUN_FAILED, 0
-    return None, 0 if state == "running" else dead + 1
+    return None, 0 if statusdata.alive(status) else dead + 1
 
 
 # --- patrol ---------------------------------------------------------------------------------

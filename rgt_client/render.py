@@ -58,7 +58,7 @@ def render_status(status: dict[str, Any], client: dict[str, Any]) -> str:
     host = client.get("host") or s(status.get("host"))
     lines = _header(status, client)
     lines += _health(status.get("health") or {}, status.get("history") or {})
-    lines += _runs(status.get("runs") or [], host, bool(client.get("show_all")))
+    lines += _runs(status.get("runs") or [], host, bool(client.get("show_all")), statusdata.alive(status))
     lines += _alerts(status.get("alerts") or [])
     lines += _notifications(status.get("notifications"))
     if client.get("show_events"):
@@ -66,13 +66,13 @@ def render_status(status: dict[str, Any], client: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _runs(runs: list[dict[str, Any]], host: str, show_all: bool) -> list[str]:
+def _runs(runs: list[dict[str, Any]], host: str, show_all: bool, live: bool) -> list[str]:
     if not runs:
         return ["  no runs yet: rgt-client run %s JOB.toml" % shlex.quote(host)]
     shown, hidden = statusdata.runs_to_show(runs, show_all)
     lines: list[str] = []
     for run in shown:
-        lines += _run(run)
+        lines += _run(run, live)
     if hidden:
         lines.append("… %d older ended run%s not shown: rgt-client status %s --all"
                      % (hidden, "" if hidden == 1 else "s", shlex.quote(host)))
@@ -107,14 +107,15 @@ def _health(h: dict[str, Any], hist: dict[str, Any]) -> list[str]:
     lines = []
     mem = h.get("memory") or {}
     if mem:
+        oom = mem.get("oom_kill") if mem.get("oom_kill") is not None else "-"
         if mem.get("max_bytes"):
-            used = "%s of %s" % (_pct(mem.get("used_pct")), format_bytes(mem.get("max_bytes")))
+            lines.append(_spark("  memory  %s of %s (cgroup %s, peak %s, oom_kill %s)" % (
+                _pct(mem.get("used_pct")), format_bytes(mem.get("max_bytes")), s(mem.get("cgroup") or "none"),
+                format_bytes(mem.get("peak_bytes")), oom), hist.get("mem_used_pct")))
         else:  # no cgroup limit: the host's numbers are context, never blamed on the job
-            used = "%s used, no cgroup limit, host %s" % (format_bytes(mem.get("current_bytes")),
-                                                          format_bytes(mem.get("host_total_bytes")))
-        lines.append(_spark("  memory  %s (cgroup %s, peak %s, oom_kill %s)" % (
-            used, s(mem.get("cgroup") or "none"), format_bytes(mem.get("peak_bytes")),
-            mem.get("oom_kill") if mem.get("oom_kill") is not None else "-"), hist.get("mem_used_pct")))
+            lines.append(_spark("  memory  %s, no cgroup limit, host %s (peak %s, oom_kill %s)" % (
+                format_bytes(mem.get("current_bytes")), format_bytes(mem.get("host_total_bytes")),
+                format_bytes(mem.get("peak_bytes")), oom), hist.get("mem_used_pct")))
     cpu = h.get("cpu") or {}
     if cpu.get("quota_cores"):
         lines.append("  cpu     quota %s cores" % cpu["quota_cores"])
@@ -154,13 +155,13 @@ def _int(v: Any) -> str:
     return "-" if not isinstance(v, (int, float)) else "%.0f" % v
 
 
-def _run(run: dict[str, Any]) -> list[str]:
+def _run(run: dict[str, Any], live: bool) -> list[str]:
     lines = ["run %s  %s%s" % (s(run.get("name")), s(run.get("state")),
                                "  workdir %s" % s(run["workdir"]) if run.get("workdir") else "")]
     if run.get("pending_pickup"):
         lines.append("  (submitted; the daemon has not picked it up yet)")
     for st in run.get("stages") or []:
-        lines += stage_lines(st)
+        lines += stage_lines(st, live)
     art = run.get("artifacts") or {}
     if art.get("files"):
         lines.append("  artifacts %s files, %s" % (art.get("files"), format_bytes(art.get("bytes"))))

@@ -6,6 +6,7 @@ import shlex
 import time
 
 from boxagent.base.units import format_duration
+from rgt_client import statusdata
 from rgt_client.errors import BoxTooSlow
 from rgt_client.poll import Verdict, WatchEvent
 from rgt_client.render import heartbeat_words
@@ -23,8 +24,8 @@ def watch_lines(ev: WatchEvent, host: str, run: str) -> list[str]:
         why = "no answer in time" if isinstance(ev.error, BoxTooSlow) else "ssh failed"
         return ["%s %s (the run is not affected): %s" % (_ts(), why, safe_line(ev.error.message if ev.error else ""))]
     if ev.kind == "run":
-        down = "" if ev.agent_state == "running" else "; " + heartbeat_words({"agent": {"state": ev.agent_state}})
-        return ["%s %s%s" % (_ts(), run_line(ev.run), down)]
+        live = statusdata.alive(ev.status)
+        return ["%s %s%s" % (_ts(), run_line(ev.run, live), "" if live else "; " + heartbeat_words(ev.status))]
     if ev.kind == "ended":
         return ["%s run %s %s: rgt-client status %s --run %s" % (_ts(), s(run), s(ev.run.get("state")), word, name)]
     if ev.kind == "agent_down":
@@ -43,7 +44,7 @@ def patrol_detail(v: Verdict, host: str) -> str:
         brief = ", ".join("%s %s" % (s(r.get("name")), s(r.get("state"))) for r in runs[-5:]) or "none"
         return "%s; %d run(s): %s" % (heartbeat_words(v.status), len(runs), brief)
     if v.word in ("RUN-FAILED", "WARNED", "HEALTHY"):
-        return "; ".join(run_line(r) for r in v.runs) + _alerts(v.status)
+        return "; ".join(run_line(r, statusdata.alive(v.status)) for r in v.runs) + _alerts(v.status)
     if v.word == "DONE":
         name = v.runs[0].get("name")
         return "run %s succeeded; pull next: rgt-client pull %s %s" % (s(name), shlex.quote(host),

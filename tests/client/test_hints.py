@@ -86,6 +86,7 @@ def test_every_rgt_client_command_named_anywhere_exists_with_its_options(source)
 def test_the_agents_resubmit_hint_names_run_replace():
     hint = client_hint("pick another name, resume it (`rgt-agent resume r1`), or submit with --replace "
                        "(the old run moves to runs/.archive/)", "gpu1")
-    assert "`rgt-client resume gpu1 r1`" in hint and "`rgt-client run gpu1 JOB.toml --replace`" in hint
+    assert "`rgt-client resume gpu1 r1`" in hint and "`rgt-client run gpu1 … --replace`" in hint
+    assert client_hint("rgt-client notify-set HOST FILE", "gpu1") == "rgt-client notify-set gpu1 FILE"
     assert _problem("run gpu1 JOB.toml --replace") is None
     assert _problem("run gpu1 JOB.toml --no-such-flag") == "run has no option --no-such-flag"

@@ -203,3 +203,9 @@ def test_status_screens_fit_80_columns():
         st["history"]["disk_used_pct"] = {"/root/.rgt": [40] * 60}
         for line in render_status(st, {"host": "box"}).splitlines():
             assert len(line) <= 80 or "workdir" in line or "cause:" in line or "warning:" in line, line
+
+
+def test_a_dead_daemons_last_eta_is_not_shown():
+    text = render_status(scenario([RUNNING], running=False, state="stopped"), {"host": "box"})
+    assert "45% (45/100)" in text and "eta" not in text
+    assert run_line(RUNNING, live=False) == "a3 running stage eval (2/3) 45% (45/100)"
