@@ -2,6 +2,9 @@
 
 Each concern keeps its commands in its own module and lists them in COMMANDS; this file
 only assembles the group and turns ClientError into `Error:` + `Hint:` with its exit code.
+A command's module is imported when that command runs: `status` must stay close to one bare
+ssh round trip, and importing every command (pull, profiles, demo...) cost more than the agent's
+whole answer on the box. tests/client/test_cli.py checks COMMANDS against the modules.
 """
 from __future__ import annotations
 
@@ -13,18 +16,31 @@ import click
 from rgt_client import __version__, exitcodes, options
 from rgt_client.errors import ClientError
 
-COMMAND_MODULES = (
-    "rgt_client.commands",        # install run attach
-    "rgt_client.commands_status",  # status logs cancel resume handbook watch patrol
-    "rgt_client.demo",            # demo
-    "rgt_client.profiles_cmd",    # profiles
-    "rgt_client.notify_cmd",      # notify-set notify-test
-    "rgt_client.triage_cmd",      # triage
-    "rgt_client.pull_cmd",        # pull verify
-)
+COMMAND_MODULES = {
+    "rgt_client.commands": ("install", "run", "attach"),
+    "rgt_client.commands_status": ("status", "logs", "cancel", "resume", "handbook", "watch", "patrol"),
+    "rgt_client.demo": ("demo",),
+    "rgt_client.profiles_cmd": ("profiles",),
+    "rgt_client.notify_cmd": ("notify-set", "notify-test"),
+    "rgt_client.triage_cmd": ("triage",),
+    "rgt_client.pull_cmd": ("pull", "verify"),
+}
+MODULE_OF = {name: module for module, names in COMMAND_MODULES.items() for name in names}
 
 
 class _Group(click.Group):
+    """Commands by name from COMMAND_MODULES; a module is imported when one of its commands is
+    needed (to run it, or for --help)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(MODULE_OF)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in MODULE_OF:
+            for cmd in importlib.import_module(MODULE_OF[cmd_name]).COMMANDS:
+                self.add_command(cmd)
+        return self.commands.get(cmd_name)
+
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
             return super().invoke(ctx)
@@ -56,11 +72,6 @@ def cli(ctx: click.Context, ssh_config: str | None, debug: bool) -> None:
     ctx.ensure_object(dict)
     ctx.obj["ssh_config"] = ssh_config
     ctx.obj["debug"] = debug
-
-
-for _name in COMMAND_MODULES:
-    for _cmd in importlib.import_module(_name).COMMANDS:
-        cli.add_command(_cmd)
 
 
 def main() -> None:

@@ -177,6 +177,10 @@ def _check_started(report: InstallReport, want_notify: bool) -> None:
     if isinstance(box_sha, str) and box_sha != report.sha256:
         report.warnings.append("the daemon reports build %s, not the one just installed (%s)"
                                % (box_sha[:12], report.sha256[:12]))
+    pre = _d(steps.get("precompile"))
+    if pre and pre.get("rc") != 0:
+        report.warnings.append("the agent's bytecode cache was not filled (every call compiles it; "
+                               "slower, nothing else): %s" % str(pre.get("err") or "")[-200:])
     deps = _d(report.upload.get("deps_install"))
     if deps and not deps.get("ok"):
         report.warnings.append("pip install of psutil/requests/watchdog failed (the agent works "

@@ -4,8 +4,8 @@ Data only: the text a user reads is render.py's."""
 from __future__ import annotations
 
 import json
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -80,17 +80,33 @@ def _all_runs(target: Target) -> dict[str, Any] | None:
 
 
 def fetch_many(targets: list[Target], events: int | None = None, run: str | None = None) -> list[HostStatus]:
-    """All hosts in parallel (threads: each is one ssh process), plus the local build's sha256."""
-    with ThreadPoolExecutor(max_workers=min(32, len(targets) + 1)) as pool:
-        local = pool.submit(build_cache.local_sha256)
-        futures = [pool.submit(fetch_status, t, events, run) for t in targets]
-        results = [f.result() for f in futures]
-        local_sha = local.result()
-    for hs in results:
+    """All hosts in parallel (a thread each: each is one ssh process; plain threads, as
+    concurrent.futures would import logging on every `status`), plus the local build's sha256."""
+    results: list[HostStatus | None] = [None] * len(targets)
+    local: list[str | None] = [None]
+
+    def one(i: int) -> None:
+        try:
+            results[i] = fetch_status(targets[i], events, run)
+        except Exception as exc:  # noqa: BLE001 - one host's surprise must not hide the others
+            results[i] = HostStatus(targets[i], error=ClientError(
+                "internal error on %s: %s: %s" % (targets[i].host, type(exc).__name__, exc),
+                "run again with --debug and report the traceback"), client={"host": targets[i].host})
+
+    def sha() -> None:
+        local[0] = build_cache.local_sha256()
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(targets))]
+    threads.append(threading.Thread(target=sha, daemon=True))
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    local_sha, done = local[0], [hs for hs in results if hs is not None]
+    for hs in done:
         box_sha = ((hs.status or {}).get("agent") or {}).get("build_sha256")
         hs.client["local_build_sha256"] = local_sha
         hs.client["build_match"] = (box_sha == local_sha) if box_sha and local_sha else None
-    return results
+    return done
 
 
 def run_command(target: Target, args: list[str], run: str, what: str, stdin: bytes | None = None,

@@ -120,6 +120,9 @@ def main():
     if steps["configure"]["rc"] != 0:
         done(error="configure failed: " + (steps["configure"]["err"] or "exit %s" % steps["configure"]["rc"]),
              steps=steps)
+    # compile the agent once for this Python into its bytecode cache (bundle._MAIN): every
+    # later call (status above all) loads code instead of compiling it
+    steps["precompile"] = agent(["--rgt-precompile"], timeout=120)
     if req.get("notify") is not None:
         res = agent(["notify-set"], json.dumps(req["notify"]).encode())
         steps["notify-set"] = {"rc": res["rc"], "out": res["out"][-300:], "err": res["err"]}

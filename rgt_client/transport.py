@@ -5,7 +5,6 @@ shlex.quote'd. `local` runs the same agent commands on this machine without ssh.
 """
 from __future__ import annotations
 
-import base64
 import os
 import selectors
 import shlex
@@ -124,6 +123,7 @@ def python_command(target: Target, script: str, args: list[str] | None = None,
                    need_agent: bool = False) -> str:
     """Run a small Python script on the box: base64 in one argv word, so no newline or quote
     in it ever meets the remote login shell (csh/fish users included)."""
+    import base64
     code = base64.b64encode(script.encode("utf-8")).decode("ascii")
     boot = "import base64;exec(compile(base64.b64decode('%s'),'<rgt>','exec'))" % code
     words = " ".join(shlex.quote(a) for a in (args or []))

@@ -84,7 +84,9 @@ def test_install_prints_the_box_and_the_profile(box):
     assert "rgt agent 0.1.0 on rgt-box: installed" in out
     assert "python " in out and "profile  " in out and "daemon   running, pid" in out
     assert "Profile " in out  # the profile's first-contact block
-    assert (box["home"] / "agent.sha256").read_text().strip() in json.dumps(read_status(box["home"]))
+    sha = (box["home"] / "agent.sha256").read_text().strip()
+    assert sha in json.dumps(read_status(box["home"]))
+    assert list((box["home"] / ".agent-pyc" / sha).glob("*/boxagent.cli.pyc"))   # compiled once, at install
 
 
 def test_notifier_secrets_travel_on_stdin_only(box):

@@ -36,12 +36,12 @@ def _calls(text: str) -> list[str]:
 
 def _problem(call: str) -> str | None:
     words = call.split()
-    cmd = cli.commands.get(words[0])
+    cmd = cli.get_command(click.Context(cli), words[0])
     if cmd is None:
         return "no command %r" % words[0]
     rest = words[1:]
-    if isinstance(cmd, click.Group) and rest and rest[0] in cmd.commands:
-        cmd, rest = cmd.commands[rest[0]], rest[1:]
+    if isinstance(cmd, click.Group) and rest and rest[0] in cmd.list_commands(click.Context(cmd)):
+        cmd, rest = cmd.get_command(click.Context(cmd), rest[0]), rest[1:]
     known = set(GLOBAL)
     for p in cmd.params:
         known.update(p.opts + p.secondary_opts)
