@@ -70,7 +70,8 @@ def client_argv() -> list[str]:
     script = Path(sys.executable).parent / "rgt-client"
     if script.exists() and os.environ.get("RGT_BENCH_ENTRY") != "-c":
         return [str(script)]
-    return [sys.executable, "-c", "import sys; from rgt_client.cli import main; sys.exit(main())"]
+    entry = "entry" if (REPO / "rgt_client" / "entry.py").exists() else "cli"   # older checkouts: cli
+    return [sys.executable, "-c", "import sys; from rgt_client.%s import main; sys.exit(main())" % entry]
 
 
 def setup_box(base: Path, cfg: Path) -> Target:

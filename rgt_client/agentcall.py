@@ -71,6 +71,18 @@ class Answer:
         return ClientError("%s on %s failed: %s" % (what, self.target.host, detail), self.hint, self.code)
 
 
+def status_events(events: int | None, as_json: bool) -> int | None:
+    """How many events `status` asks for: what --events says; else none for the text (it shows
+    none: the agent need not read them) and the agent's default for --json (its structure)."""
+    return events if (events is not None or as_json) else 0
+
+
+def status_args(events: int | None, run: str | None) -> list[str]:
+    """The agent's `status` arguments, built once for the call and for prefetch's head start."""
+    return ["status", "--json"] + (["--events", str(events)] if events is not None else []) + \
+        (["--run", run] if run else [])
+
+
 def call(target: Target, args: list[str], stdin: bytes | None = None, timeout: float = DEFAULT_TIMEOUT_S,
          max_out: int = ANSWER_MAX, on_out: Callable[[bytes], None] | None = None) -> Answer:
     """Run `rgt-agent ARGS` on the box. Transport failures (unreachable, no python, no agent,

@@ -30,10 +30,10 @@ def _register(cmd: click.Command) -> click.Command:
 def status(ctx: click.Context, hosts: tuple[str, ...], as_json: bool, run_name: str | None, show_all: bool,
            events: int | None, home: str | None, python: str | None) -> None:
     """Status of HOST(s): one ssh round trip per host, hosts in parallel."""
+    from rgt_client.agentcall import status_events
     from rgt_client.ops import fetch_many
     targets = [options.target(ctx, h, home, python) for h in hosts]
-    # the text shows no events unless asked: the agent need not read them (--json keeps its default)
-    results = fetch_many(targets, events if (events is not None or as_json) else 0, run_name)
+    results = fetch_many(targets, status_events(events, as_json), run_name)
     if as_json:
         data = [hs.as_json() for hs in results]
         click.echo(json.dumps(data[0] if len(data) == 1 else data, indent=1, ensure_ascii=False))

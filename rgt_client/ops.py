@@ -59,9 +59,7 @@ def fetch_status(target: Target, events: int | None = None, run: str | None = No
 
 
 def _status(target: Target, events: int | None, run: str | None, timeout: float) -> dict[str, Any]:
-    args = ["status", "--json"] + (["--events", str(events)] if events is not None else []) + \
-        (["--run", run] if run else [])
-    ans = agentcall.call(target, args, timeout=timeout, max_out=agentcall.STATUS_MAX)
+    ans = agentcall.call(target, agentcall.status_args(events, run), timeout=timeout, max_out=agentcall.STATUS_MAX)
     if ans.rc == exitcodes.USAGE and run:
         raise statusdata.unknown_run(target.host, run, _all_runs(target))
     # the agent answers 3 when its daemon is down, with the status its files hold

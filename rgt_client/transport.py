@@ -161,9 +161,10 @@ def run_remote(target: Target, remote_command: str, stdin: bytes | None = None,
     stdout goes to it chunk by chunk as it arrives and is not kept."""
     argv, env = _argv_env(target, remote_command)
     t0 = time.monotonic()
+    proc = None if stdin else _EARLY.pop(_key(argv, env), None)
     try:
-        proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+        proc = proc or subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE)
     except FileNotFoundError as exc:
         raise _no_binary(argv[0], exc)
     try:
@@ -180,6 +181,36 @@ def run_remote(target: Target, remote_command: str, stdin: bytes | None = None,
     connected = err.startswith(CONNECTED)
     return Result(proc.returncode, bytes(out), bytes(err[len(CONNECTED):] if connected else err),
                   time.monotonic() - t0, connected)
+
+
+# Calls started before the client finished starting (prefetch.py), by (argv, environment).
+_EARLY: dict[tuple, subprocess.Popen] = {}
+
+
+def _key(argv: list[str], env: dict | None) -> tuple:
+    return tuple(argv), tuple(sorted(env.items())) if env is not None else None
+
+
+def start_early(target: Target, remote_command: str) -> None:
+    """Start a call now for run_remote to take later, if it is asked for exactly this one (no
+    stdin); one never taken is killed when the client exits."""
+    argv, env = _argv_env(target, remote_command)
+    if _key(argv, env) in _EARLY:
+        return
+    try:
+        proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    except OSError:
+        return   # the normal path says why
+    if not _EARLY:
+        import atexit
+        atexit.register(_drop_early)
+    _EARLY[_key(argv, env)] = proc
+
+
+def _drop_early() -> None:
+    while _EARLY:
+        _reap(_EARLY.popitem()[1])
 
 
 class _Overflow(Exception):
