@@ -1,19 +1,42 @@
 #!/usr/bin/env bash
-# Set up rgt in ./.venv. `./install.sh --dev` adds the test tools (pytest, vermin, watchdog).
+# Set up rgt in ./.venv. `./install.sh --dev` adds the test and docs tools (pytest, vermin,
+# watchdog, mkdocs). Quiet on success: pip's own chatter (build-backend warnings, index notices)
+# buried the one line a user needs; on a failure everything pip said is shown, in full.
 set -euo pipefail
 cd "$(dirname "$0")"
 PY="${PYTHON:-python3}"
 extra=""
-if [ "${1:-}" = "--dev" ]; then extra="[dev]"; fi
+case "${1:-}" in
+  "") ;;
+  --dev) extra="[dev]" ;;
+  *) echo "Error: unknown option: $1" >&2
+     echo "Hint: ./install.sh (the tool) or ./install.sh --dev (the tool, the tests and the docs)" >&2
+     exit 2 ;;
+esac
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
   echo "Error: rgt-client needs Python >= 3.10 (found $("$PY" --version 2>&1))" >&2
   echo "Hint: PYTHON=/path/to/python3.11 ./install.sh" >&2
   exit 1
 fi
-"$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q -e ".${extra}"
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+if ! "$PY" -m venv .venv >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "Error: could not create .venv with $PY" >&2
+  echo "Hint: on Debian/Ubuntu: apt-get install python3-venv" >&2
+  exit 1
+fi
+# An old pip cannot build from pyproject.toml alone; failing to upgrade it is not fatal by itself.
+.venv/bin/python -m pip install --upgrade pip >"$log" 2>&1 || true
+if ! .venv/bin/python -m pip install -e ".${extra}" >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "Error: pip could not install rgt (its full output is above)" >&2
+  exit 1
+fi
 echo "rgt installed in $(pwd)/.venv"
 echo "  try it:     .venv/bin/rgt-client demo"
 echo "  the agent:  .venv/bin/rgt-agent --help"
-if [ -n "$extra" ]; then echo "  the tests:  .venv/bin/python -m pytest -q"; fi
+if [ -n "$extra" ]; then
+  echo "  the tests:  .venv/bin/python -m pytest -q"
+  echo "  the docs:   .venv/bin/mkdocs serve"
+fi

@@ -12,7 +12,7 @@ import sys
 from typing import List, Optional
 
 from boxagent import __version__
-from boxagent.wire.errors import EXIT_ERROR, EXIT_USAGE, AgentError
+from boxagent.base.errors import EXIT_ERROR, EXIT_USAGE, AgentError
 
 COMMAND_MODULES = (
     "boxagent.daemon.commands",          # core: start daemon stop submit cancel resume status version exec-stage

@@ -55,7 +55,7 @@ def validate(job: dict[str, Any], origin: str = "job") -> None:
     """The agent's validator when it is there; else the few checks the client can make itself."""
     agent_validate = _agent_validator()
     if agent_validate is not None:
-        from boxagent.wire.errors import AgentError
+        from boxagent.base.errors import AgentError
         try:
             # Only a check: the box normalises the job itself (its own ~ for workdir).
             agent_validate(json.loads(json.dumps(job)), origin, "/home/box")

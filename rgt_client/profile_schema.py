@@ -79,18 +79,15 @@ def _ident(v: Any, where: str) -> None:
 
 
 def known_thresholds() -> Tuple[str, ...]:
-    """The agent's alert thresholds (boxagent.health.alerts.DEFAULTS); () when unknown."""
-    try:
-        from boxagent.health.alerts import DEFAULTS
-    except Exception:  # noqa: BLE001 - an agent mid-change must not stop profile loading
-        return ()
+    """The agent's alert thresholds: a profile may override only those."""
+    from boxagent.health.alerts import DEFAULTS
     return tuple(DEFAULTS)
 
 
 def _threshold(v: Any, where: str) -> None:
     _ident(v, where)
     known = known_thresholds()
-    if known and v not in known:
+    if v not in known:
         raise _Problem(where, "unknown threshold", "known thresholds: %s" % ", ".join(known))
 
 

@@ -31,7 +31,7 @@ def triage(log: str, exit_code: int | None, as_json: bool, rules_file: str | Non
     Exit codes: 0 no failure found (or --exit-code 0: warnings only), 4 a failure (the cause
     is printed), 2 bad input.
     """
-    from boxagent.wire.errors import AgentError
+    from boxagent.base.errors import AgentError
     from boxagent.triage.cli import load_rules, render_text, report
     try:
         rep = report(log, exit_code, load_rules(rules_file), engine, progress_pattern,

@@ -27,6 +27,23 @@ def agent_pyz(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def fake_nvml_lib(tmp_path_factory) -> Path:
+    """libnvidia-ml.so.1 compiled from tests/health/fakenvml/fakenvml.c (state from a JSON file
+    named by FAKE_NVML_STATE), in its own dir: LD_LIBRARY_PATH=<dir> makes the REAL pynvml's
+    CDLL("libnvidia-ml.so.1") find it, RGT_NVML_LIB=<file> hands it to the agent in-process."""
+    import shutil
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if not gcc:
+        pytest.skip("gcc is not installed: cannot build the fake libnvidia-ml.so.1")
+    src = REPO / "tests" / "health" / "fakenvml" / "fakenvml.c"
+    out = tmp_path_factory.mktemp("fakenvml") / "libnvidia-ml.so.1"
+    proc = subprocess.run([gcc, "-shared", "-fPIC", "-O2", "-Wall", "-fvisibility=hidden", "-o", str(out),
+                           str(src), "-lpthread"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
 @pytest.fixture
 def rgt_home(tmp_path) -> Path:
     home = tmp_path / "rgt-home"

@@ -23,7 +23,7 @@ from typing import Any, Dict, Optional
 
 from boxagent.artifacts import stream
 from boxagent.artifacts.manifest import artifact_spec, build_manifest, summary
-from boxagent.wire.errors import UsageError
+from boxagent.base.errors import UsageError
 from boxagent.base.fsutil import read_json
 from boxagent.base.home import Home
 from boxagent.base.units import format_bytes

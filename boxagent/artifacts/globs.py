@@ -19,7 +19,7 @@ import re
 import stat as stat_mod
 from typing import Dict, Iterable, List, Optional, Pattern, Tuple
 
-from boxagent.wire.errors import UsageError
+from boxagent.base.errors import UsageError
 
 _MAGIC = re.compile(r"[*?\[]")
 

@@ -20,7 +20,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from boxagent.artifacts import globs, hashing
-from boxagent.wire.errors import AgentError, UsageError
+from boxagent.base.errors import AgentError, UsageError
 from boxagent.base.fsutil import atomic_write_bytes, read_json
 from boxagent.base.home import Home
 

@@ -1,1 +1,1 @@
-"""Small utilities every part stands on: files, units, the /proc seam, processes, the box layout, config, profile."""
+"""Small utilities every part stands on: errors and exit codes, files, units, the /proc seam, processes, the box layout, config, profile, the Part interface."""

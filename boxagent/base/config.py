@@ -9,7 +9,7 @@ import os
 import socket
 from typing import Any, Dict, Mapping, Optional
 
-from boxagent.wire.errors import UsageError
+from boxagent.base.errors import UsageError
 from boxagent.base.fsutil import read_json
 
 # name -> (default, env override, minimum). Seconds throughout.

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Optional
 
 
 def atomic_write_bytes(path: str, data: bytes, mode: int = 0o644, durable: bool = True) -> None:
@@ -76,9 +76,11 @@ def append_jsonl(path: str, obj: Any, fsync: bool = False) -> None:
         os.close(fd)
 
 
-def read_tail(path: str, lines: int, chunk: int = 65536) -> bytes:
+def read_tail(path: str, lines: int, chunk: int = 65536, stop_at: Optional[bytes] = None) -> bytes:
     """The end of a file holding at least `lines` complete lines (or the whole file), read
-    backwards in chunks: cost follows what is returned, not the file's size. OSError propagates."""
+    backwards in chunks: cost follows what is returned, not the file's size. With `stop_at`, it
+    also stops once a line of the window starts with a JSON id that sorts before `stop_at`
+    (event logs: ids begin with their time). OSError propagates."""
     with open(path, "rb") as fh:
         fh.seek(0, os.SEEK_END)
         pos, data = fh.tell(), b""
@@ -87,4 +89,13 @@ def read_tail(path: str, lines: int, chunk: int = 65536) -> bytes:
             pos -= step
             fh.seek(pos)
             data = fh.read(step) + data
+            if stop_at is not None and _first_id_before(data, stop_at):
+                break
     return data
+
+
+def _first_id_before(data: bytes, stop_at: bytes) -> bool:
+    start = data.find(b"\n") + 1          # the first line of the window may be torn
+    head = data[start:start + 64]
+    key = b'{"id":"'
+    return head.startswith(key) and head[len(key):len(key) + len(stop_at)] < stop_at

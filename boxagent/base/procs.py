@@ -73,13 +73,8 @@ def build_sha256() -> Optional[str]:
 
 def proc_state(roots: Roots, pid: int) -> Optional[str]:
     """The one-letter state from /proc/PID/stat (R, S, Z...), None when there is no such pid."""
-    try:
-        with open(os.path.join(roots.proc, str(pid), "stat"), "rb") as fh:
-            data = fh.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    rest = data[data.rfind(")") + 2:].split()
-    return rest[0] if rest else None
+    fields = roots.stat(pid)
+    return fields[0] if fields else None
 
 
 def alive(roots: Roots, pid: Optional[int], start_ticks: Optional[int]) -> bool:
@@ -121,13 +116,8 @@ def group_members(roots: Roots, pgid: int) -> List[int]:
     for name in names:
         if not name.isdigit():
             continue
-        try:
-            with open(os.path.join(roots.proc, name, "stat"), "rb") as fh:
-                data = fh.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        rest = data[data.rfind(")") + 2:].split()
-        if len(rest) > 2 and rest[2] == str(pgid) and rest[0] not in ("Z", "X"):
+        rest = roots.stat(name)
+        if rest and len(rest) > 2 and rest[2] == str(pgid) and rest[0] not in ("Z", "X"):
             out.append(int(name))
     return out
 

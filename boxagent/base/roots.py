@@ -9,7 +9,7 @@ Environment overrides (tests and odd containers):
 from __future__ import annotations
 
 import os
-from typing import Mapping, Optional
+from typing import Any, List, Mapping, Optional
 
 
 class Roots:
@@ -35,17 +35,22 @@ class Roots:
         except OSError:
             return None
 
-    def process_start_ticks(self, pid: int) -> Optional[int]:
-        """Field 22 of /proc/PID/stat: start time in clock ticks since boot. With the pid it
-        identifies a process across pid reuse (never trust a pid alone)."""
+    def stat(self, pid: Any) -> Optional[List[str]]:
+        """The fields of /proc/PID/stat after comm: [0] is the state letter, [2] the pgid,
+        [19] the start time in clock ticks since boot. None when there is no such process."""
         try:
             with open(os.path.join(self.proc, str(pid), "stat"), "rb") as fh:
                 data = fh.read().decode("ascii", "replace")
         except OSError:
             return None
         # comm (field 2) may hold spaces and parens: split after the LAST ')'.
-        rest = data[data.rfind(")") + 2:].split()
+        return data[data.rfind(")") + 2:].split()
+
+    def process_start_ticks(self, pid: int) -> Optional[int]:
+        """Field 22 of /proc/PID/stat. With the pid it identifies a process across pid reuse
+        (never trust a pid alone)."""
+        fields = self.stat(pid)
         try:
-            return int(rest[19])
+            return int(fields[19]) if fields else None
         except (IndexError, ValueError):
             return None

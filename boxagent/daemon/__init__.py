@@ -1,1 +1,1 @@
-"""The daemon: its loop, the inbox requests reach it through, wakeups, and the commands that drive it."""
+"""The daemon: its loop, its wakeups, the parts on its bus, and the commands that start, stop and drive it."""

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from boxagent.wire.errors import EXIT_NOT_RUNNING, EXIT_OK, UsageError
+from boxagent.base.errors import EXIT_NOT_RUNNING, EXIT_OK, UsageError
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
 

@@ -13,10 +13,10 @@ import time
 from typing import Any, Dict, Optional, Tuple
 
 import boxagent
-from boxagent.daemon import inbox
+from boxagent.wire import inbox
 from boxagent.base import procs
-from boxagent.engine import state
-from boxagent.wire.errors import EXIT_NOT_RUNNING, EXIT_OK, AgentError, UsageError
+from boxagent.engine import states as state
+from boxagent.base.errors import EXIT_NOT_RUNNING, EXIT_OK, AgentError, UsageError
 from boxagent.base.fsutil import atomic_write_json, read_json
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
@@ -153,7 +153,7 @@ def _current(home: Home, name: str) -> Optional[Tuple[str, Optional[str]]]:
             return state.QUEUED, jobspec.spec_sha256(jobspec.validate(pending["spec"]))
         except UsageError:
             return state.QUEUED, None
-    run = state.load(home, name)
+    run = read_state(home, name)
     if run is not None:
         return run["state"], run.get("spec_sha256")
     return None
@@ -188,6 +188,10 @@ def resume(home: Home, roots: Roots, name: str) -> Tuple[str, int]:
         return "run %s is already %s; nothing to resume" % (name, before), EXIT_OK
     if before == state.SUCCEEDED:
         return "run %s already succeeded; nothing to resume" % name, EXIT_OK
+    alive = _live_attempt(home, roots, name)
+    if alive is not None:
+        raise AgentError("run %s: %s still runs; resuming now would run that stage twice" % (name, alive),
+                         "cancel it first (`rgt-agent cancel %s`) or wait for it to end" % name)
     inbox.post(home, "resume", {"run": name})
     if _daemon_pid(home, roots) is None:
         return ("resume of run %s queued; the daemon is not running: start it with `rgt-agent start`" % name,
@@ -196,11 +200,32 @@ def resume(home: Home, roots: Roots, name: str) -> Tuple[str, int]:
     return "run %s queued again; stages with a marker will be skipped" % name, EXIT_OK
 
 
+def read_state(home: Home, name: str) -> Optional[Dict[str, Any]]:
+    from boxagent.engine.store import read_state as read   # here: `version` needs no engine
+    return read(home, name)
+
+
+def stage_dict(run: Dict[str, Any], name: str) -> Optional[Dict[str, Any]]:
+    return next((st for st in run.get("stages") or [] if st.get("name") == name), None)
+
+
+def _live_attempt(home: Home, roots: Roots, name: str) -> Optional[str]:
+    """The run's stage attempt whose processes still live, said for a person, or None."""
+    run = read_state(home, name) or {}
+    for st in run.get("stages") or []:
+        if not st.get("attempt") or st.get("kind") != "run":
+            continue
+        info = read_json(home.stage_pid(name, st["name"], st["attempt"])) or {}
+        if info.get("pgid") and procs.group_alive(info["pgid"], roots):
+            return "stage %s attempt %d (pid %s)" % (st["name"], st["attempt"], info.get("pid"))
+    return None
+
+
 def _wait_state(home: Home, name: str, done: Any, timeout: float) -> str:
     deadline = time.monotonic() + timeout
     current = ""
     while True:
-        run = state.load(home, name)
+        run = read_state(home, name)
         current = run["state"] if run else state.QUEUED
         if done(current) or time.monotonic() >= deadline:
             return current
@@ -210,7 +235,7 @@ def _wait_state(home: Home, name: str, done: Any, timeout: float) -> str:
 def logs(home: Home, name: str, stage: Optional[str], n: int, attempt: Optional[int]) -> str:
     """One stage's log tail; without --stage, every stage that ran (latest attempt), in order,
     each under a `==> stage (attempt K): path <==` header like tail(1) prints for several files."""
-    run = state.load(home, name)
+    run = read_state(home, name)
     if run is None:
         raise UsageError("no run named %r on this box (or the daemon has not picked it up yet)" % name,
                          "list the runs with `rgt-agent status`")
@@ -244,13 +269,13 @@ def _log_path(home: Home, name: str, st: Dict[str, Any], attempt: Optional[int])
 
 def _pick_stage(run: Dict[str, Any], stage: Optional[str]) -> Dict[str, Any]:
     if stage is not None:
-        st = state.stage_of(run, stage)
+        st = stage_dict(run, stage)
         if st is None:
             raise UsageError("run %s has no stage %r" % (run["name"], stage),
                              "its stages: %s" % ", ".join(s["name"] for s in run["stages"]))
         return st
     if run.get("current_stage"):
-        return state.stage_of(run, run["current_stage"]) or run["stages"][0]
+        return stage_dict(run, run["current_stage"]) or run["stages"][0]
     started = [s for s in run["stages"] if s.get("attempt")]
     return started[-1] if started else run["stages"][0]
 

@@ -1,11 +1,12 @@
 """The daemon: one per RGT_HOME (flock on daemon.lock), the single writer of runs/*/state.json,
 status.json and events.jsonl. No socket: requests come through inbox/, results leave as files.
 
-The loop: a fast tick (inbox, stage exits, log polls: stat()s and reads of new bytes only),
-woken early by SIGCHLD and inotify; a slow tick every `sample_every` (health, alerts, stall
-checks, heartbeat, status.json). SIGTERM = preemption: stop the stages (TERM, KILL after
-`stop_grace`), record `preempted`, flush. `stop` (inbox) or SIGINT = exit, leaving stages running
-for the next daemon to re-adopt (this is also the upgrade path).
+The loop: a fast pass (inbox, the scheduler's tick: stage exits, log polls of new bytes only,
+the parts' cheap tick), woken early by SIGCHLD, SIGUSR1 and inotify; a slow pass every
+`sample_every` (the parts' sample: health and its alerts, stall checks, heartbeat); status.json
+after anything changed. SIGTERM = preemption: stop the stages (TERM, KILL after `stop_grace`),
+record `preempted`, flush. `stop` (inbox) or SIGINT = exit, leaving stages running for the next
+daemon to re-adopt (this is also the upgrade path).
 """
 from __future__ import annotations
 
@@ -20,23 +21,39 @@ import traceback
 from typing import Any, Dict, List, Optional
 
 from boxagent.base import config as config_mod
-from boxagent.daemon import inbox
-from boxagent.engine import state
-from boxagent.wire import status as status_mod
-from boxagent.engine.chain import Chain
-from boxagent.wire.errors import EXIT_ERROR, AgentError
-from boxagent.wire.events import EventLog
+from boxagent.base import profile as profile_view
+from boxagent.base.optional import deps
 from boxagent.base.fsutil import atomic_write_bytes, atomic_write_json, read_json
 from boxagent.base.home import Home
+from boxagent.base.part import PartContext
 from boxagent.base.roots import Roots
-from boxagent.daemon.services import Services, log_line
 from boxagent.base.units import iso_utc
+from boxagent.wire import inbox
+from boxagent.daemon.bus import Bus
 from boxagent.daemon.wake import DirWatch, Waker
+from boxagent.daemon.wiring import GuardedBox, HubPart
+from boxagent.engine import states as S
+from boxagent.engine.finalize import Finisher
+from boxagent.engine.journal import FileJournal
+from boxagent.engine.scheduler import Scheduler
+from boxagent.engine.shimctl import ShimProcesses
+from boxagent.engine.store import RunStore
+from boxagent.health.monitor import HealthMonitor
+from boxagent.health.part import HealthPart
+from boxagent.notify.hub import NotifyHub
+from boxagent.wire import status as status_mod
+from boxagent.base.errors import EXIT_ERROR, AgentError
+from boxagent.wire.events import EventLog
 
-HUB_TICK_S = 1.0        # NotifyHub.tick cadence (heartbeats, dead-man pings, retries)
-FLUSH_TIMEOUT_S = 5.0
-MIN_SLEEP_S = 0.02   # what hub.stop() may take on the way out (a spot grace is often ~5 s)
+FLUSH_TIMEOUT_S = 5.0    # what the parts' stop() may take on the way out (a spot grace is often ~5 s)
+MIN_SLEEP_S = 0.02
 RESUME_CAUSES = ("machine_restart", "preempted")
+
+
+def log_line(text: str) -> None:
+    """daemon.log is the daemon's stderr (start redirects it there)."""
+    sys.stderr.write("%s %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), text))
+    sys.stderr.flush()
 
 
 class Daemon:
@@ -49,6 +66,7 @@ class Daemon:
         self.dirty = True
         self.machine_restarted = False
         self.last_status: Dict[str, Any] = {}
+        self.started_at = time.time()
         self._config_mtime = self._mtime(home.config)
         self._lock_fd: Optional[int] = None
         self._tick_errors: set = set()
@@ -87,8 +105,8 @@ class Daemon:
         already free for the next daemon). Nothing is lost: state.json still says `running` with
         every stage done, the next daemon builds the manifest again, and manifest.json is only
         ever replaced whole (tmp -> rename)."""
-        chain = getattr(self, "chain", None)
-        busy = [name for name, job in (chain.finalizing.items() if chain is not None else ()) if not job.done()]
+        sched = getattr(self, "scheduler", None)    # absent when setup never finished
+        busy = [name for name, job in (sched.finalizing.items() if sched is not None else ()) if not job.done()]
         if not busy:
             return
         failed = sys.exc_info()[0] is not None
@@ -113,52 +131,61 @@ class Daemon:
                              "see it with `rgt-agent status`; stop it with `rgt-agent stop`", EXIT_ERROR)
         self._lock_fd = fd
         atomic_write_json(self.home.pidfile, {"pid": os.getpid(), "start_ticks": self.roots.process_start_ticks(os.getpid()),
-                                              "started_at": iso_utc(time.time())})
+                                              "started_at": iso_utc(self.started_at)})
 
     def _setup(self) -> None:
-        self.svc = Services(self.home, self.roots, self.config, self.settings)
+        now = time.time()
+        self.profile = profile_view.load(self.home)
         self.host = config_mod.host_name(self.config)
         self.events = EventLog(self.home.events, self.host)
-        self.svc.emit = self.emit
-        self.svc.wake = self.waker.wake        # a manifest worker thread ends the loop's wait
-        self.deps = status_mod.deps()
+        self.deps = deps()
         prev_boot = ((read_json(self.home.status) or {}).get("agent") or {}).get("boot_id")
-        self.chain = Chain(self.home, self.roots, self.svc)
-        self.chain.load()
+        self.boot_id = self.roots.boot_id()
+        self.health = HealthPart(HealthMonitor(self.roots, self.config, self.profile), self._watched, self._running)
+        self.bus = Bus([self.health, HubPart(NotifyHub(self.home, self.config, self.profile))], log_line)
+        store = RunStore(self.home, log_line)
+        self.journal = FileJournal(store, self.events, self._published, log_line)
+        self.box = GuardedBox(self.health, self.bus)
+        self.scheduler = Scheduler(store, self.journal, ShimProcesses(self.home, self.roots), self.box,
+                                   Finisher(self.home, self.waker.wake, log_line), self.settings, self.config,
+                                   profile_view.rules(self.profile), profile_view.stage_env_hints(self.profile),
+                                   self.boot_id, log_line)
+        self.bus.start(PartContext(self.home, self.roots, self.config, self.profile, self.host, self.waker.wake,
+                                   lambda: self.last_status))
+        self.scheduler.load(now)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)   # a closed ssh session must not stop us
         self.dirwatch = DirWatch(self.waker.wake, enabled=os.environ.get("RGT_NO_INOTIFY") != "1"
                                  and self.config.get("inotify", True) is not False)
-        self.tick_s = self.settings["tick"] or (config_mod.INOTIFY_TICK if self.dirwatch.available
-                                                else config_mod.POLL_TICK)
-        self.svc.hub_call("start")
-        boot = self.chain.boot_id
+        self.tick_s = self._tick_s()
         self.emit({"type": "daemon_started", "severity": "info", "summary": "rgt agent started (pid %d)" % os.getpid(),
                    "pid": os.getpid(), "tick_s": self.tick_s, "inotify": self.dirwatch.available})
-        if prev_boot and boot and prev_boot != boot:
+        if prev_boot and self.boot_id and prev_boot != self.boot_id:
             self.machine_restarted = True
-            live = [r["name"] for r in self.chain.runs.values() if r["state"] == state.RUNNING]
+            live = [r.name for r in self.scheduler.runs.values() if r.state == S.RUNNING]
             self.emit({"type": "machine_restart", "severity": "critical" if live else "warning",
                        "summary": "the machine restarted (boot_id changed)%s"
                        % (": runs %s were running" % ", ".join(live) if live else ""),
-                       "evidence": ["boot_id %s -> %s" % (prev_boot, boot)], "runs": live})
+                       "evidence": ["boot_id %s -> %s" % (prev_boot, self.boot_id)], "runs": live})
+        self.scheduler.adopt_running(now)
+
+    def _tick_s(self) -> float:
+        return self.settings["tick"] or (config_mod.INOTIFY_TICK if self.dirwatch.available else config_mod.POLL_TICK)
 
     def _teardown(self, reason: str) -> None:
         try:
-            now = time.time()
-            self.svc.wake = lambda: None       # the waker's fds close below; a worker may still end
-            notes = ["stages keep running"] if reason == "stop" and self.chain.active else []
-            if self.chain.finalizing:
-                notes.append("the next start builds the manifest of run %s" % ", ".join(sorted(self.chain.finalizing)))
+            if not hasattr(self, "scheduler"):
+                return                          # setup never finished
+            sched = self.scheduler
+            notes = ["stages keep running"] if reason == "stop" and sched.active else []
+            if sched.finalizing:
+                notes.append("the next start builds the manifest of run %s" % ", ".join(sorted(sched.finalizing)))
             self.emit({"type": "daemon_stopped", "severity": "warning" if reason == "preempted" else "info",
                        "summary": "rgt agent stopped (%s)%s" % (reason, "".join("; " + n for n in notes)),
                        "reason": reason})
-            self.write_status(now, running=False)
-            self.svc.hub_call("stop", min(FLUSH_TIMEOUT_S, max(1.0, self.settings["stop_grace"])))
-            self.svc.monitor_value("close")
+            self.write_status(time.time(), running=False)
+            self.bus.stop(min(FLUSH_TIMEOUT_S, max(1.0, self.settings["stop_grace"])))
             self.dirwatch.stop()
             self.waker.close()
-        except AttributeError:
-            pass   # setup never finished
         finally:
             if (read_json(self.home.pidfile) or {}).get("pid") == os.getpid():
                 try:
@@ -176,10 +203,8 @@ class Daemon:
         gc.freeze()
         mono = time.monotonic()
         next_slow = mono
-        last_hub = mono - HUB_TICK_S
         self.last_heartbeat = mono
         if self.resume_interrupted:
-            self.chain.tick(time.time(), mono)   # re-adopt first: a reboot turns running stages interrupted
             self._resume_interrupted(time.time())
         while True:
             now, mono = time.time(), time.monotonic()
@@ -197,16 +222,10 @@ class Daemon:
                         next_slow = mono + self.settings["sample_every"]
                 if self.dirty:
                     self.write_status(now)
-                if mono - last_hub >= HUB_TICK_S:
-                    self.svc.hub_call("tick", now, self.last_status)
-                    for spec in self.svc.hub_call("drain_events", default=[]) or []:
-                        if isinstance(spec, dict):
-                            self.emit(spec)      # e.g. notify_failed: a message given up on
-                    last_hub = mono
             except Exception as exc:  # noqa: BLE001 - a bug costs one tick, never the daemon
                 self._tick_failed(exc)
             mono = time.monotonic()
-            due = min(self.tick_s, next_slow - mono, self.chain.next_deadline(time.time(), mono))
+            due = min(self.tick_s, next_slow - mono, self.scheduler.next_deadline(time.time(), mono))
             self.waker.wait(max(MIN_SLEEP_S, due))   # a deadline already past must not spin the loop
 
     def _tick_failed(self, exc: Exception) -> None:
@@ -223,37 +242,42 @@ class Daemon:
             except Exception as exc:  # noqa: BLE001 - one bad request must not stop the chain
                 log_line("request %s failed: %s: %s" % (os.path.basename(path), type(exc).__name__, exc))
             inbox.done(path)
-        self.chain.tick(now, mono)
+        self.scheduler.tick(now, mono)
+        for spec in self.bus.tick(now):
+            self.emit(spec)
         if self.dirwatch.available:
-            dirs = {self.home.inbox} | {self.home.stage_dir(name) for name in self.chain.active}
+            dirs = {self.home.inbox} | {self.home.stage_dir(name) for name in self.scheduler.active}
             self.dirwatch.keep_only(dirs)
 
     def _handle(self, req: Dict[str, Any], now: float, mono: float) -> None:
         kind = req.get("kind")
         if kind == "submit":
-            self.chain.submit(req, now)
+            self.scheduler.submit(req, now)
         elif kind == "cancel":
-            self.chain.cancel(str(req.get("run")), now, mono)
+            self.scheduler.cancel(str(req.get("run")), now, mono)
         elif kind == "resume":
-            self.chain.resume(str(req.get("run")), now)
+            self.scheduler.resume(str(req.get("run")), now)
         elif kind == "stop":
+            posted = req.get("posted_at")
+            if isinstance(posted, (int, float)) and posted < self.started_at:
+                # A `stop` that timed out waiting for an older daemon must not stop this one.
+                log_line("dropped a stop request older than this daemon (posted %s)" % iso_utc(posted))
+                return
             self.waker.flags["stop"] = True
         elif kind in ("reload", "notify-set"):
             self._maybe_reload_config()
-            self.svc.hub_call("reload")
+            self.bus.reload(self.config, self.profile)
         else:
             log_line("ignored a request of unknown kind %r" % (kind,))
 
     def _slow(self, now: float, mono: float) -> None:
         self._maybe_reload_config()
-        sample = self.svc.sample(now, self._watched())
-        for spec in self.svc.alert_events(sample, self.chain.running_pairs()):
-            if isinstance(spec, dict):
-                self.emit(spec)
-        self.chain.stages.stall_checks(now, self._default_stall())
+        for spec in self.bus.sample(now):
+            self.emit(spec)
+        self.scheduler.stall_checks(now, self._default_stall(), self.box.gpu_busy())
         if mono - self.last_heartbeat >= self.settings["heartbeat_every"]:
             self.last_heartbeat = mono
-            running = [r["name"] for r in self.chain.runs.values() if r["state"] == state.RUNNING]
+            running = [r.name for r in self.scheduler.runs.values() if r.state == S.RUNNING]
             self.emit({"type": "heartbeat", "severity": "info", "summary": "agent alive; %d run(s) running"
                        % len(running), "runs": running})
         self.dirty = True
@@ -264,10 +288,13 @@ class Daemon:
 
     def _watched(self) -> List[tuple]:
         out = [(self.home.root, "state")]
-        for run in self.chain.runs.values():
-            if run["state"] in state.LIVE and (run.get("workdir"), "workdir") not in out:
-                out.append((run.get("workdir"), "workdir"))
-        return out + list(self.svc.watched_dirs())
+        for run in self.scheduler.runs.values():
+            if run.state in S.LIVE and (run.workdir, "workdir") not in out:
+                out.append((run.workdir, "workdir"))
+        return out
+
+    def _running(self) -> List[tuple]:
+        return self.scheduler.running_pairs()
 
     def _maybe_reload_config(self) -> None:
         mtime = self._mtime(self.home.config)
@@ -277,68 +304,60 @@ class Daemon:
             self.config.update(config_mod.load(self.home.config))
             self.settings.update(self._settings())
             self.host = self.events.host = config_mod.host_name(self.config)
-            self.tick_s = self.settings["tick"] or (config_mod.INOTIFY_TICK if self.dirwatch.available
-                                                    else config_mod.POLL_TICK)
+            self.tick_s = self._tick_s()
             log_line("config.json changed: intervals now %s" % self.settings)
 
     def _resume_interrupted(self, now: float) -> None:
-        for run in list(self.chain.runs.values()):
-            if run["state"] == state.INTERRUPTED and (run.get("cause") or {}).get("class") in RESUME_CAUSES:
-                self.chain.resume(run["name"], now)
+        for run in list(self.scheduler.runs.values()):
+            if run.state == S.INTERRUPTED and (run.cause or {}).get("class") in RESUME_CAUSES:
+                self.scheduler.resume(run.name, now)
 
     def _preempt(self) -> None:
         """SIGTERM (spot preemption, scancel, pod delete): stop every stage, record, flush."""
         mono = time.monotonic()
-        pairs = self.chain.running_pairs()
+        pairs = self.scheduler.running_pairs()
+        log_line("SIGTERM: stopping %d stage(s) (preemption?)" % len(pairs))
         self.emit({"type": "preempted", "severity": "critical",
                    "summary": "SIGTERM to the agent (preemption?): stopping %d stage(s)" % len(pairs),
                    "evidence": ["SIGTERM received by pid %d" % os.getpid()],
                    "stages": ["%s/%s" % p for p in pairs]})
-        self.chain.frozen = True
-        self.chain.stages.stop_all("preempt", mono)
+        sched = self.scheduler
+        sched.frozen = True
+        sched.stop_all("preempt", mono)
         deadline = mono + self.settings["stop_grace"] + 2.0
-        while self.chain.active and time.monotonic() < deadline:
+        while sched.active and time.monotonic() < deadline:
             now, mono = time.time(), time.monotonic()
-            for act in list(self.chain.active.values()):
-                self.chain.stages.check(act, now, mono)
+            sched.check_running(now, mono)
             if self.dirty:
                 self.write_status(now)
             self.waker.wait(0.05)
-        self.chain.interrupt_all(time.time())
+        sched.interrupt_all(time.time())
         self.write_status(time.time())
 
     # -- outputs
     def emit(self, spec: Dict[str, Any]) -> Dict[str, Any]:
-        event = self.events.emit(spec, time.time())
-        self.svc.hub_call("publish", event)
+        return self.journal.emit(spec, time.time())
+
+    def _published(self, event: Dict[str, Any]) -> None:
+        self.bus.publish(event)
         self.dirty = True
-        return event
 
     def build_status(self, now: float, running: bool = True) -> Dict[str, Any]:
-        runs = sorted(self.chain.runs.values(), key=lambda r: r.get("seq", 0))
-        return {
-            "schema": status_mod.SCHEMA, "observed_at": iso_utc(now), "host": self.host,
-            "profile": self.svc.profile_name(),
-            "agent": status_mod.agent_block(os.getpid(), running, now, now, self.chain.boot_id,
-                                            self.machine_restarted, self.deps),
-            "health": self.svc.last_sample,
-            "runs": [self._run_block(r, now, running) for r in runs],
-            "alerts": self.svc.monitor_value("active_alerts", default=[]) or [],
-            "notifications": self.svc.hub_call("summary", default=None)
-            or {"sent": 0, "pending": 0, "failed": 0, "last_error": None},
-            "history": self.svc.monitor_value("history", default={}) or {},
-            "events": list(self.events.recent)[-status_mod.STATUS_EVENTS:],
-        }
-
-    def _run_block(self, run: Dict[str, Any], now: float, running: bool) -> Dict[str, Any]:
-        block = status_mod.run_block(run, self.chain.stages.progress(run["name"]),
-                                     self.chain.artifacts.get(run["name"]), now)
-        job = self.chain.finalizing.get(run["name"])
-        if job is not None and running:
+        sched = self.scheduler
+        runs = sorted(sched.runs.values(), key=lambda r: r.seq)
+        finalizing = {}
+        if running:
             # Every stage is done; run_succeeded waits for the manifest (a worker thread hashes).
-            block["finalizing"] = {"step": "manifest", "since": iso_utc(job.started_at),
-                                   "elapsed_s": round(max(0.0, now - job.started_at), 1)}
-        return block
+            finalizing = {name: {"step": "manifest", "since": iso_utc(job.started_at),
+                                 "elapsed_s": round(max(0.0, now - job.started_at), 1)}
+                          for name, job in sched.finalizing.items()}
+        agent = status_mod.agent_block(os.getpid(), running, now, now, self.boot_id, self.machine_restarted,
+                                       self.deps)
+        return status_mod.compose(now, self.host, profile_view.name(self.profile), agent,
+                                  [r.to_dict() for r in runs], self.bus.status_blocks(),
+                                  list(self.events.recent)[-status_mod.STATUS_EVENTS:],
+                                  live={name: sched.live(name) for name in sched.active},
+                                  artifacts=sched.artifacts, finalizing=finalizing)
 
     def write_status(self, now: float, running: bool = True) -> None:
         status = self.build_status(now, running)

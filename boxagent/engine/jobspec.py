@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-from boxagent.wire.errors import UsageError
+from boxagent.base.errors import UsageError
 from boxagent.base.units import parse_duration, parse_size
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -9,10 +9,9 @@ is broken; the alert is the advice to re-rent).
 """
 from __future__ import annotations
 
-import datetime
 from typing import Any, Dict, List, Optional, Tuple
 
-from boxagent.base.units import format_bytes
+from boxagent.base.units import format_bytes, iso_utc
 
 DEFAULTS: Dict[str, Any] = {
     "memory_warn_pct": 90, "memory_crit_pct": 97,
@@ -22,15 +21,15 @@ DEFAULTS: Dict[str, Any] = {
     "throttle_temp_c": 83, "throttle_clock_ratio": 0.7,
     "throttle_enter_samples": 2, "throttle_leave_samples": 3,
     "latch_s": 900,
+    # An OOM kill while a stage runs is held this long before it becomes an alert of its own: a
+    # stage that dies of it reports it as its cause (one message), one that survives it (a killed
+    # DataLoader worker) gets the alert at the next sample after this.
+    "oom_defer_s": 5,
 }
 # Clock-event reasons that mean the GPU is being slowed against the job's will (sw_power_cap
 # is excluded: a busy GPU at its power limit is normal, not a fault).
 THROTTLE_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown")
 _FOREVER = float("inf")
-
-
-def iso(ts: float) -> str:
-    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def merge_thresholds(*layers: Optional[Dict[str, Any]]) -> Dict[str, Any]:
@@ -56,14 +55,20 @@ class AlertBook:
         self.t = merge_thresholds(thresholds)
         self.active: Dict[str, Dict[str, Any]] = {}
         self._flags: Dict[str, List[int]] = {}  # key -> [consecutive on, consecutive off]
-        self._last_oom: Optional[int] = None
+        self._last_oom: Optional[int] = None       # the counter the last alert (or baseline) covered
+        self._claimed_oom: Optional[int] = None    # kills up to this count are some stage's cause
+        self._oom_seen_at: Optional[float] = None  # when unclaimed kills were first seen
+
+    def claim_oom(self, count: int) -> None:
+        """A stage that ended reports the kills up to `count` as its own cause: no alert for them."""
+        self._claimed_oom = count if self._claimed_oom is None else max(self._claimed_oom, count)
 
     # -- public ------------------------------------------------------------------------------
     def evaluate(self, health: Dict[str, Any], faults: List[Dict[str, Any]],
                  running: List[Tuple[str, str]], now: float) -> List[Dict[str, Any]]:
         who = _attribution(running)
-        specs = self._expire(now, who)
-        specs += self._memory(health.get("memory") or {}, now, who)
+        self._expire(now)
+        specs = self._memory(health.get("memory") or {}, now, who)
         specs += self._disks(health.get("disks") or [], now, who)
         for gpu in health.get("gpus") or []:
             specs += self._gpu(gpu, now, who)
@@ -89,7 +94,7 @@ class AlertBook:
         """Raise or update alert `key`; an event only when it is new or its severity rises/falls."""
         cur = self.active.get(key)
         alert = {"key": key, "type": typ, "severity": severity, "summary": summary,
-                 "evidence": evidence, "since": iso(now), "since_ts": now,
+                 "evidence": evidence, "since": iso_utc(now), "since_ts": now,
                  "expires": now + latch if latch is not None else None,
                  "count": 1}
         alert.update({k: v for k, v in extra.items() if k == "class"})
@@ -133,10 +138,9 @@ class AlertBook:
             return False
         return None
 
-    def _expire(self, now: float, who: Dict[str, Any]) -> List[Dict[str, Any]]:
+    def _expire(self, now: float) -> None:
         for key in [k for k, a in self.active.items() if a.get("expires") is not None and a["expires"] <= now]:
             del self.active[key]  # latched alerts just lapse: no "resolved" noise for a past fact
-        return []
 
     # -- the rules ---------------------------------------------------------------------------
     def _memory(self, mem: Dict[str, Any], now: float, who: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -149,17 +153,29 @@ class AlertBook:
                                  self.t["memory_crit_pct"], now, summary, evidence, who)
         oom = mem.get("oom_kill")
         if isinstance(oom, int):
-            last, self._last_oom = self._last_oom, oom
-            if last is not None and oom > last:
-                where = " while %s/%s ran" % (who["run"], who["stage"]) if who["run"] else ""
-                summary = "cgroup OOM kill (+%d)%s: the kernel killed a process at the memory limit" % (oom - last, where)
-                evidence = ["oom_kill %d -> %d (cgroup %s)" % (last, oom, mem.get("cgroup"))]
-                if mem.get("max_bytes"):
-                    evidence.append("memory limit %s, peak %s" % (format_bytes(mem["max_bytes"]), format_bytes(mem.get("peak_bytes"))))
-                self.active.pop("oom_kill", None)  # every new kill is news
-                specs += self._raise("oom_kill", "oom_kill", "critical", now, summary, evidence, who,
-                                     latch=self.t["latch_s"], oom_kill_delta=oom - last, **{"class": "cgroup_oom"})
+            specs += self._oom(oom, mem, now, who)
         return specs
+
+    def _oom(self, oom: int, mem: Dict[str, Any], now: float, who: Dict[str, Any]) -> List[Dict[str, Any]]:
+        if self._last_oom is None:
+            self._last_oom = oom                   # the baseline: kills before the agent are history
+        base = max(self._last_oom, self._claimed_oom if self._claimed_oom is not None else self._last_oom)
+        if oom <= base:
+            self._last_oom, self._oom_seen_at = max(self._last_oom, oom), None
+            return []
+        if who["run"]:
+            self._oom_seen_at = self._oom_seen_at if self._oom_seen_at is not None else now
+            if now - self._oom_seen_at < self.t["oom_defer_s"]:
+                return []                          # the stage may be dying of it: let it say so
+        self._last_oom, self._oom_seen_at = oom, None
+        where = " while %s/%s ran" % (who["run"], who["stage"]) if who["run"] else ""
+        summary = "cgroup OOM kill (+%d)%s: the kernel killed a process at the memory limit" % (oom - base, where)
+        evidence = ["oom_kill %d -> %d (cgroup %s)" % (base, oom, mem.get("cgroup"))]
+        if mem.get("max_bytes"):
+            evidence.append("memory limit %s, peak %s" % (format_bytes(mem["max_bytes"]), format_bytes(mem.get("peak_bytes"))))
+        self.active.pop("oom_kill", None)  # every new kill is news
+        return self._raise("oom_kill", "oom_kill", "critical", now, summary, evidence, who,
+                           latch=self.t["latch_s"], oom_kill_delta=oom - base, **{"class": "cgroup_oom"})
 
     def _disks(self, disks: List[Dict[str, Any]], now: float, who: Dict[str, Any]) -> List[Dict[str, Any]]:
         specs: List[Dict[str, Any]] = []

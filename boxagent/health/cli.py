@@ -5,7 +5,7 @@ import json
 import sys
 from typing import Any
 
-from boxagent.wire.errors import EXIT_OK
+from boxagent.base.errors import EXIT_OK
 
 
 def register(sub: Any) -> None:

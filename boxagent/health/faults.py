@@ -10,7 +10,7 @@ from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from boxagent.health import xid as xidmod
-from boxagent.health.alerts import iso
+from boxagent.base.units import iso_utc
 
 _DEDUPE_S = 10.0  # NVML event and kernel line for the same Xid arrive within ms of each other
 
@@ -105,12 +105,12 @@ class FaultLog:
     def last_xid(self, gpu: Optional[int]) -> Optional[Dict[str, Any]]:
         for f in reversed(self.log):
             if f["type"] == "gpu_xid" and f.get("gpu") == gpu:
-                return {"code": f["code"], "at": iso(f["at"]), "source": f["source"]}
+                return {"code": f["code"], "at": iso_utc(f["at"]), "source": f["source"]}
         return None
 
 
 def public(f: Dict[str, Any]) -> Dict[str, Any]:
     """The contract's shape: at as wall-clock seconds, plus an ISO copy for humans."""
     out = dict(f)
-    out["at_iso"] = iso(f["at"]) if f.get("at") else None
+    out["at_iso"] = iso_utc(f["at"]) if f.get("at") else None
     return out

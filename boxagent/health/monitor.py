@@ -18,18 +18,9 @@ from boxagent.health.faults import FaultLog
 from boxagent.health.history import History
 from boxagent.health.nvml import Nvml
 from boxagent.health.xid import KmsgReader, XidEventThread
+from boxagent.base import profile as profile_view
 from boxagent.base.roots import Roots
-
-
-def _profile_call(fn_name: str, profile: Dict[str, Any], default: Any) -> Any:
-    """boxagent.base.profile helpers owned by the profiles work; absent or failing -> default."""
-    try:
-        from boxagent.base import profile as profmod
-        fn = getattr(profmod, fn_name, None)
-        value = fn(profile) if fn else None
-    except Exception:  # noqa: BLE001 - a bad profile must not stop health sampling
-        value = None
-    return value if value is not None else default
+from boxagent.base.units import iso_utc
 
 
 class HealthMonitor:
@@ -43,10 +34,9 @@ class HealthMonitor:
         self.nvml = nvml if nvml is not None else Nvml()
         self.faults = FaultLog()
         self.history_ring = History(int(self.config.get("history_step_s", 60)), 60)
-        prof_thr = _profile_call("thresholds", self.profile, {})
-        self.alerts = alertsmod.AlertBook(alertsmod.merge_thresholds(prof_thr, self.config.get("thresholds")))
-        caps = _profile_call("inode_caps", self.profile, None)
-        self.inode_caps: Dict[str, int] = caps if isinstance(caps, dict) else dict(self.profile.get("inode_caps") or {})
+        self.alerts = alertsmod.AlertBook(alertsmod.merge_thresholds(profile_view.thresholds(self.profile),
+                                                                     self.config.get("thresholds")))
+        self.inode_caps: Dict[str, int] = profile_view.inode_caps(self.profile)
         self.disks = DiskSampler(roots.proc, float(self.config.get("disk_timeout_s", 2.0)))
         self.cg: Optional[CgroupReader] = None
         self.kmsg: Optional[KmsgReader] = None
@@ -84,14 +74,14 @@ class HealthMonitor:
         uptime = cg.uptime_s()
         if uptime is not None and self._boot_wall is None:
             self._boot_wall = now - uptime
-        dirs = list(watched or []) + list(_profile_call("watched_dirs", self.profile, []))
+        dirs = list(watched or []) + list(profile_view.watched_dirs(self.profile))
         gpus = self.nvml.sample(self.roots.proc)
         self._start_gpu_sources(gpus, now)
         new = self._collect_faults(gpus, now)
         for g in gpus:
             g["xid_last"] = self.faults.last_xid(g["index"])
         block = {
-            "sampled_at": alertsmod.iso(now),
+            "sampled_at": iso_utc(now),
             "memory": cg.memory(),
             "cpu": cg.cpu(),
             "disks": self.disks.sample(dirs, self.inode_caps),

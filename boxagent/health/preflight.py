@@ -82,9 +82,8 @@ def _check_hard_faults(sample: Dict[str, Any], monitor: Any) -> List[Dict[str, A
         if g.get("lost"):
             out.append(_failure("gpu_lost", "GPU %s is lost (NVML GPU_IS_LOST)" % g.get("index"),
                                 ["NVML GPU_IS_LOST on GPU %s %s" % (g.get("index"), g.get("pci_bus_id") or "")], RE_RENT))
-    present = getattr(monitor, "hard_faults_present", None)
     seen = set()
-    for f in (present() if callable(present) else []):
+    for f in monitor.hard_faults_present():
         if f.get("type") != "gpu_xid" or (f.get("gpu"), f.get("code")) in seen:
             continue
         seen.add((f.get("gpu"), f.get("code")))

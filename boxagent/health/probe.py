@@ -3,7 +3,6 @@ quota, GPUs/driver/CUDA, disks with inode use, kernel log readable or not) plus 
 user should read before spending GPU-hours here."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import platform
 import socket
@@ -11,21 +10,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from boxagent.base.optional import deps
 from boxagent.base.units import format_bytes
-
-DEPS = ("psutil", "requests", "watchdog", "pynvml")
-
-
-def deps() -> Dict[str, bool]:
-    """Importable or not, without importing (find_spec also sees pynvml inside the .pyz)."""
-    out = {}
-    for name in DEPS:
-        try:
-            out[name] = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):
-            out[name] = False
-    return out
-
 
 def _existing(path: str) -> str:
     """The path, or its nearest existing parent (the state dir may not exist before install)."""

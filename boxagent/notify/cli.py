@@ -11,7 +11,7 @@ import secrets as _secrets
 import sys
 from typing import Any, Dict, List
 
-from boxagent.wire.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, AgentError, UsageError
+from boxagent.base.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, AgentError, UsageError
 from boxagent.base.fsutil import atomic_write_json, read_json
 from boxagent.base.home import Home
 
@@ -93,7 +93,7 @@ def cmd_notify_set(args: Any) -> int:
 def _tell_daemon(home: Home) -> None:
     """Ask a running daemon to reload now (it would also notice secrets.json's mtime within a tick)."""
     try:
-        from boxagent.daemon import inbox
+        from boxagent.wire import inbox
         inbox.post(home, "notify-set", {})
     except Exception:  # noqa: BLE001 - an older core without the inbox: the mtime check covers it
         pass

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from typing import Any, Dict, List, Optional
 
-from boxagent.wire.errors import EXIT_OK, EXIT_RUN_FAILED, AgentError, UsageError
+from boxagent.base.errors import EXIT_OK, EXIT_RUN_FAILED, AgentError, UsageError
 from boxagent.triage import evidence as E
 from boxagent.triage.diagnose import diagnose
 from boxagent.triage.rules import build_rules, validate_rule

@@ -1,1 +1,1 @@
-"""What crosses to the client: status.json, events.jsonl, exit codes and the Error/Hint format."""
+"""What crosses between the agent's processes and to the client: status.json, events.jsonl, and the inbox of requests to the daemon."""

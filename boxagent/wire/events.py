@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 import json
 import os
-from typing import Any, Callable, Deque, Dict, List, Optional
+from typing import Any, Deque, Dict, List, Optional
 
 from boxagent.base.fsutil import append_jsonl
 from boxagent.base.units import iso_utc
@@ -29,16 +29,36 @@ class EventLog:
         import secrets   # here: `status --events N` reads the log and needs no hmac/hashlib
         self._prefix = secrets.token_hex(3)   # two daemons in the same millisecond still differ
         self._seq = 0
-        self.listeners: List[Callable[[Dict[str, Any]], None]] = []
 
-    def emit(self, spec: Dict[str, Any], now: float) -> Dict[str, Any]:
-        event = make_event(spec, now, self.host, self._next_id(now))
+    def make(self, spec: Dict[str, Any], now: float) -> Dict[str, Any]:
+        """The event of a spec, with its id and time, not yet written anywhere."""
+        return make_event(spec, now, self.host, self._next_id(now))
+
+    def append(self, event: Dict[str, Any]) -> None:
         self._rotate_if_big()
         append_jsonl(self.path, event)
         self.recent.append(event)
-        for listener in self.listeners:
-            listener(event)
+
+    def emit(self, spec: Dict[str, Any], now: float) -> Dict[str, Any]:
+        event = self.make(spec, now)
+        self.append(event)
         return event
+
+    def missing(self, events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """Those of `events` that are not in the log (a crash came between a run's state and its
+        events). Reads back from the end only as far as the oldest of them (ids sort by time)."""
+        if not events:
+            return []
+        oldest = min(str(e.get("id")) for e in events)
+        seen = set()
+        for path in (self.path, self.path + ".1"):
+            done = False
+            for event in reversed(tail(path, 100000, stop_before=oldest)):
+                seen.add(event.get("id"))
+                done = done or str(event.get("id")) < oldest
+            if done:
+                break
+        return [e for e in events if e.get("id") not in seen]
 
     def _next_id(self, now: float) -> str:
         self._seq += 1
@@ -63,13 +83,14 @@ def make_event(spec: Dict[str, Any], now: float, host: str, event_id: str) -> Di
     return event
 
 
-def tail(path: str, n: int, chunk: int = 65536) -> List[Dict[str, Any]]:
-    """The last n events (oldest first), reading only the end of the file."""
+def tail(path: str, n: int, chunk: int = 65536, stop_before: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The last n events (oldest first), reading only the end of the file; with `stop_before`,
+    reading back no further than the first event whose id sorts before it."""
     if n <= 0:
         return []
     from boxagent.base.fsutil import read_tail
     try:
-        data = read_tail(path, n, chunk)
+        data = read_tail(path, n, chunk, stop_before.encode() if stop_before else None)
     except OSError:
         return []
     out: List[Dict[str, Any]] = []

@@ -11,12 +11,13 @@ import time
 from typing import Any, Dict, List, Optional
 
 import boxagent
-from boxagent.daemon import inbox
+from boxagent.wire import inbox
 from boxagent.base import procs
+from boxagent.base.optional import deps
 from boxagent.base.fsutil import read_json
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
-from boxagent.base.units import format_bytes, format_duration, iso_utc
+from boxagent.base.units import format_bytes, format_duration, iso_utc, parse_iso_utc
 
 SCHEMA = "rgt.status/1"
 STATUS_EVENTS = 20
@@ -24,36 +25,6 @@ STATUS_EVENTS = 20
 # sample_every, 10 s by default; a loop wedged this long is as good as gone).
 STALE_AFTER_S = 120.0
 AGENT_STATES = ("running", "stale", "stopped")
-OPTIONAL_DEPS = ("psutil", "requests", "watchdog", "pynvml")
-
-
-def deps() -> Dict[str, bool]:
-    import importlib.util
-    out = {}
-    for name in OPTIONAL_DEPS:
-        if _in_zip_on_path(name):   # pynvml travels inside the .pyz
-            out[name] = True
-            continue
-        try:
-            out[name] = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):
-            out[name] = False
-    return out
-
-
-def _in_zip_on_path(name: str) -> bool:
-    """True when a zip on sys.path (the .pyz) holds the top-level module `name`. find_spec() would
-    say the same, but zipimport compiles the module's source to answer it (~90 ms for pynvml)."""
-    import zipimport   # already loaded: it is what imports the .pyz
-    for entry in sys.path:
-        finder = sys.path_importer_cache.get(entry)
-        if isinstance(finder, zipimport.zipimporter):
-            try:
-                finder.is_package(name)   # a lookup in the zip's table of contents; raises when absent
-                return True
-            except ImportError:   # zipimport.ZipImportError
-                pass
-    return False
 
 
 def agent_block(pid: Optional[int], running: bool, heartbeat_at: Optional[float], now: float,
@@ -68,46 +39,71 @@ def agent_block(pid: Optional[int], running: bool, heartbeat_at: Optional[float]
 
 
 def stage_block(st: Dict[str, Any], live: Optional[Dict[str, Any]], now: float) -> Dict[str, Any]:
+    running = st.get("state") == "running"
     duration = st.get("duration_s")
-    if st.get("state") == "running" and st.get("started_at"):
+    if running and st.get("started_at"):
         duration = round(now - st["started_at"], 3)
+    progress = st.get("progress")
+    if progress and not running and progress.get("eta_s") is not None:
+        progress = dict(progress, eta_s=None)      # an ended stage has nothing left to wait for
     block = {"name": st["name"], "kind": st.get("kind", "run"), "state": st["state"],
              "attempt": st.get("attempt", 0), "exit_code": st.get("exit_code"), "signal": st.get("signal"),
              "started_at": iso_utc(st.get("started_at")), "ended_at": iso_utc(st.get("ended_at")),
              "duration_s": duration, "marker": st.get("marker"), "log": st.get("log"),
-             "progress": st.get("progress"), "cause": st.get("cause"), "warnings": st.get("warnings") or [],
-             "retry_at": iso_utc(st.get("retry_at"))}
-    if live:
-        for key, value in live.items():
-            block[key] = value
+             "progress": progress, "metrics": st.get("metrics"), "cause": st.get("cause"),
+             "warnings": st.get("warnings") or [], "retry_at": iso_utc(st.get("retry_at"))}
+    if live and running:
+        block.update(live)
     return block
 
 
 def run_block(run: Dict[str, Any], live: Optional[Dict[str, Any]], artifacts: Optional[Dict[str, Any]],
-              now: float) -> Dict[str, Any]:
+              now: float, finalizing: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     current = run.get("current_stage")
-    return {"name": run["name"], "state": run["state"], "workdir": run.get("workdir"),
-            "created_at": iso_utc(run.get("created_at")), "queued_at": iso_utc(run.get("queued_at")),
-            "started_at": iso_utc(run.get("started_at")), "ended_at": iso_utc(run.get("ended_at")),
-            "current_stage": current, "failed_stage": run.get("failed_stage"), "cause": run.get("cause"),
-            "stages": [stage_block(st, live if st["name"] == current and st["state"] == "running" else None, now)
-                       for st in run.get("stages", [])],
-            "artifacts": artifacts or {"files": 0, "bytes": 0, "manifest": None}}
+    block = {"name": run["name"], "state": run["state"], "workdir": run.get("workdir"),
+             "created_at": iso_utc(run.get("created_at")), "queued_at": iso_utc(run.get("queued_at")),
+             "started_at": iso_utc(run.get("started_at")), "ended_at": iso_utc(run.get("ended_at")),
+             "current_stage": current, "failed_stage": run.get("failed_stage"), "cause": run.get("cause"),
+             "gpus": run.get("gpus"), "group": run.get("group"), "matrix": run.get("matrix"),
+             "stages": [stage_block(st, live if st["name"] == current else None, now)
+                        for st in run.get("stages", [])],
+             "artifacts": artifacts or {"files": 0, "bytes": 0, "manifest": None}}
+    if run.get("pending_pickup"):
+        block["pending_pickup"] = True
+    if finalizing:
+        block["finalizing"] = finalizing
+    return block
 
 
 def queued_block(req: Dict[str, Any]) -> Dict[str, Any]:
     """A submitted job the daemon has not picked up yet."""
     spec = req["spec"]
     stages = spec.get("stage") or spec.get("stages") or []
-    at = iso_utc(req.get("posted_at"))
-    return {"name": spec["name"], "state": "queued", "workdir": spec.get("workdir"), "created_at": at,
-            "queued_at": at, "started_at": None, "ended_at": None, "current_stage": None, "failed_stage": None,
-            "cause": None, "pending_pickup": True,
-            "stages": [{"name": s.get("name"), "kind": "wait" if "wait" in s else "run", "state": "pending",
-                        "attempt": 0, "exit_code": None, "signal": None, "started_at": None, "ended_at": None,
-                        "duration_s": None, "marker": None, "log": None, "progress": None, "cause": None}
-                       for s in stages if isinstance(s, dict)],
-            "artifacts": {"files": 0, "bytes": 0, "manifest": None}}
+    run = {"name": spec["name"], "state": "queued", "workdir": spec.get("workdir"), "pending_pickup": True,
+           "created_at": req.get("posted_at"), "queued_at": req.get("posted_at"),
+           "stages": [{"name": s.get("name"), "kind": "wait" if "wait" in s else "run", "state": "pending"}
+                      for s in stages if isinstance(s, dict)]}
+    return run_block(run, None, None, 0.0)
+
+
+DEFAULT_NOTIFICATIONS = {"sent": 0, "pending": 0, "failed": 0, "last_error": None}
+
+
+def compose(now: float, host: Optional[str], profile: Optional[str], agent: Dict[str, Any],
+            runs: List[Dict[str, Any]], blocks: Dict[str, Any], events: List[Dict[str, Any]],
+            live: Optional[Dict[str, Any]] = None, artifacts: Optional[Dict[str, Any]] = None,
+            finalizing: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """THE builder of status.json (`rgt.status/1`), for the daemon and for a dead agent's files.
+    `runs` are state.json dicts (queue order); `blocks` the parts' top-level blocks (health,
+    alerts, history, notifications, ...); live/artifacts/finalizing are per run name."""
+    live, artifacts, finalizing = live or {}, artifacts or {}, finalizing or {}
+    status = {"schema": SCHEMA, "observed_at": iso_utc(now), "host": host, "profile": profile, "agent": agent,
+              "health": None, "runs": [run_block(r, live.get(r["name"]), artifacts.get(r["name"]), now,
+                                                 finalizing.get(r["name"])) for r in runs],
+              "alerts": [], "notifications": dict(DEFAULT_NOTIFICATIONS), "history": {}}
+    status.update(blocks)
+    status["events"] = events
+    return status
 
 
 def daemon_pid(home: Home, roots: Roots) -> Optional[int]:
@@ -134,6 +130,7 @@ def read(home: Home, roots: Roots, now: Optional[float] = None, n_events: int = 
     agent["state"] = liveness(pid is not None, agent["heartbeat_age_s"])
     agent["stale_after_s"] = STALE_AFTER_S
     status["observed_at"] = iso_utc(now)
+    _refresh_running(status, now)
     known = {r["name"] for r in status.get("runs") or []}
     for name, req in inbox.pending_submits(home).items():
         if name not in known:
@@ -156,15 +153,33 @@ def liveness(pid_alive: bool, heartbeat_age_s: Optional[float]) -> str:
 
 
 def skeleton(home: Home, roots: Roots, now: float) -> Dict[str, Any]:
-    """No status.json yet (the daemon never ran here): what the files say."""
+    """No status.json yet (the daemon never ran here): what the files say, by the same builder."""
     from boxagent.wire import events as events_mod
-    from boxagent.engine import state
-    runs = [run_block(r, None, None, now) for r in state.load_all(home)]
-    return {"schema": SCHEMA, "observed_at": iso_utc(now), "host": None, "profile": None,
-            "agent": agent_block(None, False, None, now, roots.boot_id(), False, deps()),
-            "health": None, "runs": runs, "alerts": [],
-            "notifications": {"sent": 0, "pending": 0, "failed": 0, "last_error": None},
-            "history": {}, "events": events_mod.tail(home.events, STATUS_EVENTS)}
+    agent = agent_block(None, False, None, now, roots.boot_id(), False, deps())
+    return compose(now, None, None, agent, _state_files(home), {}, events_mod.tail(home.events, STATUS_EVENTS))
+
+
+def _state_files(home: Home) -> List[Dict[str, Any]]:
+    """runs/*/state.json, queue order (a reader's view: no engine imported)."""
+    import os
+    try:
+        names = [n for n in os.listdir(home.runs) if not n.startswith(".")]
+    except OSError:
+        return []
+    runs = [read_json(home.run_state(n)) for n in names]
+    runs = [r for r in runs if isinstance(r, dict) and r.get("schema") == "rgt.runstate/1"]
+    return sorted(runs, key=lambda r: (r.get("seq") or 0, r.get("created_at") or 0))
+
+
+def _refresh_running(status: Dict[str, Any], now: float) -> None:
+    """A running stage's elapsed time is the observer's now, not the last status.json write's."""
+    for run in status.get("runs") or []:
+        for st in run.get("stages") or []:
+            if st.get("state") == "running" and isinstance(st.get("started_at"), str):
+                try:
+                    st["duration_s"] = round(max(0.0, now - parse_iso_utc(st["started_at"])), 3)
+                except ValueError:
+                    pass
 
 
 def render_text(status: Dict[str, Any]) -> str:

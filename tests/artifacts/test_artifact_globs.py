@@ -6,7 +6,7 @@ import os
 import pytest
 
 from boxagent.artifacts import globs
-from boxagent.wire.errors import UsageError
+from boxagent.base.errors import UsageError
 
 
 def _tree(root, paths):

@@ -28,6 +28,8 @@ FAST_ENV = {
     "RGT_HEARTBEAT_EVERY": "3600",
 }
 TERMINAL = ("succeeded", "failed", "cancelled", "interrupted")
+RUN_EVENT = {"succeeded": "run_succeeded", "failed": "run_failed", "cancelled": "run_cancelled",
+             "interrupted": "run_interrupted", "running": "run_started"}
 
 
 class Box:
@@ -88,9 +90,16 @@ class Box:
         return next(s for s in self.run_state(run)["stages"] if s["name"] == stage)
 
     def wait_run(self, name: str, states: Any = TERMINAL, timeout: float = 20) -> Dict[str, Any]:
+        """Until state.json says one of `states` AND the event of that transition is in the log
+        (a transition writes the state first, carrying its events, then appends them)."""
         states = (states,) if isinstance(states, str) else states
+
+        def done() -> bool:
+            state = self.run_state(name).get("state")
+            return state in states and (state not in RUN_EVENT or any(
+                e.get("run") == name for e in self.events(RUN_EVENT[state])))
         try:
-            wait_for(lambda: self.run_state(name).get("state") in states, timeout, "run %s in %s" % (name, states))
+            wait_for(done, timeout, "run %s in %s" % (name, states))
         except AssertionError as exc:
             raise AssertionError("%s; now %s\n%s" % (exc, self.run_state(name).get("state"), self.diagnostics()))
         return self.run_state(name)

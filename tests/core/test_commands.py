@@ -34,7 +34,7 @@ def test_host_from_config_reaches_events_and_status(box):
 
 def test_logs_command(box):
     from boxagent.daemon import control
-    from boxagent.wire.errors import UsageError
+    from boxagent.base.errors import UsageError
     from boxagent.base.home import Home
     box.submit(job("lg", box.workdir, {"name": "a", "run": "for i in 1 2 3 4 5; do echo line$i; done"},
                    {"name": "b", "run": "echo bee"}))

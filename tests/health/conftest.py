@@ -5,32 +5,16 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
-FAKE_SRC = HERE / "fakenvml" / "fakenvml.c"
+FAKE_SRC = HERE / "fakenvml" / "fakenvml.c"   # the fake libnvidia-ml.so.1's source
 
 
-# -- the fake NVML library -----------------------------------------------------------------
-@pytest.fixture(scope="session")
-def fake_nvml_lib(tmp_path_factory) -> Path:
-    """libnvidia-ml.so.1 compiled from tests/health/fakenvml/fakenvml.c, in its own dir (so
-    LD_LIBRARY_PATH=<dir> makes pynvml's CDLL("libnvidia-ml.so.1") find it)."""
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if not gcc:
-        pytest.skip("gcc is not installed: cannot build the fake libnvidia-ml.so.1")
-    out = tmp_path_factory.mktemp("fakenvml") / "libnvidia-ml.so.1"
-    proc = subprocess.run([gcc, "-shared", "-fPIC", "-O2", "-Wall", "-fvisibility=hidden", "-o", str(out),
-                           str(FAKE_SRC), "-lpthread"], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
+# -- the fake NVML library: built once per session by tests/conftest.py (fake_nvml_lib) ----------
 GPU_TEMPLATE: Dict[str, Any] = {
     "name": "NVIDIA H100 80GB HBM3", "util_gpu": 95, "util_memory": 40,
     "memory_total": 85899345920, "memory_used": 42949672960, "temperature": 62,

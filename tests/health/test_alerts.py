@@ -30,7 +30,7 @@ def test_memory_alert_is_listed_while_active():
     book = AlertBook()
     book.evaluate(_mem(92), [], [], 1000.0)
     [a] = book.alerts()
-    assert (a["key"], a["type"], a["severity"], a["since"]) == ("memory", "memory_high", "warning", "1970-01-01T00:16:40Z")
+    assert (a["key"], a["type"], a["severity"], a["since"]) == ("memory", "memory_high", "warning", "1970-01-01T00:16:40.000Z")
     assert "92%" in a["summary"]
     book.evaluate(_mem(50), [], [], 1010.0)
     assert book.alerts() == []
@@ -39,12 +39,24 @@ def test_memory_alert_is_listed_while_active():
 def test_oom_kill_increase_is_critical_and_attributed():
     book = AlertBook()
     assert book.evaluate(_mem(50, oom=2), [], [("r1", "train")], 1000.0) == []   # baseline, no blame
-    [s] = book.evaluate(_mem(50, oom=3), [], [("r1", "train"), ("r2", "eval")], 1010.0)
+    # While a stage runs, a kill is held for oom_defer_s: the stage may be dying of it.
+    assert book.evaluate(_mem(50, oom=3), [], [("r1", "train"), ("r2", "eval")], 1010.0) == []
+    [s] = book.evaluate(_mem(50, oom=3), [], [("r1", "train"), ("r2", "eval")], 1016.0)
     assert (s["type"], s["severity"], s["run"], s["stage"], s["oom_kill_delta"]) == ("oom_kill", "critical", "r1", "train", 1)
     assert s["running"] == [["r1", "train"], ["r2", "eval"]]
     assert book.evaluate(_mem(50, oom=3), [], [], 1020.0) == []                 # no repeat
     assert [s["type"] for s in book.evaluate(_mem(50, oom=4), [], [], 1030.0)] == ["oom_kill"]  # every kill is news
     assert book.evaluate(_mem(50, oom=4), [], [], 1030.0 + 901) == [] and book.alerts() == []  # latched, then lapses
+
+
+def test_an_oom_kill_a_stage_reports_as_its_cause_raises_no_alert_of_its_own():
+    book = AlertBook()
+    book.evaluate(_mem(50, oom=0), [], [("r1", "train")], 1000.0)
+    assert book.evaluate(_mem(50, oom=1), [], [("r1", "train")], 1010.0) == []   # held
+    book.claim_oom(1)                                                            # the stage died of it
+    assert book.evaluate(_mem(50, oom=1), [], [], 1020.0) == [] and book.alerts() == []
+    # a later kill nobody claims is news again, at once when no stage runs
+    assert [s["oom_kill_delta"] for s in book.evaluate(_mem(50, oom=2), [], [], 1030.0)] == [1]
 
 
 def test_disk_and_inode_alerts_per_filesystem():

@@ -32,7 +32,7 @@ def test_health_block_has_designs_fields(cgtree, fake_nvml, tmp_path):
         assert DESIGN["health"] <= set(h)
         assert DESIGN["memory"] <= set(h["memory"]) and DESIGN["cpu"] <= set(h["cpu"])
         assert all(DESIGN["disk"] <= set(d) for d in h["disks"])
-        assert h["sampled_at"] == "2023-11-14T22:13:20Z"
+        assert h["sampled_at"] == "2023-11-14T22:13:20.000Z"
         assert (h["memory"]["cgroup"], h["memory"]["used_pct"]) == ("v1", 50.0)
         assert h["cpu"]["quota_cores"] == 2.5 and m.cpu_quota_cores() == 2.5
         assert h["boot_id"] == "0d7f4a8e-1111-2222-3333-444455556666" and h["uptime_s"] == 12345.67

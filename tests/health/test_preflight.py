@@ -33,7 +33,7 @@ def _kinds(failures):
 
 def test_everything_fine_means_go():
     assert preflight.check({"gpus": 2, "min_free_disk": "5G", "min_free_inodes": 1000}, _sample(), _Mon()) == []
-    assert preflight.check({}, _sample(), None) == []
+    assert preflight.check({}, _sample(), _Mon()) == []
 
 
 def test_disk_and_inodes_checked_where_the_job_writes():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -151,21 +150,6 @@ def test_simulated_reboot_is_machine_restart_never_oom(box):
     assert cause["class"] == "machine_restart", cause
     assert cause["evidence"][0] == "boot_id changed while the stage ran"
     assert cause["retryable"] is True
-
-
-@pytest.fixture(scope="module")
-def fake_nvml_lib(tmp_path_factory):
-    """The health tests' fake libnvidia-ml.so.1 (one GPU on bus 3B): kernel Xids count only
-    for GPUs this box has."""
-    from tests.health.conftest import FAKE_SRC
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if not gcc:
-        pytest.skip("gcc is not installed: cannot build the fake libnvidia-ml.so.1")
-    out = tmp_path_factory.mktemp("fakenvml") / "libnvidia-ml.so.1"
-    proc = subprocess.run([gcc, "-shared", "-fPIC", "-O2", "-o", str(out), str(FAKE_SRC), "-lpthread"],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return out
 
 
 @pytest.mark.slow

@@ -1,0 +1,64 @@
+"""The parts of the daemon on one bus: each call into a part goes through one guard here, so a bug
+in a sampler or a notifier is logged once and costs that part's feature, never the chain.
+"""
+from __future__ import annotations
+
+import traceback
+from typing import Any, Callable, Dict, List, Set, Tuple
+
+from boxagent.base.part import Part, PartContext
+
+
+class Bus:
+    def __init__(self, parts: List[Part], log: Callable[[str], None]):
+        self.parts = parts
+        self.log = log
+        self._reported: Set[Tuple[str, str, str]] = set()   # each broken call logged once, not every tick
+
+    def guard(self, part: Part, what: str, fn: Callable[[], Any], default: Any) -> Any:
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - see the module docstring
+            key = (part.name, what, type(exc).__name__)
+            if key not in self._reported:
+                self._reported.add(key)
+                self.log("error in %s.%s (the daemon goes on without it): %s: %s\n%s"
+                         % (part.name, what, type(exc).__name__, exc, traceback.format_exc()))
+            return default
+
+    def start(self, ctx: PartContext) -> None:
+        for p in self.parts:
+            self.guard(p, "start", lambda p=p: p.start(ctx), None)
+
+    def publish(self, event: Dict[str, Any]) -> None:
+        for p in self.parts:
+            self.guard(p, "on_event", lambda p=p: p.on_event(event), None)
+
+    def tick(self, now: float) -> List[Dict[str, Any]]:
+        return self._specs("tick", lambda p: p.tick(now))
+
+    def sample(self, now: float) -> List[Dict[str, Any]]:
+        return self._specs("sample", lambda p: p.sample(now))
+
+    def _specs(self, what: str, call: Callable[[Part], Any]) -> List[Dict[str, Any]]:
+        out: List[Dict[str, Any]] = []
+        for p in self.parts:
+            got = self.guard(p, what, lambda p=p: call(p), None) or []
+            out.extend(s for s in got if isinstance(s, dict))
+        return out
+
+    def status_blocks(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for p in self.parts:
+            block = self.guard(p, "status_block", p.status_block, None)
+            if isinstance(block, dict):
+                out.update(block)
+        return out
+
+    def reload(self, config: Dict[str, Any], profile: Dict[str, Any]) -> None:
+        for p in self.parts:
+            self.guard(p, "reload", lambda p=p: p.reload(config, profile), None)
+
+    def stop(self, timeout: float) -> None:
+        for p in self.parts:
+            self.guard(p, "stop", lambda p=p: p.stop(timeout), None)

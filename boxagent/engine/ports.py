@@ -1,0 +1,101 @@
+"""The engine's ports: what the scheduler needs from the world, passed in (supervisor's `options`,
+honcho's `_process_ctor`). The real implementations are engine/shimctl.py (stage processes),
+engine/journal.py (state + events on disk) and the health part (the box). Tests pass small fakes,
+so retry, backoff, cancel-during-backoff, marker skip and re-adoption run in-process in
+milliseconds; the real-daemon tests stay as integration tests.
+
+These classes document the contracts; implementations need not inherit from them.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, NamedTuple, Optional
+
+Spec = Dict[str, Any]
+
+
+class AttemptRef(NamedTuple):
+    run: str
+    stage: str
+    attempt: int
+
+
+class StageProcesses:
+    """The OS side of stage attempts: the shim that runs each one, its files and its processes."""
+
+    def launch(self, ref: AttemptRef, launch: Dict[str, Any], now: float) -> None:
+        """Start the attempt (command, workdir, env in `launch`). A failure to start is recorded as
+        the attempt's exit (exit_info), never raised."""
+        raise NotImplementedError
+
+    def exit_info(self, ref: AttemptRef) -> Optional[Dict[str, Any]]:
+        """{exit_code, signal, ended_at[, error]} once the command ended, else None."""
+        raise NotImplementedError
+
+    def claimed_for(self, ref: AttemptRef, now: float) -> Optional[float]:
+        """Seconds since a shim claimed the attempt (it runs or ran), None if none ever did."""
+        raise NotImplementedError
+
+    def shim_state(self, ref: AttemptRef) -> str:
+        """'alive', 'gone', 'refused' (a second shim found the attempt claimed) or 'unknown'."""
+        raise NotImplementedError
+
+    def command_alive(self, ref: AttemptRef) -> bool:
+        """A process of the attempt's command still lives (the shim itself may be gone)."""
+        raise NotImplementedError
+
+    def signal(self, ref: AttemptRef, sig: int) -> None:
+        """Signal every process of the attempt's command."""
+        raise NotImplementedError
+
+    def release(self, ref: AttemptRef) -> None:
+        """The attempt has ended: forget it (reaping what we started)."""
+        raise NotImplementedError
+
+    def reap(self) -> None:
+        """Collect exited shims this process started (no zombies)."""
+        raise NotImplementedError
+
+    def pid_alive(self, pid: int, start_ticks: Optional[int]) -> bool:
+        """A process we did not start (a wait stage's pid), identified by pid + start time."""
+        raise NotImplementedError
+
+    def start_ticks(self, pid: int) -> Optional[int]:
+        raise NotImplementedError
+
+
+class BoxReader:
+    """The health part, as the engine sees it: the box read NOW, at a stage's start and end."""
+
+    def anchor(self, now: float) -> Dict[str, Any]:
+        """A reading to compare against when the stage ends (stored with the stage)."""
+        raise NotImplementedError
+
+    def since(self, anchor: Optional[Dict[str, Any]], now: float, paths: List[str],
+              run: Optional[str] = None, stage: Optional[str] = None) -> Dict[str, Any]:
+        """What happened between the anchor and now, read from the box now: oom_kill_delta (None =
+        unknown), disks (statvfs of `paths` and the watched dirs), gpu_faults, cgroup_version.
+        OOM kills in the window are attributed to run/stage (no second alert for them)."""
+        raise NotImplementedError
+
+    def cpu_quota_cores(self) -> Optional[float]:
+        raise NotImplementedError
+
+    def preflight(self, preflight: Dict[str, Any], now: float, workdir: str) -> List[Dict[str, Any]]:
+        raise NotImplementedError
+
+
+class Journal:
+    """Where transitions become durable. commit() writes the run's state together with the events
+    of its transition as one unit (state first, carrying the events; then the event log), so a
+    crash between the two is repaired on the next start (the events are appended then)."""
+
+    def commit(self, run: Any, specs: List[Spec]) -> List[Dict[str, Any]]:
+        raise NotImplementedError
+
+    def emit(self, spec: Spec) -> Dict[str, Any]:
+        """An event not tied to a state change (a log stall, a suspiciously fast stage)."""
+        raise NotImplementedError
+
+    def repair(self, run: Any) -> None:
+        """At start-up: append the events a crash kept out of the log (run.pending_events)."""
+        raise NotImplementedError

@@ -1,0 +1,423 @@
+"""The scheduler: the one place that decides. Runs queue in submission order; a stage starts only
+when every earlier stage succeeded; an ended attempt is read (its facts, the box as it is now),
+judged (verdict.py) and applied through the records' transitions, whose events are committed with
+the state (journal). Attempts only report; nothing below calls back up.
+
+Every decision is a function of the state on disk plus what the box says now, so a daemon that
+died anywhere resumes correctly: `advance()` finishes half-done transitions (a failed stage in a
+running run fails the run), running stages are re-adopted at load, markers are skipped.
+"""
+from __future__ import annotations
+
+import signal
+from typing import Any, Callable, Dict, List, Optional
+
+from boxagent.engine import states as S
+from boxagent.engine.attempt import RELAUNCH, Attempt
+from boxagent.engine.facts import build_facts, newest_mtime
+from boxagent.engine.jobspec import JobError, spec_sha256, stage_kind, validate
+from boxagent.engine.launch import launch_record, stage_env
+from boxagent.engine.ports import AttemptRef, BoxReader, Journal, StageProcesses
+from boxagent.engine.records import Run, Stage
+from boxagent.engine.store import RunStore
+from boxagent.engine.verdict import decide
+from boxagent.base.units import iso_utc
+from boxagent.triage import StageWatch, build_rules, diagnose
+
+LAST_LINES = 20
+
+
+class Scheduler:
+    def __init__(self, store: RunStore, journal: Journal, procs: StageProcesses, box: BoxReader,
+                 finisher: Any, settings: Dict[str, Any], config: Dict[str, Any],
+                 profile_rules: List[Dict[str, Any]], env_hints: Dict[str, str], boot_id: Optional[str],
+                 log: Callable[[str], None]):
+        self.store, self.journal, self.procs, self.box, self.finisher = store, journal, procs, box, finisher
+        self.settings, self.config, self.log = settings, config, log
+        self.profile_rules, self.env_hints, self.boot_id = profile_rules, env_hints, boot_id
+        self.runs: Dict[str, Run] = {}
+        self.specs: Dict[str, Dict[str, Any]] = {}
+        self.active: Dict[str, Attempt] = {}
+        self.artifacts: Dict[str, Dict[str, Any]] = {}
+        self.finalizing: Dict[str, Any] = {}        # run -> ManifestJob (a worker thread hashes)
+        self.frozen = False                         # preemption: finish what runs, start nothing new
+        self._rules: Dict[str, Any] = {}
+
+    def _grace(self, name: str) -> float:
+        return float(self.settings[name])
+
+    # -- start-up: what the files say, repaired
+    def load(self, now: float) -> None:
+        for run, spec in self.store.load_all():
+            self.runs[run.name], self.specs[run.name] = run, spec
+            self.artifacts[run.name] = self.finisher.summary(run.name)
+            self.store.ensure_handbook(spec, self.config)
+            if run.pending_events:
+                self.journal.repair(run)
+
+    def adopt_running(self, now: float) -> None:
+        """Called right after load(), before any request is handled."""
+        for run in self.runs.values():
+            # Re-adopt before any request is handled: a cancel that waited in the inbox while the
+            # daemon was down must find the attempt it is about (and kill it), not an idle run.
+            st = next((s for s in run.stages if s.state == S.RUNNING), None)
+            if run.state == S.RUNNING and st is not None:
+                self._adopt(run, self._sspec(run.name, st.name), st, now)
+
+    # -- requests from the inbox
+    def submit(self, req: Dict[str, Any], now: float) -> None:
+        try:
+            spec = validate(req.get("spec"), "submit")
+        except JobError as exc:
+            self.log("dropped an invalid submit request: %s" % exc.message)
+            return
+        name, sha = spec["name"], spec_sha256(spec)
+        old = self.runs.get(name)
+        if old is not None:
+            if old.spec_sha256 == sha:
+                return                                  # identical re-submit: nothing to do
+            if old.state in S.LIVE or not req.get("replace"):
+                self.journal.emit({"type": "submit_refused", "severity": "warning", "run": name,
+                                   "summary": "a different job was submitted under the name of run %s (%s); "
+                                              "refused" % (name, old.state)}, now)
+                return
+            self.store.archive(name, now)
+            for table in (self.runs, self.specs, self.artifacts, self._rules):
+                table.pop(name, None)
+        run = Run.new(spec, sha, now, self._next_seq(), [stage_kind(s) for s in spec["stage"]])
+        self.store.create(run, spec, self.config)
+        self.runs[name], self.specs[name] = run, spec
+        self.artifacts[name] = {"files": 0, "bytes": 0, "manifest": None}
+        self.journal.commit(run, [run.created(len(spec["stage"]))], now)
+
+    def _next_seq(self) -> int:
+        return 1 + max([r.seq for r in self.runs.values()] or [0])
+
+    def cancel(self, name: str, now: float, mono: float) -> None:
+        run = self.runs.get(name)
+        if run is None or run.state not in S.LIVE:
+            return
+        att = self.active.get(name)
+        if att is not None:
+            att.stop("cancel", self._grace("stop_grace"), mono)   # it ends through the normal path
+            return
+        if run.state == S.RUNNING and (name in self.finalizing or run.all_done()):
+            # Every stage succeeded: cancelling now would throw that away for a manifest.
+            self.log("run %s: cancel ignored: every stage is done and its manifest is being built" % name)
+            return
+        specs = [st.cancel_waiting(now) for st in run.stages
+                 if st.state == S.PENDING and run.state == S.RUNNING and st.retry_at][:1]
+        self.journal.commit(run, specs + [run.cancel_idle(now)], now)
+
+    def resume(self, name: str, now: float) -> None:
+        run = self.runs.get(name)
+        if run is None or run.state not in S.RESUMABLE:
+            return
+        alive = self.live_attempt_of(run)
+        if alive is not None:
+            # A stage never runs twice: not while the previous attempt's processes live on.
+            self.log("run %s: resume refused: attempt %d of stage %s still has live processes"
+                     % (name, alive.attempt, alive.name))
+            self.journal.emit({"type": "resume_refused", "severity": "warning", "run": name, "stage": alive.name,
+                               "summary": "resume of run %s refused: attempt %d of stage %s still runs"
+                                          % (name, alive.attempt, alive.name)}, now)
+            return
+        self.journal.commit(run, [run.requeue(now, self._next_seq())], now)
+
+    def live_attempt_of(self, run: Run) -> Optional[Stage]:
+        for st in run.stages:
+            if st.attempt and st.kind == "run" and self.procs.command_alive(AttemptRef(run.name, st.name, st.attempt)):
+                return st
+        return None
+
+    # -- every fast tick
+    def tick(self, now: float, mono: float) -> None:
+        self.procs.reap()
+        if self.finalizing:
+            self.collect_manifests(now)
+        self.check_running(now, mono)
+        if not self.frozen:
+            self._schedule(now)
+
+    def check_running(self, now: float, mono: float) -> None:
+        for att in list(self.active.values()):
+            self._check(att, now, mono)
+
+    def _check(self, att: Attempt, now: float, mono: float) -> None:
+        for spec in att.poll_log(now):
+            self._emit_for(att, spec, now)
+        att.escalate(mono)
+        if att.overdue(now):
+            self.log("run %s: stage %s ran past its timeout (%ss); stopping it"
+                     % (att.run, att.stage, att.sspec.get("timeout")))
+            att.stop("timeout", self._grace("stop_grace"), mono)
+        outcome = att.check(now, self._grace("launch_grace"))
+        if outcome is RELAUNCH:
+            # The daemon died between saving `running` and the shim claiming the attempt: nothing
+            # ran, so launching the same attempt now runs it exactly once.
+            self.log("run %s: stage %s attempt %d never started; launching it" % att.ref)
+            att.launched_at = now
+            self._launch(att, self.runs[att.run])
+        elif outcome is not None:
+            self._ended(att, outcome, now)
+
+    def _schedule(self, now: float) -> None:
+        running = [r for r in self.runs.values() if r.state == S.RUNNING]
+        for run in running:
+            if run.name not in self.active and run.name not in self.finalizing:
+                self.advance(run, now)
+        if not any(r.state == S.RUNNING for r in self.runs.values()):
+            queued = sorted((r for r in self.runs.values() if r.state == S.QUEUED), key=lambda r: r.seq)
+            if queued:
+                self.start_run(queued[0], now)
+
+    def start_run(self, run: Run, now: float) -> None:
+        spec = self.specs[run.name]
+        specs = [run.start(now)]
+        failures = self.box.preflight(spec["preflight"], now, spec["workdir"]) if spec.get("preflight") else []
+        if failures:
+            cause = preflight_cause(failures)
+            specs.append(run.end_badly(S.FAILED, now, cause, None, failed_stage=None, evidence=cause["evidence"],
+                                       summary="run %s failed its preflight: %s" % (run.name, cause["summary"])))
+        self.journal.commit(run, specs, now)
+        if not failures:
+            self.advance(run, now)
+
+    def advance(self, run: Run, now: float) -> None:
+        """Start the next stage, skip marked ones, finish a half-done end, or finish the run."""
+        if self.frozen:
+            return
+        skipped: List[Dict[str, Any]] = []
+        for st in run.stages:
+            if st.state in S.DONE:
+                continue
+            if st.state == S.PENDING:
+                if st.retry_at and now < st.retry_at:
+                    break
+                if self.store.has_marker(run.name, st.name):
+                    skipped.append(st.skip(self.store.marker_path(run.name, st.name)))
+                    continue
+                self._start_attempt(run, st, now, skipped)
+                return
+            if st.state == S.RUNNING:
+                if skipped:
+                    self.journal.commit(run, skipped, now)
+                if run.name not in self.active:
+                    self._adopt(run, self._sspec(run.name, st.name), st, now)
+                return
+            # failed / cancelled / interrupted in a running run: the daemon died between the
+            # stage's transition and the run's. Finish it now.
+            cause = st.cause or {"class": "nonzero_exit", "summary": "the stage %s" % st.state, "evidence": []}
+            self.journal.commit(run, skipped + [run.end_badly(st.state, now, cause, st.name)], now)
+            return
+        else:
+            if skipped:
+                self.journal.commit(run, skipped, now)
+            self._finish_run(run, now)
+            return
+        if skipped:
+            self.journal.commit(run, skipped, now)
+
+    # -- one attempt
+    def _sspec(self, run: str, stage: str) -> Dict[str, Any]:
+        return next(s for s in self.specs[run]["stage"] if s["name"] == stage)
+
+    def _start_attempt(self, run: Run, st: Stage, now: float, prior: List[Dict[str, Any]]) -> None:
+        spec, sspec = self.specs[run.name], self._sspec(run.name, st.name)
+        attempt = st.attempt + 1
+        log = self._log_path(run.name, spec, sspec, attempt)
+        wait_pid = (sspec.get("wait") or {}).get("pid")
+        proc = {"wait_pid_ticks": self.procs.start_ticks(wait_pid)} if wait_pid else None
+        begun = run.begin_stage(st, now, log, self.boot_id, self.box.anchor(now), proc)
+        # Persisted BEFORE the launch: a daemon killed right after finds the attempt and re-adopts
+        # it (the shim's O_EXCL claim keeps it from ever running twice).
+        self.journal.commit(run, prior + [begun], now)
+        att = self._attempt(run, sspec, st, now)
+        self.active[run.name] = att
+        if st.kind == "run":
+            self._launch(att, run)
+
+    def _attempt(self, run: Run, sspec: Dict[str, Any], st: Stage, now: float) -> Attempt:
+        watch = self._watch(run.name, sspec, st.log, st.started_at or now)
+        ticks = (st.proc or {}).get("wait_pid_ticks")
+        return Attempt(AttemptRef(run.name, st.name, st.attempt), st.kind, sspec, self.specs[run.name]["workdir"],
+                       self.procs, watch, st.started_at or now, st.launched_at, ticks)
+
+    def _launch(self, att: Attempt, run: Run) -> None:
+        spec = self.specs[run.name]
+        env = stage_env(spec, att.sspec, run.name, att.ref.attempt, self.store.home.root,
+                        self.box.cpu_quota_cores(), self.env_hints)
+        log = self.store.log_path(run.name, att.stage, att.ref.attempt)
+        self.procs.launch(att.ref, launch_record(att.sspec, spec["workdir"], env, log), att.launched_at)
+
+    def _adopt(self, run: Run, sspec: Dict[str, Any], st: Stage, now: float) -> None:
+        att = self._attempt(run, sspec, st, now)
+        self.active[run.name] = att
+        if st.boot_id and self.boot_id and st.boot_id != self.boot_id:
+            self._ended(att, {}, now, boot_changed=True)
+            return
+        self.log("run %s: re-adopted stage %s attempt %d" % (run.name, st.name, st.attempt))
+
+    def _log_path(self, run: str, spec: Dict[str, Any], sspec: Dict[str, Any], attempt: int) -> Optional[str]:
+        if "wait" not in sspec:
+            return self.store.log_path(run, sspec["name"], attempt)
+        log = sspec["wait"].get("log")
+        if not log:
+            return None
+        return log if log.startswith("/") else spec["workdir"].rstrip("/") + "/" + log
+
+    def _watch(self, run: str, sspec: Dict[str, Any], log: Optional[str], started_at: float) -> Any:
+        if not log:
+            return None
+        if run not in self._rules:
+            self._rules[run] = build_rules(self.profile_rules, self.specs[run].get("rule") or [])
+        wait = sspec.get("wait") or {}
+        success = wait.get("pattern") if wait else sspec.get("success_pattern")
+        fail = wait.get("fail_pattern") if wait else sspec.get("fail_pattern")
+        return StageWatch(log, self._rules[run], success, fail, sspec.get("progress_pattern"), started_at)
+
+    # -- the end of an attempt: read, judge, apply
+    def _ended(self, att: Attempt, info: Dict[str, Any], now: float, boot_changed: bool = False) -> None:
+        self.active.pop(att.run, None)
+        if att.stop_reason and att.kind == "run":
+            self.procs.signal(att.ref, signal.SIGKILL)   # nothing of a stopped stage may survive it
+        self.procs.release(att.ref)
+        run = self.runs[att.run]
+        st = run.stage(att.stage)
+        if att.watch is not None:
+            att.watch.finish(now)
+            att.watch.close()
+        workdir = self.specs[att.run]["workdir"]
+        reading = self.box.since(st.anchor, now, [workdir], att.run, att.stage)
+        facts = build_facts(att.sspec, st.to_dict(), workdir, info, att.watch, now, att.stop_reason,
+                            bool(info.get("vanished")), boot_changed, reading)
+        verdict = decide(facts, int(att.sspec.get("retries") or 0), st.tries, self._grace("retry_backoff"),
+                         att.stop_reason, self.log)
+        live = att.watch.status_block() if att.watch is not None else {}
+        exit_code, sig = facts["exit_code"], facts["signal"]
+        if verdict.state == S.SUCCEEDED:
+            self._succeeded(run, st, facts, verdict, live, now)
+            return
+        detail = {"duration_s": facts["duration_s"], "last_lines": facts["last_lines"][-LAST_LINES:], "log": st.log}
+        if verdict.state == S.PENDING:
+            self.journal.commit(run, [st.retry_later(now, verdict.backoff, verdict.cause, exit_code, sig, detail)], now)
+            return
+        specs = [st.end_badly(verdict.state, now, verdict.cause, exit_code, sig, live.get("progress"), detail),
+                 run.end_badly(verdict.state, now, verdict.cause, st.name)]
+        self.journal.commit(run, specs, now)
+
+    def _succeeded(self, run: Run, st: Stage, facts: Dict[str, Any], verdict: Any, live: Dict[str, Any],
+                   now: float) -> None:
+        marker = self.store.write_marker(run.name, st.name, {
+            "run": run.name, "stage": st.name, "attempt": st.attempt, "succeeded_at": iso_utc(now),
+            "duration_s": facts["duration_s"], "exit_code": facts["exit_code"], "spec_sha256": run.spec_sha256})
+        specs = [st.succeed(now, facts["exit_code"], marker, verdict.warnings, live.get("progress"), live.get("metrics"))]
+        if verdict.fast is not None:
+            specs.append(dict(verdict.fast, run=run.name, stage=st.name))
+        self.journal.commit(run, specs, now)
+        self.advance(run, now)      # the next stage starts in this same tick
+
+    def _emit_for(self, att: Attempt, spec: Dict[str, Any], now: float) -> None:
+        spec = dict(spec)
+        spec.setdefault("run", att.run)
+        spec.setdefault("stage", att.stage)
+        self.journal.emit(spec, now)
+
+    # -- the end of a run
+    def _finish_run(self, run: Run, now: float) -> None:
+        """Every stage is done: build the manifest on a worker thread, one at a time (hundreds of
+        GB take minutes and the loop must keep ticking); collect_manifests() then commits
+        run_succeeded, which carries the manifest's totals and sha256. Meanwhile the run stays
+        `running` with no current stage; a daemon that stops first leaves it so, and the next one
+        gets here again (the manifest is incremental)."""
+        if self.finalizing:
+            return
+        if run.current_stage is not None:
+            run.stages_done()
+            self.store.save(run)
+        self.log("run %s: every stage is done; building its manifest" % run.name)
+        self.finalizing[run.name] = self.finisher.start(run.name, self.specs[run.name])
+
+    def collect_manifests(self, now: float) -> None:
+        for name, job in list(self.finalizing.items()):
+            if not job.done():
+                continue
+            del self.finalizing[name]
+            run = self.runs.get(name)
+            if run is not None and run.state == S.RUNNING:
+                self._run_succeeded(run, job, now)
+
+    def _run_succeeded(self, run: Run, job: Any, now: float) -> None:
+        # A failed manifest costs the manifest, never the run's success: the event says what is known.
+        manifest = job.manifest or {}
+        totals = manifest.get("totals") or {}
+        self.artifacts[run.name] = self.finisher.summary(run.name)
+        sha = self.artifacts[run.name].get("sha256") or manifest.get("sha256")
+        extra: Dict[str, Any] = {"manifest_s": job.elapsed_s}
+        if job.error:
+            extra.update(manifest_error=job.error, evidence=["the manifest could not be built: %s" % job.error])
+        duration = round(now - run.started_at, 3) if run.started_at else None
+        self.journal.commit(run, [run.succeed(now, stages=len(run.stages), duration_s=duration, artifacts={
+            "files": totals.get("files", 0), "bytes": totals.get("bytes", 0), "sha256": sha}, **extra)], now)
+
+    # -- preemption
+    def stop_all(self, reason: str, mono: float) -> None:
+        for att in list(self.active.values()):
+            att.stop(reason, self._grace("stop_grace"), mono)
+
+    def interrupt_all(self, now: float) -> None:
+        """The end of a preemption: what still runs was KILLed; every running run is interrupted."""
+        for att in list(self.active.values()):
+            att.stop_reason = att.stop_reason or "preempt"
+            self._ended(att, {"exit_code": None, "signal": 9, "ended_at": now}, now)
+        self.collect_manifests(now)
+        for run in self.runs.values():
+            if run.state == S.RUNNING and not run.all_done():
+                # (a run whose stages are all done stays running: the next daemon builds its manifest)
+                cause = diagnose({"preempted": True})
+                self.journal.commit(run, [run.end_badly(S.INTERRUPTED, now, cause, None)], now)
+
+    # -- what the loop and status ask
+    def next_deadline(self, now: float, mono: float) -> float:
+        """Seconds until something is due without any wakeup: a retry backoff ends, a stage times
+        out, a TERM escalates to KILL. The loop sleeps no longer than this (the tick may be long)."""
+        due = [3600.0]
+        if self.finalizing:
+            due.append(1.0)    # the worker wakes us when it ends; this is only a backstop
+        for run in self.runs.values():
+            if run.state == S.RUNNING:
+                due += [st.retry_at - now for st in run.stages if st.state == S.PENDING and st.retry_at]
+        for att in self.active.values():
+            d = att.deadline(now, mono)
+            if d is not None:
+                due.append(d)
+        return max(0.0, min(due))
+
+    def stall_checks(self, now: float, default_stall: Optional[float], gpu_busy: Optional[bool]) -> None:
+        for att in list(self.active.values()):
+            spec = self.specs[att.run]
+            after = att.sspec.get("stall_after") or spec.get("stall_after") or default_stall
+            if not after or att.watch is None:
+                continue
+            mtime = newest_mtime(spec["workdir"], att.sspec.get("expect") or [])
+            for ev in att.watch.stall_check(now, after, mtime, gpu_busy):
+                self._emit_for(att, ev, now)
+
+    def running_pairs(self) -> List[tuple]:
+        return [(a.run, a.stage) for a in self.active.values()]
+
+    def live(self, run: str) -> Optional[Dict[str, Any]]:
+        """The running stage's live blocks (progress, metrics) for status.json."""
+        att = self.active.get(run)
+        return att.watch.status_block() if att is not None and att.watch is not None else None
+
+
+def preflight_cause(failures: List[Dict[str, Any]]) -> Dict[str, Any]:
+    evidence: List[str] = []
+    for f in failures:
+        evidence.extend(str(e) for e in (f.get("evidence") or [f.get("summary", "")]))
+    return {"class": "preflight_failed",
+            "summary": "; ".join(str(f.get("summary", "preflight check failed")) for f in failures),
+            "remediation": "; ".join(str(f["remediation"]) for f in failures if f.get("remediation"))
+            or "fix the box (or relax `preflight`) and resume the run",
+            "retryable": False, "evidence": evidence}

@@ -1,0 +1,125 @@
+"""The real StageProcesses: each attempt runs under the agent's own shim (`exec-stage`, shim.py),
+in its own session, which records the command's pid and its exit in files. So the daemon may die
+and a later one still learns how the stage ended, and never starts an attempt twice.
+
+Everything here is cheap enough for the fast tick: a few stat()s and a waitpid(WNOHANG).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from typing import Any, Dict, List, Optional
+
+from boxagent.base import procs
+from boxagent.base.fsutil import atomic_write_json, read_json
+from boxagent.base.home import Home
+from boxagent.base.roots import Roots
+from boxagent.engine import shim
+from boxagent.engine.ports import AttemptRef
+
+
+class ShimProcesses:
+    def __init__(self, home: Home, roots: Roots, stderr_path: Optional[str] = None):
+        self.home, self.roots = home, roots
+        self.stderr_path = stderr_path
+        self.popens: Dict[AttemptRef, subprocess.Popen] = {}
+        self._pidinfo: Dict[AttemptRef, Dict[str, Any]] = {}
+        self._reaping: List[subprocess.Popen] = []
+
+    # -- starting
+    def launch(self, ref: AttemptRef, launch: Dict[str, Any], now: float) -> None:
+        self.home.ensure_run(ref.run)
+        atomic_write_json(self.home.stage_launch(*ref), launch, mode=0o600)   # job env may hold tokens
+        argv = procs.agent_argv() + ["exec-stage", "--home", self.home.root, "--run", ref.run,
+                                     "--stage", ref.stage, "--attempt", str(ref.attempt)]
+        try:
+            # The shim's own stderr (a traceback, never the command's output) goes where the
+            # daemon's goes: daemon.log when started by `start`.
+            err = open(self.stderr_path, "ab") if self.stderr_path else None
+            try:
+                self.popens[ref] = subprocess.Popen(argv, env=procs.agent_env(), cwd="/", stdin=subprocess.DEVNULL,
+                                                    stdout=subprocess.DEVNULL, stderr=err, close_fds=True,
+                                                    start_new_session=True)
+            finally:
+                if err is not None:
+                    err.close()
+        except OSError as exc:
+            # No shim at all (no python? fd limit?): the attempt ends with the reason.
+            atomic_write_json(self.home.stage_exit(*ref), {"exit_code": shim.SPAWN_FAILED, "signal": None,
+                                                           "ended_at": now,
+                                                           "error": "cannot start the stage shim: %s" % exc})
+
+    # -- files the shim writes
+    def exit_info(self, ref: AttemptRef) -> Optional[Dict[str, Any]]:
+        path = self.home.stage_exit(*ref)
+        if not os.path.exists(path):
+            return None
+        info = read_json(path)
+        return info if isinstance(info, dict) else None
+
+    def claimed_for(self, ref: AttemptRef, now: float) -> Optional[float]:
+        try:
+            return max(0.0, now - os.stat(self.home.stage_claim(*ref)).st_mtime)
+        except OSError:
+            return None
+
+    def pidinfo(self, ref: AttemptRef) -> Optional[Dict[str, Any]]:
+        if ref not in self._pidinfo:
+            info = read_json(self.home.stage_pid(*ref))
+            if not isinstance(info, dict):
+                return None
+            self._pidinfo[ref] = info
+        return self._pidinfo[ref]
+
+    # -- liveness
+    def shim_state(self, ref: AttemptRef) -> str:
+        popen = self.popens.get(ref)
+        if popen is not None:
+            rc = popen.poll()                     # reaps our own child
+            if rc is None:
+                return "alive"
+            if rc == shim.EXIT_CLAIMED:
+                del self.popens[ref]              # an earlier shim owns the attempt: follow that one
+                return "refused"
+            return "gone"
+        info = self.pidinfo(ref)
+        if info is None:
+            return "unknown"
+        return "alive" if procs.alive(self.roots, info.get("shim_pid"), info.get("shim_start_ticks")) else "gone"
+
+    def launched_here(self, ref: AttemptRef) -> bool:
+        return ref in self.popens
+
+    def command_alive(self, ref: AttemptRef) -> bool:
+        info = self.pidinfo(ref)
+        return bool(info and info.get("pgid") and procs.group_alive(info["pgid"], self.roots))
+
+    def signal(self, ref: AttemptRef, sig: int) -> None:
+        info = self.pidinfo(ref)
+        if info and info.get("pgid"):
+            procs.signal_group(info["pgid"], sig)
+            return
+        popen = self.popens.get(ref)
+        if popen is not None and popen.poll() is None:
+            # The shim has not recorded the command yet: its session holds it.
+            procs.signal_group(popen.pid, sig)
+
+    def release(self, ref: AttemptRef) -> None:
+        self._pidinfo.pop(ref, None)
+        popen = self.popens.pop(ref, None)
+        if popen is not None and popen.poll() is None:
+            self._reaping.append(popen)           # it exits right after its exit file
+
+    def reap(self) -> None:
+        if self._reaping:
+            self._reaping = [p for p in self._reaping if p.poll() is None]
+
+    # -- processes we did not start
+    def pid_alive(self, pid: int, start_ticks: Optional[int]) -> bool:
+        return procs.alive(self.roots, pid, start_ticks)
+
+    def start_ticks(self, pid: int) -> Optional[int]:
+        return self.roots.process_start_ticks(pid)
+
+

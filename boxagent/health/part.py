@@ -1,0 +1,70 @@
+"""Health as one part of the daemon (boxagent/base/part.py), and as the engine's BoxReader.
+
+It owns the timelines of the box's facts (the oom_kill counter, Xid/ECC/GPU-lost, disk state):
+the periodic sample raises alerts from them, and a stage that ends asks what happened between
+its start and now. That answer is read from the box NOW (a fresh sample: the counter, statvfs,
+the kernel log lines and NVML events still pending), never taken from the last periodic sample:
+real faults are fast, and a stage that dies of an Xid dies within milliseconds of it. The fresh
+sample is also what status.json shows next, so the screen and the cause agree.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from boxagent.base.part import Part
+from boxagent.health import preflight as preflight_mod
+from boxagent.health.monitor import HealthMonitor
+
+Watched = List[Tuple[str, str]]
+
+
+class HealthPart(Part):
+    name = "health"
+
+    def __init__(self, monitor: HealthMonitor, watched: Callable[[], Watched],
+                 running: Callable[[], List[Tuple[str, str]]]):
+        self.monitor = monitor
+        self.watched = watched          # [(path, role)]: the state dir and the live runs' workdirs
+        self.running = running          # [(run, stage)]: who an alert belongs to
+        self.last: Optional[Dict[str, Any]] = None
+
+    # -- the Part
+    def sample(self, now: float) -> List[Dict[str, Any]]:
+        self.last = self.monitor.sample(now, self.watched())
+        return self.monitor.alert_events(self.last, self.running())
+
+    def status_block(self) -> Dict[str, Any]:
+        return {"health": self.last, "alerts": self.monitor.active_alerts(), "history": self.monitor.history()}
+
+    def stop(self, timeout: float) -> None:
+        self.monitor.close()
+
+    # -- the BoxReader
+    def anchor(self, now: float) -> Dict[str, Any]:
+        return {"at": now, "oom_kill": self.monitor.oom_kill_count()}
+
+    def since(self, anchor: Optional[Dict[str, Any]], now: float, paths: List[str],
+              run: Optional[str] = None, stage: Optional[str] = None) -> Dict[str, Any]:
+        anchor = anchor or {}
+        extra = [(p, "workdir") for p in paths if p]
+        self.last = block = self.monitor.sample(now, self.watched() + extra)
+        mem = block.get("memory") or {}
+        oom, before = mem.get("oom_kill"), anchor.get("oom_kill")
+        delta = oom - before if isinstance(oom, int) and isinstance(before, int) else None
+        if delta:
+            self.monitor.alerts.claim_oom(oom)
+        t0 = anchor.get("at") if isinstance(anchor.get("at"), (int, float)) else now
+        return {"oom_kill_delta": delta, "oom_kill": oom, "cgroup_version": mem.get("cgroup"),
+                "disks": list(block.get("disks") or []), "gpu_faults": self.monitor.gpu_faults_since(t0)}
+
+    def cpu_quota_cores(self) -> Optional[float]:
+        return self.monitor.cpu_quota_cores()
+
+    def preflight(self, preflight: Dict[str, Any], now: float, workdir: str) -> List[Dict[str, Any]]:
+        self.last = sample = self.monitor.sample(now, self.watched() + [(workdir, "workdir")])
+        return preflight_mod.check(preflight, sample, self.monitor)
+
+    def gpu_busy(self) -> Optional[bool]:
+        gpus = (self.last or {}).get("gpus") or []
+        utils = [g.get("util_pct") for g in gpus if isinstance(g, dict) and g.get("util_pct") is not None]
+        return (max(utils) >= 10) if utils else None

@@ -1,0 +1,150 @@
+"""Score the agent's triage against the field corpus: logs that users pasted into public
+issue trackers, each with the class a person gave it (index.toml), plus the captured
+real-library cases (captured/index.toml) when that index exists.
+
+Every case goes through the agent's own triage, in-process, the way
+`rgt-agent triage LOG --exit-code N --json` runs it (boxagent.triage.cli.report), so a
+change to the rules or to diagnose() shows here unchanged. One difference on purpose: the
+filesystems named in an ENOSPC line are not probed (probe_disks=False, as for a log read
+from stdin). These logs were written on someone else's machine; the disks of the machine
+that runs the scorer say nothing about them, and a nearly full disk here must not change
+the score.
+
+A failure case is right when the cause's class is the expected one. An innocent case
+(class "none", exit 0) is right when triage does not call it a failure.
+
+    python -m tests.triage.field.score [INDEX ...]
+
+prints the per-class table and every miss with the class it got, the class expected and
+the deciding evidence line. Exit status: 0 when every case is right, 1 otherwise.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: the dev extra installs tomli
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from boxagent.triage.cli import report
+
+HERE = Path(__file__).resolve().parent
+INDEX = HERE / "index.toml"
+CAPTURED_INDEX = HERE / "captured" / "index.toml"
+INNOCENT = "none"
+
+# The cause classes of the design contract (cause.class), as it lists them.
+DESIGN_CLASSES = (
+    "cgroup_oom", "cuda_oom", "disk_full", "inodes_full", "code_error", "nccl",
+    "network_transient", "gpu_hardware", "torch_arch_mismatch", "driver_too_old",
+    "truncated_checkpoint", "crlf_script", "divergence", "machine_restart", "preempted",
+    "killed", "hangup", "timeout", "expect_missing", "success_pattern_missing", "cancelled",
+    "preflight_failed", "node_failure", "nonzero_exit")
+CASE_KEYS = ("file", "class", "exit_code", "source", "url", "why")
+
+
+def default_indexes() -> List[Path]:
+    """The field index, and the captured one when it exists."""
+    return [p for p in (INDEX, CAPTURED_INDEX) if p.is_file()]
+
+
+def load_cases(index_paths: Optional[Iterable[Path]] = None) -> List[Dict[str, Any]]:
+    """Every [[case]] of the given indexes, with `path` (absolute) and `index` added."""
+    cases: List[Dict[str, Any]] = []
+    for index in (default_indexes() if index_paths is None else index_paths):
+        index = Path(index)
+        with open(index, "rb") as fh:
+            data = tomllib.load(fh)
+        for case in data.get("case", []):
+            c = dict(case)
+            c["index"] = str(index)
+            c["path"] = str((index.parent / str(c.get("file", ""))).resolve())
+            cases.append(c)
+    return cases
+
+
+def triage_case(case: Dict[str, Any]) -> Dict[str, Any]:
+    """The triage report of one case, as `rgt-agent triage LOG --exit-code N --json` has it."""
+    return report(case["path"], case["exit_code"], [], "auto", None, probe_disks=False)
+
+
+def judge(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:
+    """{right, got, evidence, summary, warnings} for one case and its report."""
+    cause = rep.get("cause")
+    got = cause["class"] if cause else INNOCENT
+    right = (cause is None) if case["class"] == INNOCENT else (got == case["class"])
+    evidence = (cause.get("evidence") or ["(no evidence)"])[0] if cause else "(no failure called)"
+    return {"right": right, "got": got, "evidence": evidence,
+            "summary": cause.get("summary", "") if cause else "",
+            "warnings": list(rep.get("warnings") or [])}
+
+
+def score(index_paths: Optional[Iterable[Path]] = None) -> Dict[str, Any]:
+    """Run every case; per-class results, the misses, and the innocent runs that warned.
+
+    {"classes": {cls: {"cases", "right", "accuracy"}}, "total": {...}, "misses": [...],
+     "innocent_called_failed": [...], "innocent_warned": [...], "results": [...]}
+    """
+    results = []
+    for case in load_cases(index_paths):
+        verdict = judge(case, triage_case(case))
+        results.append(dict(case, **verdict))
+    classes: Dict[str, Dict[str, Any]] = {}
+    for r in results:
+        c = classes.setdefault(r["class"], {"cases": 0, "right": 0})
+        c["cases"] += 1
+        c["right"] += int(r["right"])
+    for c in classes.values():
+        c["accuracy"] = c["right"] / c["cases"]
+    n, ok = len(results), sum(int(r["right"]) for r in results)
+    innocent = [r for r in results if r["class"] == INNOCENT]
+    return {"classes": dict(sorted(classes.items())),
+            "total": {"cases": n, "right": ok, "accuracy": ok / n if n else 0.0},
+            "misses": [r for r in results if not r["right"]],
+            "innocent_called_failed": [r for r in innocent if not r["right"]],
+            "innocent_warned": [r for r in innocent if r["right"] and r["warnings"]],
+            "results": results}
+
+
+def render(result: Dict[str, Any]) -> str:
+    """The per-class table, then every miss, then innocent runs that drew a warning."""
+    out = ["%-22s %6s %6s %9s" % ("class", "cases", "right", "accuracy")]
+    for cls, c in result["classes"].items():
+        out.append("%-22s %6d %6d %8.0f%%" % (cls, c["cases"], c["right"], 100 * c["accuracy"]))
+    t = result["total"]
+    out.append("%-22s %6d %6d %8.0f%%" % ("TOTAL", t["cases"], t["right"], 100 * t["accuracy"]))
+    misses = result["misses"]
+    out.append("")
+    out.append("misses (%d):" % len(misses))
+    for r in misses:
+        out.append("  %s  (exit %s, %s)" % (_rel(r), r["exit_code"], r["source"]))
+        out.append("    expected %-20s got %s" % (r["class"], r["got"]))
+        out.append("    deciding evidence: %s" % r["evidence"])
+    warned = result["innocent_warned"]
+    if warned:
+        out.append("")
+        out.append("innocent runs that exited 0 but drew a warning (%d):" % len(warned))
+        for r in warned:
+            out.append("  %s: %s" % (_rel(r), r["warnings"][0]))
+    return "\n".join(out) + "\n"
+
+
+def _rel(r: Dict[str, Any]) -> str:
+    try:
+        return str(Path(r["path"]).relative_to(HERE))
+    except ValueError:
+        return r["path"]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    result = score([Path(a) for a in args] if args else None)
+    sys.stdout.write(render(result))
+    return 0 if not result["misses"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
