@@ -1,5 +1,5 @@
 """The one module that runs an agent command on a box and reads what it answered: its exit code
-(boxagent/wire/errors.py) mapped onto the client's (exitcodes.py), its `Error:`/`Hint:` lines,
+(boxagent/base/errors.py) mapped onto the client's (exitcodes.py), its `Error:`/`Hint:` lines,
 and its hints said in the client's words (`rgt-agent resume X` on the box is
 `rgt-client resume HOST X` here).
 
@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from boxagent.wire import errors as agent_errors
+from boxagent.base import errors as agent_errors
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
 from rgt_client.transport import Target, run_agent

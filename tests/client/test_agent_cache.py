@@ -15,7 +15,7 @@ from rgt_client.bundle import build_agent
 
 PY38 = "/root/.pyenv/versions/3.8.18/bin/python3.8"
 PYTHONS = [sys.executable] + ([PY38] if Path(PY38).exists() else [])
-MODULE = "boxagent.wire.errors"       # every agent command imports it
+MODULE = "boxagent.base.errors"       # every agent command imports it
 
 
 def _py_info(py: str) -> tuple[bytes, str]:
