@@ -103,7 +103,7 @@ def json_of(ans: Answer, what: str) -> dict[str, Any]:
     """The answer's JSON object; anything else is an error naming the host."""
     try:
         data = json.loads(ans.stdout)
-    except ValueError:
+    except (ValueError, RecursionError):   # RecursionError: `[[[[…` nested 100 000 deep
         data = None
     if not isinstance(data, dict):
         detail = ans.message or _last_lines(ans.stderr) or "exit %d" % ans.rc

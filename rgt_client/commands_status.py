@@ -34,9 +34,11 @@ def status(ctx: click.Context, hosts: tuple[str, ...], as_json: bool, run_name: 
     from rgt_client.ops import fetch_many
     targets = [options.target(ctx, h, home, python) for h in hosts]
     results = fetch_many(targets, status_events(events, as_json), run_name)
-    if as_json:
+    if as_json:   # streamed: json.dumps of a 4 MiB answer held ~140 MB of text at once
         data = [hs.as_json() for hs in results]
-        click.echo(json.dumps(data[0] if len(data) == 1 else data, indent=1, ensure_ascii=False))
+        out = click.get_text_stream("stdout")
+        json.dump(data[0] if len(data) == 1 else data, out, indent=1, ensure_ascii=False)
+        out.write("\n")
     else:
         from rgt_client.render import error_lines, render_status
         shown = 0

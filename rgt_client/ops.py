@@ -128,6 +128,6 @@ def submit(target: Target, job: dict[str, Any], replace: bool = False) -> tuple[
     ans = agentcall.ok(target, args, "submit", stdin=json.dumps(job).encode("utf-8"))
     try:
         out = json.loads(ans.stdout)
-    except ValueError:
+    except (ValueError, RecursionError):
         out = {}
     return (out if isinstance(out, dict) else {}), ans.notes

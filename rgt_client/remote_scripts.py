@@ -236,7 +236,7 @@ def parse_result(stdout: str, what: str, stderr: str = "") -> dict[str, Any]:
         if line.startswith(RESULT_PREFIX):
             try:
                 result = json.loads(line[len(RESULT_PREFIX):])
-            except ValueError:
+            except (ValueError, RecursionError):
                 break
             if isinstance(result, dict):
                 return result

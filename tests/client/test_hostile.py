@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 import time
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from rgt_client import exitcodes, hosts
 from rgt_client.errors import BoxTooSlow
 from rgt_client.ops import fetch_status
-from tests.hostile import HostileBox, assert_terminal_safe, huge, pause, run_client, run_on_pty
+from tests.hostile import HostileBox, assert_terminal_safe, huge, pause, run_argv, run_client, run_on_pty
 
 pytestmark = pytest.mark.ssh
 
@@ -83,11 +84,12 @@ def test_gigabyte_status_answer_is_refused_naming_the_host_in_bounded_memory(hos
     hostile.answer("status", stdout=huge(1 << 30, b'{"runs": ['))
     for cmd in (["status", "rgt-box"], ["patrol", "rgt-box"]):
         t0 = time.monotonic()
-        res = run_client(cmd + hostile.args(), sshd.config)
-        assert res.rc == exitcodes.ERROR, (cmd, res.text, res.err_text)
-        assert "rgt-box sent more than 4 MiB for `status`" in res.text + res.err_text
-        assert res.maxrss_bytes < RSS_GOAL, "peak RSS %d MB" % (res.maxrss_bytes >> 20)
+        peak, rc, err = peak_rss(cmd + hostile.args(), sshd)
+        assert rc == exitcodes.ERROR, (cmd, err)
+        assert peak < RSS_GOAL, "peak RSS %d MB" % (peak >> 20)
         assert time.monotonic() - t0 < 30
+    res = run_client(["status", "rgt-box"] + hostile.args(), sshd.config)
+    assert "rgt-box sent more than 4 MiB for `status`" in res.err_text
     assert all(c["broken"] and c["stdout_bytes"] < (64 << 20) for c in hostile.calls("status"))
 
 
@@ -95,7 +97,9 @@ def test_gigabyte_log_answer_is_cut_off_in_bounded_memory(hostile, sshd):
     hostile.answer("logs", stdout=huge(1 << 30, b"x" * 99 + b"\n"))
     res = run_client(["logs", "rgt-box", "r1"] + hostile.args(), sshd.config)
     assert res.rc == exitcodes.ERROR and "sent more than 64 MiB for `logs`" in res.err_text
-    assert res.maxrss_bytes < RSS_GOAL and res.out_bytes <= (64 << 20) + 65536
+    assert res.out_bytes <= (64 << 20) + 65536
+    peak, rc, _ = peak_rss(["logs", "rgt-box", "r1"] + hostile.args(), sshd)
+    assert rc == exitcodes.ERROR and peak < RSS_GOAL
 
 
 @pytest.mark.parametrize("field, value, named", [
@@ -215,3 +219,42 @@ def test_install_box_summary_is_sanitised():
     text = "\n".join(box_summary(evil)).encode("utf-8")
     assert b"\\x1b]52" in text
     assert_terminal_safe(text, [OSC52, CLEAR, FAKE_OK])
+
+
+def test_deeply_nested_json_is_an_error_naming_the_host_not_a_crash(hostile, sshd):
+    hostile.answer("status", stdout=b"[" * 200000 + b"\n")
+    res = run_client(["status", "rgt-box"] + hostile.args(), sshd.config)
+    assert res.rc == exitcodes.ERROR and "rgt-box answered status with something that is not JSON" in res.err_text
+    assert "internal error" not in res.err_text
+
+
+# wait4's ru_maxrss of a child started by vfork+exec from this (big) test process includes this
+# process's own high-water mark; a fresh small launcher that forks gives the client's alone.
+_LAUNCH = ("import os, sys\npid = os.fork()\nif pid == 0:\n    os.execv(sys.argv[1], sys.argv[1:])\n"
+           "_, status, usage = os.wait4(pid, 0)\nsys.stderr.write('\\nPEAK %d\\n' % usage.ru_maxrss)\n"
+           "sys.exit(os.waitstatus_to_exitcode(status))\n")
+
+
+def peak_rss(args: list, sshd) -> tuple[int, int, str]:
+    """(the client's own peak RSS in bytes, its exit code, its stderr)."""
+    from tests.hostile import client_argv
+    res = run_argv([sys.executable, "-c", _LAUNCH] + client_argv(args, sshd.config))
+    err, _, peak = res.err_text.rpartition("\nPEAK ")
+    return int(peak) * 1024, res.rc, err
+
+
+@pytest.mark.parametrize("shape", ["many runs", "long history", "one long string"])
+def test_a_status_just_under_the_cap_stays_in_bounded_memory(hostile, sshd, shape):
+    doc = status_doc()
+    if shape == "many runs":
+        doc["runs"] = [{"name": "r%d" % i, "state": "succeeded", "stages": []} for i in range(70000)]
+    elif shape == "long history":
+        doc["history"] = {"mem_used_pct": [0] * 1_300_000}
+    else:
+        doc["alerts"] = [{"severity": "warning", "type": "x", "summary": "s" * 3_900_000}]
+    assert len(json.dumps(doc)) < 4 << 20
+    hostile.answer("status", stdout=doc)
+    for cmd in (["status", "rgt-box"], ["patrol", "rgt-box"], ["status", "rgt-box", "--json"]):
+        peak, rc, err = peak_rss(cmd + hostile.args(), sshd)
+        assert rc == 0, (cmd, err[-500:])
+        assert peak < RSS_GOAL, "%s %s: peak RSS %d MB" % (shape, cmd, peak >> 20)
