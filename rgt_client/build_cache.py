@@ -6,7 +6,6 @@ sources (path, size, mtime of every file that goes into the build).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
@@ -35,15 +34,18 @@ def _sources() -> list[str]:
 
 
 def _fingerprint() -> str:
-    h = hashlib.sha256()
-    for p in _sources():
-        st = os.stat(p)
-        h.update(("%s\0%d\0%d\n" % (p, st.st_size, st.st_mtime_ns)).encode())
-    return h.hexdigest()
+    """Paths, sizes and mtimes of the sources, as a crc32: it only says "the sources changed"
+    (no secret to keep), and zlib spares every `status` loading OpenSSL for hashlib."""
+    import zlib
+    text = "".join("%s\0%d\0%d\n" % (p, st.st_size, st.st_mtime_ns)
+                   for p, st in ((p, os.stat(p)) for p in _sources())).encode()
+    return "%08x-%d" % (zlib.crc32(text), len(text))
 
 
 def agent_bytes() -> tuple[bytes, str]:
     """Build the agent in memory (no shared temp file: parallel installs must not race)."""
+    import hashlib
+
     from rgt_client import bundle
     data = bundle.build_agent_bytes()
     sha = hashlib.sha256(data).hexdigest()
@@ -81,6 +83,8 @@ def local_sha256() -> str | None:
     except (OSError, ValueError, AttributeError):
         pass
     try:
+        import hashlib
+
         from rgt_client import bundle
         sha = hashlib.sha256(bundle.build_agent_bytes()).hexdigest()
     except Exception:  # noqa: BLE001

@@ -36,7 +36,7 @@ def status(ctx: click.Context, hosts: tuple[str, ...], as_json: bool, run_name: 
     results = fetch_many(targets, status_events(events, as_json), run_name)
     if as_json:   # streamed: json.dumps of a 4 MiB answer held ~140 MB of text at once
         data = [hs.as_json() for hs in results]
-        out = click.get_text_stream("stdout")
+        out = sys.stdout
         json.dump(data[0] if len(data) == 1 else data, out, indent=1, ensure_ascii=False)
         out.write("\n")
     else:
@@ -58,13 +58,17 @@ def status(ctx: click.Context, hosts: tuple[str, ...], as_json: bool, run_name: 
 def _run_cmd(ctx: click.Context, host: str, args: list[str], run: str, home: str | None,
              python: str | None, writes: bool = False) -> None:
     """An agent command about RUN whose text answer is shown as it is (sanitised: box text)."""
+    from rgt_client.agentcall import client_hint
     from rgt_client.ops import run_command
     from rgt_client.textsafe import safe
     t = options.target(ctx, host, home, python)
     if writes:
         options.say_home(t)
     ans = run_command(t, args, run, args[0])
-    click.echo(safe(ans.text), nl=False)
+    text = safe(ans.text)
+    # cancel/resume answer in the agent's words (`rgt-agent start`); the handbook's commands
+    # are meant for the box, as written
+    click.echo(client_hint(text, host) if writes else text, nl=False)
     if ans.rc != 0:
         raise ans.error(args[0])
     ctx.exit(ans.code)
