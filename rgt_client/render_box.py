@@ -22,8 +22,11 @@ def install_summary(rep: "InstallReport") -> list[str]:
              "  home     %s (%s)" % (s(up.get("home")), rep.target.home_from)]
     lines += box_summary(up)
     lines.append("  profile  %s (%s)" % (s(rep.profile.get("name")), s(rep.profile_reason)))
-    running = agent.get("state", "running" if agent.get("running") else None) == "running"
-    lines.append("  daemon   %s" % ("running, pid %s" % s(agent.get("pid")) if running else "started"))
+    state = agent.get("state") or ("running" if agent.get("running") else "stopped")
+    if state == "running":
+        lines.append("  daemon   running, pid %s" % s(agent.get("pid")))
+    else:   # "started" here once hid a daemon that was not running after the restart
+        lines.append("  daemon   %s after the restart: rgt-client status %s" % (s(state).upper(), rep.target.host))
     lines += ["  warning  %s" % s(w) for w in rep.warnings]
     return lines
 

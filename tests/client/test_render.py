@@ -209,3 +209,14 @@ def test_a_dead_daemons_last_eta_is_not_shown():
     text = render_status(scenario([RUNNING], running=False, state="stopped"), {"host": "box"})
     assert "45% (45/100)" in text and "eta" not in text
     assert run_line(RUNNING, live=False) == "a3 running stage eval (2/3) 45% (45/100)"
+
+
+def test_install_never_says_started_for_a_daemon_that_is_not_running():
+    from rgt_client.install import InstallReport
+    from rgt_client.render_box import install_summary
+    def rep(agent):
+        return InstallReport(Target("gpu1"), "a" * 64, {"home": "/r", "replaced": True}, {"status": {"agent": agent}},
+                             {"name": "generic-ssh"}, "no marker", [], 0.0, 0.0)
+    assert "  daemon   running, pid 42" in install_summary(rep({"state": "running", "pid": 42}))
+    assert "  daemon   STALE after the restart: rgt-client status gpu1" in install_summary(rep({"state": "stale"}))
+    assert "  daemon   STOPPED after the restart" in "\n".join(install_summary(rep({"running": False})))
