@@ -126,10 +126,10 @@ def logs(ctx: click.Context, host: str, run: str, stage: str | None, lines: int,
 def watch(ctx: click.Context, host: str, run: str, every: float, max_wait: float, home: str | None,
           python: str | None) -> None:
     """Poll RUN until it ends (one short ssh per check): exit 0 succeeded, 4 failed, 6 gave up."""
-    from rgt_client.poll import watch as do_watch
+    from rgt_client.poll import WatchEvent, watch as do_watch
     from rgt_client.render_poll import watch_lines
 
-    def show(ev) -> None:  # noqa: ANN001 - poll.WatchEvent, imported lazily with poll
+    def show(ev: WatchEvent) -> None:
         for line in watch_lines(ev, host, run):
             click.echo(line)
     ctx.exit(do_watch(options.target(ctx, host, home, python), run, every, max_wait, show))

@@ -5,7 +5,7 @@ from rgt_client import exitcodes
 
 
 class ClientError(Exception):
-    def __init__(self, message: str, hint: str | None = None, code: int = exitcodes.ERROR):
+    def __init__(self, message: str, hint: str | None = None, code: int = exitcodes.ERROR) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint

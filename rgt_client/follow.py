@@ -56,7 +56,7 @@ def follow(target: Target, run: str, stage: str, lines: int, max_wait_s: float,
 
 
 class _Drain(threading.Thread):
-    def __init__(self, pipe: IO[bytes]):
+    def __init__(self, pipe: IO[bytes]) -> None:
         super().__init__(daemon=True)
         self.pipe, self.head, self.tail = pipe, b"", b""
         self.start()

@@ -107,7 +107,7 @@ def _explicit_profile(name: str | None) -> dict[str, Any] | None:
     return dict(prof, name=prof.get("name") or name)
 
 
-def _profiles_module():
+def _profiles_module() -> Any:
     try:
         from rgt_client import profiles  # type: ignore[attr-defined]
     except ImportError:

@@ -25,7 +25,7 @@ class LogSink:
     """Where log bytes go: stdout, as they are (raw) or through textsafe; remembers whether the
     output ended with a newline so the shell prompt never lands after a half line."""
 
-    def __init__(self, raw: bool, out: BinaryIO | None = None):
+    def __init__(self, raw: bool, out: BinaryIO | None = None) -> None:
         self.raw = raw
         self.out = out if out is not None else sys.stdout.buffer
         self._safe = None if raw else StreamSafe()
@@ -63,7 +63,7 @@ class FollowView:
     are one line). On a terminal the line still being drawn (a live tqdm bar) is shown in place
     with a CR of our own, padded with spaces; --raw passes the stream through untouched."""
 
-    def __init__(self, sink: LogSink, live: bool):
+    def __init__(self, sink: LogSink, live: bool) -> None:
         self.sink, self.live = sink, live and not sink.raw
         self.lines = None if sink.raw else Lines()
         self.shown = 0          # width of the live line on screen, 0 when none

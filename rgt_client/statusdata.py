@@ -49,7 +49,7 @@ _BIG = 1e18   # past this a number is nonsense, and %d/%.0f of it is slow or ove
 
 
 class Malformed(Exception):
-    def __init__(self, path: str, want: str, got: Any):
+    def __init__(self, path: str, want: str, got: Any) -> None:
         super().__init__(path)
         self.path, self.want, self.got = path, want, got
 

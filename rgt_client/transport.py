@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import IO, Callable
 
 from rgt_client import exitcodes
 from rgt_client.errors import BoxTooSlow, ClientError
@@ -218,7 +218,7 @@ class _Overflow(Exception):
 
 
 class _Timeout(Exception):
-    def __init__(self, connected: bool):
+    def __init__(self, connected: bool) -> None:
         super().__init__()
         self.connected = connected
 
@@ -272,7 +272,7 @@ def _collect(proc: subprocess.Popen, data: bytes, deadline: float | None, max_ou
     return out, err
 
 
-def _feed(sel: selectors.BaseSelector, pipe, data: bytes, sent: int) -> int:
+def _feed(sel: selectors.BaseSelector, pipe: IO[bytes], data: bytes, sent: int) -> int:
     try:
         sent += os.write(pipe.fileno(), data[sent:sent + BLOCK])
     except BrokenPipeError:
