@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "boxagent.triage.cli",        # triage
     "boxagent.notify.cli",        # notify-set notify-test
     "boxagent.artifacts.cli",     # manifest
+    "boxagent.runlog.cli",        # report-data
 )
 
 

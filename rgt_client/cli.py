@@ -24,6 +24,7 @@ COMMAND_MODULES = {
     "rgt_client.notify_cmd": ("notify-set", "notify-test"),
     "rgt_client.triage_cmd": ("triage",),
     "rgt_client.pull_cmd": ("pull", "verify"),
+    "rgt_client.report.cmd": ("report",),
 }
 MODULE_OF = {name: module for module, names in COMMAND_MODULES.items() for name in names}
 

@@ -71,7 +71,7 @@ def demo_job(work: Path, epochs: int) -> dict[str, Any]:
         "workdir": str(work),
         "stage": [
             {"name": "train", "run": "%s train.py %d" % (py, epochs), "expect": ["ckpt/best.pt"],
-             "success_pattern": "Training completed", "timeout": "5m"},
+             "success_pattern": "Training completed", "metrics_pattern": r"loss (?P<loss>[0-9.]+)", "timeout": "5m"},
             {"name": "eval", "run": "%s eval.py" % py, "expect": ["results/metrics.json"], "timeout": "2m"},
             {"name": "aggregate", "run": "%s aggregate.py" % py, "expect": ["results/report.md"],
              "timeout": "2m"},
@@ -91,7 +91,8 @@ def run_demo(base: Path, epochs: int = 5, max_wait_s: float = 90.0,
     say("== rgt demo in %s" % base)
     say("-- install the agent into a local box (home %s)" % home)
     rep = install(target, InstallOptions(profile="local", sample_every=1.0, remember=False,
-                                         notify={"notify": [{"url": "file://%s" % sink}]}), say=say)
+                                         notify={"notify": [{"url": "file://%s" % sink}]},
+                                         extra_config={"history_every": 1.0}), say=say)
     say("   agent sha256 %s, daemon started" % rep.sha256[:16])
     try:
         say("-- submit a 3-stage job: train (%d epochs) -> eval -> aggregate" % epochs)
@@ -101,10 +102,11 @@ def run_demo(base: Path, epochs: int = 5, max_wait_s: float = 90.0,
         hs = fetch_status(target, events=5)
         say(render_status(hs.status, hs.client) if hs.status else "   no status: %s" % (hs.error.message if hs.error else "?"))
         _pull_and_verify(target, base, say)
+        _write_report(target, base, say)
     finally:
         run_agent(target, ["stop"], timeout=60)
     say("-- done; the daemon is stopped. Everything is still there:")
-    for label, path in (("box home", home), ("workdir", work), ("notifications", sink),
+    for label, path in (("box home", home), ("workdir", work), ("notifications", sink), ("report", base / "report.html"),
                         ("stage logs", home / "runs" / "demo" / "logs")):
         say("   %-14s %s" % (label, path))
     return exitcodes.OK if state == "succeeded" else exitcodes.RUN_FAILED
@@ -197,6 +199,19 @@ def _pull_and_verify(target: Target, base: Path, say: Callable[[str], None]) -> 
         return
     say("   %s (%s, %d bytes moved)" % (render_verify(res.verify).replace("\n", "\n   "), res.method,
                                        res.bytes_moved))
+
+
+def _write_report(target: Target, base: Path, say: Callable[[str], None]) -> None:
+    """The run's report: one HTML file to open in a browser (rgt-client report)."""
+    from rgt_client.report.cmd import write_report
+    pulled = base / "pulled"
+    try:
+        path = write_report(target, "demo", str(base / "report.html"),
+                            str(pulled) if (pulled / "PULL_VERIFIED.json").exists() else None)
+    except ClientError as exc:
+        say("-- report: %s" % exc.message)
+        return
+    say("-- the run's report (stage timeline, events, charts; one offline HTML file): %s" % path)
 
 
 @COMMANDS.append

@@ -3,6 +3,9 @@ rgt_client.pull / rgt_client.verify, plus the teardown gate both end with.
 
 Exit codes: 0 verified; 4 the copy does not match the manifest; 5 the host is unreachable
 (or the connection broke off: run the same pull again, it resumes); 2 bad input; 1 other errors.
+
+Everything printed here that came from the box (paths, symlink targets, skip reasons, warnings,
+the profile's teardown text) goes through textsafe first; `--json` stays exact.
 """
 from __future__ import annotations
 
@@ -19,7 +22,9 @@ import click
 from boxagent.base.units import format_bytes
 from rgt_client import exitcodes, transport
 from rgt_client.errors import ClientError
+from rgt_client.destdir import Blocked, Dest
 from rgt_client.pull import METHODS, PullInfo, default_dest, pull
+from rgt_client.textsafe import safe, safe_line
 from rgt_client.verify import META_DIR, VerifyResult, verify
 
 MAX_LISTED = 50
@@ -59,7 +64,7 @@ def render_verify(res: VerifyResult) -> str:
     if res.ok:
         lines = ["OK %d/%d files, %s%s" % (res.checked, res.files, format_bytes(res.bytes), links)]
     else:
-        lines = ["  %-10s %s  (%s)" % (_LABEL.get(p.kind, p.kind.upper()), p.path, p.detail)
+        lines = ["  %-10s %s  (%s)" % (_LABEL.get(p.kind, p.kind.upper()), safe_line(p.path), safe_line(p.detail))
                  for p in res.problems[:MAX_LISTED]]
         if len(res.problems) > MAX_LISTED:
             lines.append("  ... and %d more (--json lists them all)" % (len(res.problems) - MAX_LISTED))
@@ -69,7 +74,7 @@ def render_verify(res: VerifyResult) -> str:
             res.files, format_bytes(res.bytes), links))
     for x in res.loads:
         if x["ok"] is not False:
-            lines.append("  load %s: %s" % (x["path"], x["detail"]))
+            lines.append("  load %s: %s" % (safe_line(x["path"]), safe_line(x["detail"])))
     return "\n".join(lines)
 
 
@@ -88,12 +93,24 @@ def _profile(facts: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
             return profiles.load_profile(name)
         except ClientError:
             pass
-    if facts.get("teardown"):
+    if facts.get("teardown") and _facts_ok(facts):
         return dict(facts, platform=facts.get("platform") or name or "this box")
     try:
         return profiles.load_profile(getattr(profiles, "FALLBACK", "generic-ssh"))
     except ClientError:
         return None
+
+
+def _facts_ok(facts: Dict[str, Any]) -> bool:
+    """The box's own teardown facts, used only when shaped like a profile's (a compromised box
+    must not crash the gate, nor feed it whatever it likes); its text is sanitised anyway."""
+    from rgt_client.profile_schema import validate
+    try:
+        validate({"platform": "box", "kind": "ssh-rental", "verified": False,
+                  "teardown": facts.get("teardown"), "danger_clock": facts.get("danger_clock") or []})
+    except ClientError:
+        return False
+    return isinstance(facts.get("platform", ""), str)
 
 
 def gate_text(facts: Optional[Dict[str, Any]], verified: bool, why: Optional[str] = None) -> str:
@@ -111,7 +128,7 @@ def gate_text(facts: Optional[Dict[str, Any]], verified: bool, why: Optional[str
     elif verified and not text:
         text = ("Safe to tear down: the local copy matches the box's manifest. Check your "
                 "platform's stop vs destroy verbs; rgt never stops, releases or destroys anything.")
-    return text.rstrip()
+    return safe(text.rstrip())
 
 
 def _why(res: VerifyResult) -> str:
@@ -122,10 +139,11 @@ def _why(res: VerifyResult) -> str:
 
 def _pull_facts(dest: str) -> Dict[str, Any]:
     try:
-        with open(os.path.join(dest, META_DIR, "pull.json"), "rb") as fh:
-            return json.loads(fh.read().decode("utf-8"))
-    except (OSError, ValueError):
+        with Dest(dest) as d:
+            facts = json.loads(d.read(META_DIR + "/pull.json", 1 << 20).decode("utf-8"))
+    except (OSError, ValueError, Blocked):
         return {}
+    return facts if isinstance(facts, dict) else {}
 
 
 def _target(ctx: click.Context, host: str, home: Optional[str], python: Optional[str]) -> transport.Target:
@@ -138,19 +156,23 @@ def _target(ctx: click.Context, host: str, home: Optional[str], python: Optional
 
 
 def _announce(info: PullInfo, how: str, dest: str, run: str, host: str) -> None:
-    t = info.manifest.get("totals") or {}
+    m = info.manifest
     click.echo("pull %s from %s: %d files, %s (manifest %s…) via %s -> %s" % (
-        run, host, t.get("files", 0), format_bytes(t.get("bytes", 0)),
-        (info.head.get("manifest_sha256") or "")[:12], how, dest), err=True)
-    if info.head.get("run_state") not in (None, "succeeded"):
+        run, host, len(m["files"]), format_bytes(sum(f["bytes"] for f in m["files"])),
+        info.head["manifest_sha256"][:12], how, dest), err=True)
+    state = info.head.get("run_state")
+    if state not in (None, "succeeded"):
         click.echo("  note: run %s is %s on the box; these are its files as they are now"
-                   % (run, info.head.get("run_state")), err=True)
-    for s in (info.manifest.get("symlinks") or [])[:5]:
-        click.echo("  symlink recorded, not followed: %s -> %s" % (s["path"], s["target"]), err=True)
-    for s in (info.manifest.get("skipped") or [])[:5]:
-        click.echo("  skipped on the box: %s (%s)" % (s["path"], s["reason"]), err=True)
-    for w in (info.manifest.get("warnings") or [])[:5]:
-        click.echo("  warning: %s" % w, err=True)
+                   % (run, safe_line(state)), err=True)
+    for s in (m.get("symlinks") or [])[:5]:
+        click.echo("  symlink recorded, not followed: %s -> %s" % (safe_line(s["path"]), safe_line(s["target"])),
+                   err=True)
+    for s in (m.get("skipped") or [])[:5]:
+        s = s if isinstance(s, dict) else {"path": s}
+        click.echo("  skipped on the box: %s (%s)" % (safe_line(s.get("path")), safe_line(s.get("reason"))),
+                   err=True)
+    for w in (m.get("warnings") or [])[:5]:
+        click.echo("  warning: %s" % safe_line(w), err=True)
 
 
 @click.command("pull")

@@ -2,6 +2,7 @@
 Every field the box sent goes through textsafe (render_run.s) before it reaches the terminal."""
 from __future__ import annotations
 
+import math
 import shlex
 from typing import Any, Iterable
 
@@ -58,7 +59,8 @@ def render_status(status: dict[str, Any], client: dict[str, Any]) -> str:
     host = client.get("host") or s(status.get("host"))
     lines = _header(status, client)
     lines += _health(status.get("health") or {}, status.get("history") or {})
-    lines += _runs(status.get("runs") or [], host, bool(client.get("show_all")), statusdata.alive(status))
+    lines += _runs(status.get("runs") or [], host, bool(client.get("show_all")), statusdata.alive(status),
+                   status.get("metrics_history") or {})
     lines += _alerts(status.get("alerts") or [])
     lines += _notifications(status.get("notifications"))
     if client.get("show_events"):
@@ -66,13 +68,14 @@ def render_status(status: dict[str, Any], client: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _runs(runs: list[dict[str, Any]], host: str, show_all: bool, live: bool) -> list[str]:
+def _runs(runs: list[dict[str, Any]], host: str, show_all: bool, live: bool,
+          metrics: dict[str, Any]) -> list[str]:
     if not runs:
         return ["  no runs yet: rgt-client run %s JOB.toml" % shlex.quote(host)]
     shown, hidden = statusdata.runs_to_show(runs, show_all)
     lines: list[str] = []
     for run in shown:
-        lines += _run(run, live)
+        lines += _run(run, live, metrics.get(str(run.get("name"))))
     if hidden:
         lines.append("… %d older ended run%s not shown: rgt-client status %s --all"
                      % (hidden, "" if hidden == 1 else "s", shlex.quote(host)))
@@ -155,17 +158,38 @@ def _int(v: Any) -> str:
     return "-" if not isinstance(v, (int, float)) else "%.0f" % v
 
 
-def _run(run: dict[str, Any], live: bool) -> list[str]:
+def _run(run: dict[str, Any], live: bool, spark: dict[str, Any] | None = None) -> list[str]:
     lines = ["run %s  %s%s" % (s(run.get("name")), s(run.get("state")),
                                "  workdir %s" % s(run["workdir"]) if run.get("workdir") else "")]
     if run.get("pending_pickup"):
         lines.append("  (submitted; the daemon has not picked it up yet)")
     for st in run.get("stages") or []:
         lines += stage_lines(st, live)
+        lines += _metrics(st, spark if spark and spark.get("stage") == st.get("name") else None)
     art = run.get("artifacts") or {}
     if art.get("files"):
         lines.append("  artifacts %s files, %s" % (art.get("files"), format_bytes(art.get("bytes"))))
     return lines
+
+
+def _metrics(st: dict[str, Any], spark: dict[str, Any] | None) -> list[str]:
+    """`metrics loss 0.2315, acc 0.91  loss ▇▆▅▃▂▁`: the last values, and the first metric's last
+    hour as a sparkline (its own scale: a metric has no fixed range). A NaN is shown as `nan`."""
+    metrics = st.get("metrics") or {}
+    values = [v for v in (spark or {}).get("values") or [] if isinstance(v, (int, float)) and math.isfinite(v)]
+    if not metrics and not values:
+        return []
+    name = s((spark or {}).get("metric"))
+    shown = ", ".join("%s %s" % (s(k), _metric(v)) for k, v in list(metrics.items())[:4])
+    line = "      metrics %s" % (shown or "%s %s" % (name, _metric(values[-1])))
+    if len(values) > 1:
+        line += "  %s " % name
+        line += sparkline(values, min(values), max(values), width=max(8, min(30, WIDTH - len(line))))
+    return [line]
+
+
+def _metric(v: Any) -> str:
+    return "%.4g" % v if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
 
 
 def _alerts(alerts: list[dict[str, Any]]) -> list[str]:

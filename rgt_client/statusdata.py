@@ -19,11 +19,12 @@ ENDED_BAD = ("failed", "cancelled", "interrupted")
 RECENT_ENDED = 5          # `status` without --all: active runs and this many ended ones
 
 # -- the shape the client reads (anything else in the answer is passed on by --json, unread) --
-# "s" str, "n" finite number, "i" int, "b" bool; every field may also be null/absent.
+# "s" str, "n" finite number, "f" any number (a metric: NaN or inf is news, not damage),
+# "i" int, "b" bool; every field may also be null/absent.
 _PROGRESS = {"done": "n", "total": "n", "fraction": "n", "eta_s": "n", "last_line": "s"}
 _CAUSE = {"class": "s", "summary": "s", "remediation": "s", "retryable": "b", "evidence": ["s"]}
 _STAGE = {"name": "s", "kind": "s", "state": "s", "attempt": "i", "exit_code": "i", "duration_s": "n",
-          "log": "s", "progress": _PROGRESS, "cause": _CAUSE, "warnings": ["s"]}
+          "log": "s", "progress": _PROGRESS, "cause": _CAUSE, "warnings": ["s"], "metrics": {"*": "f"}}
 _RUN = {"name": "s", "state": "s", "workdir": "s", "created_at": "s", "started_at": "s", "ended_at": "s",
         "stages": [_STAGE], "artifacts": {"files": "i", "bytes": "n"}, "pending_pickup": "b"}
 _GPU = {"index": "i", "name": "s", "util_pct": "n", "memory_used_bytes": "n", "memory_total_bytes": "n",
@@ -43,8 +44,9 @@ SHAPE = {
     "alerts": [{"severity": "s", "type": "s", "summary": "s"}],
     "notifications": {"sent": "i", "pending": "i", "failed": "i", "last_error": "s"},
     "events": [{"at": "s", "severity": "s", "type": "s", "summary": "s"}],
+    "metrics_history": {"*": {"stage": "s", "metric": "s", "values": ["f"]}},
 }
-_NAMES = {"s": "a string", "n": "a finite number", "i": "an integer", "b": "true or false"}
+_NAMES = {"s": "a string", "n": "a finite number", "f": "a number", "i": "an integer", "b": "true or false"}
 _BIG = 1e18   # past this a number is nonsense, and %d/%.0f of it is slow or overflows
 
 
@@ -101,6 +103,8 @@ def _scalar(value: Any, kind: str, path: str) -> None:
         good = False
     elif kind == "i":
         good = isinstance(value, int) and abs(value) < _BIG
+    elif kind == "f":
+        good = not isinstance(value, int) or abs(value) < _BIG   # a float is any float
     else:
         good = abs(value) < _BIG and math.isfinite(value)   # abs first: isfinite(10**400) overflows
     if not good:

@@ -13,7 +13,6 @@ DEST layout: the pulled files as they were under the run's workdir, plus
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import stat as stat_mod
 import time
@@ -21,14 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from boxagent.artifacts import hashing
-from boxagent.base.fsutil import atomic_write_json
-from rgt_client import exitcodes
+from boxagent.base.fsutil import dumps
+from rgt_client import exitcodes, manifest_check
+from rgt_client.destdir import Blocked, Dest
 from rgt_client.errors import ClientError
+from rgt_client.manifest_check import META_DIR, RSYNC_PARTIAL, VERIFIED_NAME
 
-VERIFIED_NAME = "PULL_VERIFIED.json"
-META_DIR = ".rgt"
-RSYNC_PARTIAL = ".rgt-partial"
 SCHEMA = "rgt.pull_verified/1"
+STALE_NAME = META_DIR + "/PULL_VERIFIED.stale.json"
 
 # (size, mtime_ns, sha256) already known for a path: hashed while the pull wrote it.
 Known = Dict[str, Tuple[int, int, str]]
@@ -73,53 +72,23 @@ def load_manifest(path: str) -> Tuple[bytes, Dict[str, Any]]:
     """(exact bytes, parsed) of a manifest; ClientError(USAGE) when it is missing or not one."""
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            raw = fh.read(manifest_check.max_bytes() + 1)
     except OSError as exc:
         raise ClientError("cannot read the manifest %s: %s" % (path, exc.strerror or exc),
                           "pull first (rgt-client pull HOST RUN DEST), or name it with --manifest",
                           exitcodes.USAGE)
-    try:
-        m = json.loads(raw.decode("utf-8"))
-    except ValueError as exc:
-        raise ClientError("%s is not valid JSON: %s" % (path, exc), "pull again to fetch it whole",
-                          exitcodes.USAGE)
-    check_manifest(m, path)
-    return raw, m
-
-
-def _bad_path(p: Any) -> bool:
-    if not isinstance(p, str) or not p or "\0" in p or p.startswith("/"):
-        return True
-    parts = p.split("/")
-    return any(s in ("", ".", "..") for s in parts) or parts[0] in (META_DIR, VERIFIED_NAME) \
-        or RSYNC_PARTIAL in parts
+    return raw, manifest_check.parse(raw, path, exitcodes.USAGE)
 
 
 def check_manifest(m: Any, where: str) -> None:
     """Refuse a manifest that is not one, or whose paths would write outside DEST (a box we do
     not trust must not be able to plant `../../.bashrc` or write through its own symlink)."""
-    if not isinstance(m, dict) or m.get("schema") != "rgt.manifest/1" or not isinstance(m.get("files"), list):
-        raise ClientError("%s is not an rgt manifest (schema rgt.manifest/1)" % where,
-                          "pass the run's manifest.json", exitcodes.USAGE)
-    links = set()
-    for s in m.get("symlinks") or []:
-        if not isinstance(s, dict) or _bad_path(s.get("path")) or not isinstance(s.get("target"), str):
-            raise ClientError("%s: bad symlink entry %r" % (where, s), code=exitcodes.USAGE)
-        links.add(s["path"])
-    for f in m["files"]:
-        if not isinstance(f, dict) or _bad_path(f.get("path")) or not isinstance(f.get("bytes"), int) \
-                or not isinstance(f.get("sha256"), str):
-            raise ClientError("%s: bad or unsafe file entry %r" % (where, f),
-                              "paths must be relative, without `..`, and not rgt's own names",
-                              exitcodes.USAGE)
-        parts = f["path"].split("/")
-        if any("/".join(parts[:n]) in links for n in range(1, len(parts))):
-            raise ClientError("%s: %s lies below a symlink of the same manifest" % (where, f["path"]),
-                              code=exitcodes.USAGE)
+    manifest_check.check(m, where)
 
 
-def local_listing(dest: str) -> Tuple[Dict[str, os.stat_result], Dict[str, str], List[str]]:
-    """(regular files, symlinks -> target, other entries) under dest, without rgt's own names."""
+def local_listing(dest: Dest) -> Tuple[Dict[str, os.stat_result], Dict[str, str], List[str]]:
+    """(regular files, symlinks -> target, other entries) under dest, without rgt's own names;
+    folders are entered by descriptor, never through a symlink."""
     files: Dict[str, os.stat_result] = {}
     links: Dict[str, str] = {}
     other: List[str] = []
@@ -127,24 +96,22 @@ def local_listing(dest: str) -> Tuple[Dict[str, os.stat_result], Dict[str, str],
     while stack:
         cur = stack.pop()
         try:
-            it = os.scandir(os.path.join(dest, cur) if cur else dest)
-        except OSError as exc:
-            raise ClientError("cannot list %s: %s" % (os.path.join(dest, cur), exc.strerror or exc),
-                              "check the folder's permissions")
-        with it:
-            for de in it:
-                rel = cur + "/" + de.name if cur else de.name
-                if (not cur and de.name in (META_DIR, VERIFIED_NAME)) or de.name == RSYNC_PARTIAL:
-                    continue
-                st = de.stat(follow_symlinks=False)
-                if stat_mod.S_ISDIR(st.st_mode):
-                    stack.append(rel)
-                elif stat_mod.S_ISREG(st.st_mode):
-                    files[rel] = st
-                elif stat_mod.S_ISLNK(st.st_mode):
-                    links[rel] = os.readlink(de.path)
-                else:
-                    other.append(rel)
+            entries = list(dest.entries(cur))
+        except (OSError, Blocked) as exc:
+            raise ClientError("cannot list %s: %s" % (os.path.join(dest.path, cur), getattr(exc, "strerror", None)
+                                                      or exc), "check the folder's permissions")
+        for name, st in entries:
+            rel = cur + "/" + name if cur else name
+            if (not cur and name in (META_DIR, VERIFIED_NAME)) or name == RSYNC_PARTIAL:
+                continue
+            if stat_mod.S_ISDIR(st.st_mode):
+                stack.append(rel)
+            elif stat_mod.S_ISREG(st.st_mode):
+                files[rel] = st
+            elif stat_mod.S_ISLNK(st.st_mode):
+                links[rel] = dest.readlink(rel)
+            else:
+                other.append(rel)
     return files, links, other
 
 
@@ -211,37 +178,42 @@ def verify(dest: str, manifest: Optional[str] = None, check_load: bool = False,
     if not os.path.isdir(dest):
         raise ClientError("%s is not a directory" % dest, "name the folder you pulled into", exitcodes.USAGE)
     raw, m = load_manifest(manifest or manifest_path(dest))
-    files, links, other = local_listing(dest)
-    problems, to_hash = _compare_sets(m, files, links, other)
-    if not m["files"] and not m.get("symlinks"):
-        # An empty manifest "verifies" trivially; calling that safe would let a typo in the
-        # include patterns end with the results destroyed on the box.
-        problems.append(Problem("(manifest)", "empty", "the manifest lists no files: do the run's "
-                                "[artifacts] include patterns match what it wrote?"))
-    hash_problems, ok = _hash_check(dest, to_hash, files, known, workers)
-    res = VerifyResult(dest, str(m.get("run") or "?"), hashlib.sha256(raw).hexdigest(), len(m["files"]),
-                       sum(f["bytes"] for f in m["files"]), len(m.get("symlinks") or []),
-                       sorted(problems + hash_problems, key=lambda p: (p.kind != "sha256", p.path)), ok)
-    if check_load:
-        res.loads = check_loads(dest, [f["path"] for f in m["files"]])
-        res.problems += [Problem(x["path"], "load", x["detail"]) for x in res.loads if x["ok"] is False]
-    res.elapsed_s = time.monotonic() - t0
-    record(res, now)
+    with Dest(dest) as d:
+        files, links, other = local_listing(d)
+        problems, to_hash = _compare_sets(m, files, links, other)
+        if not m["files"] and not m.get("symlinks"):
+            # An empty manifest "verifies" trivially; calling that safe would let a typo in the
+            # include patterns end with the results destroyed on the box.
+            problems.append(Problem("(manifest)", "empty", "the manifest lists no files: do the run's "
+                                    "[artifacts] include patterns match what it wrote?"))
+        hash_problems, ok = _hash_check(dest, to_hash, files, known, workers)
+        res = VerifyResult(dest, str(m.get("run") or "?"), hashlib.sha256(raw).hexdigest(), len(m["files"]),
+                           sum(f["bytes"] for f in m["files"]), len(m.get("symlinks") or []),
+                           sorted(problems + hash_problems, key=lambda p: (p.kind != "sha256", p.path)), ok)
+        if check_load:
+            res.loads = check_loads(dest, [f["path"] for f in m["files"]])
+            res.problems += [Problem(x["path"], "load", x["detail"]) for x in res.loads if x["ok"] is False]
+        res.elapsed_s = time.monotonic() - t0
+        record(d, res, now)
     return res
 
 
-def record(res: VerifyResult, now: Optional[float] = None) -> None:
-    path = os.path.join(res.dest, VERIFIED_NAME)
-    if not res.ok:
-        if os.path.exists(path):  # never leave an old "verified" next to files that no longer match
-            os.makedirs(os.path.join(res.dest, META_DIR), exist_ok=True)
-            os.replace(path, os.path.join(res.dest, META_DIR, "PULL_VERIFIED.stale.json"))
-        return
-    _sync()
-    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if now is None else now))
-    atomic_write_json(path, {"schema": SCHEMA, "run": res.run, "manifest_sha256": res.manifest_sha256,
-                             "files": res.files, "bytes": res.bytes, "symlinks": res.symlinks,
-                             "verified_at": when})
+def record(dest: Dest, res: VerifyResult, now: Optional[float] = None) -> None:
+    """PULL_VERIFIED.json when res is ok; else an old one moved aside. Both by descriptor: a
+    `.rgt` that became a symlink is refused, not written through."""
+    try:
+        if not res.ok:
+            if dest.lstat(VERIFIED_NAME) is not None:  # never leave an old "verified" beside files that differ
+                dest.replace(VERIFIED_NAME, STALE_NAME)
+            return
+        _sync()
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if now is None else now))
+        body = {"schema": SCHEMA, "run": res.run, "manifest_sha256": res.manifest_sha256, "files": res.files,
+                "bytes": res.bytes, "symlinks": res.symlinks, "verified_at": when}
+        dest.write_atomic(VERIFIED_NAME, (dumps(body) + "\n").encode("utf-8"))
+    except Blocked as b:
+        raise ClientError("cannot write %s in %s: %s %s" % (VERIFIED_NAME, res.dest, b.at, b.why),
+                          "make %s a plain folder again" % b.at)
 
 
 def _sync() -> None:
@@ -257,8 +229,10 @@ def _load_torch(path: str) -> Optional[str]:
     import torch  # noqa: F401  (optional: only with --check-load)
     try:
         torch.load(path, map_location="cpu", weights_only=True)
-    except TypeError:  # torch < 1.13 has no weights_only
-        torch.load(path, map_location="cpu")
+    except TypeError:
+        # torch < 1.13 has no weights_only, and a full torch.load unpickles: a compromised box
+        # would run its own code on this machine. Not loading is the only safe answer.
+        raise ImportError("torch >= 1.13 (weights_only loading)")
     return None
 
 
@@ -283,8 +257,10 @@ def check_loads(dest: str, paths: List[str]) -> List[Dict[str, Any]]:
         try:
             loader(os.path.join(dest, rel))
             out.append({"path": rel, "ok": True, "detail": "loaded with %s" % lib})
-        except ImportError:
+        except ModuleNotFoundError:
             out.append({"path": rel, "ok": None, "detail": "skipped: %s is not installed here" % lib})
+        except ImportError as exc:
+            out.append({"path": rel, "ok": None, "detail": "skipped: needs %s" % exc})
         except Exception as exc:  # noqa: BLE001 - any failure to load is the finding
             out.append({"path": rel, "ok": False, "detail": "%s cannot load it: %s: %s"
                         % (lib, type(exc).__name__, str(exc)[:200])})

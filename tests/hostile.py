@@ -21,32 +21,26 @@ stdout/stderr take bytes, str, a JSON-able dict/list (dumped + newline), a Part 
 
 run_client() runs rgt-client as a real process and reports its peak RSS; run_on_pty() does the
 same with stdout and stderr on a real pseudo-terminal and returns what a terminal would receive;
-raw_controls() lists the control bytes in it that a terminal would act on.
+raw_controls() lists the control bytes in it that a terminal would act on (tests/clientproc.py,
+re-exported here).
 """
 from __future__ import annotations
 
 import base64
-import errno
-import fcntl
 import hashlib
 import json
 import os
-import re
-import select
 import shutil
-import struct
-import subprocess
-import sys
-import tempfile
-import termios
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import pytest
 
 from rgt_client.transport import Target
+from tests.clientproc import (ClientRun, assert_terminal_safe, client_argv, raw_controls,  # noqa: F401
+                              run_argv, run_client, run_on_pty)
 
 AGENT_NAME = "rgt-agent.pyz"
 PLAN_DIR = "hostile"
@@ -134,6 +128,25 @@ def pause(seconds: float) -> Part:
     return Part({"sleep": float(seconds)})
 
 
+def _size(p: Part) -> int:
+    return p.spec["bytes"] if "fill" in p.spec else len(base64.b64decode(p.spec.get("b64", "")))
+
+
+def _sha256(parts: List[Part]) -> str:
+    """The sha256 of what the box will send, computed the way it sends it: in blocks."""
+    h = hashlib.sha256()
+    for p in parts:
+        if "fill" in p.spec:
+            unit, left = base64.b64decode(p.spec["fill"]), p.spec["bytes"]
+            block = (unit * ((1 << 20) // len(unit) + 1))[:1 << 20]
+            while left > 0:
+                h.update(block[:min(left, len(block))])
+                left -= len(block)
+        elif "b64" in p.spec:
+            h.update(base64.b64decode(p.spec["b64"]))
+    return h.hexdigest()
+
+
 Chunk = Union[bytes, str, dict, list, Part, None]
 
 
@@ -169,8 +182,7 @@ class Answer:
 def frame(path: str, data: Union[bytes, Part], offset: int = 0, nbytes: Optional[int] = None) -> List[Part]:
     """A pull-stream frame: its header line, then the body (`nbytes` defaults to the body's size;
     give another number to lie about it)."""
-    size = (data.spec["bytes"] if "fill" in data.spec else len(base64.b64decode(data.spec["b64"]))) \
-        if isinstance(data, Part) else len(data)
+    size = _size(data) if isinstance(data, Part) else len(data)
     head = {"path": path, "offset": offset, "bytes": size if nbytes is None else nbytes}
     return [raw((json.dumps(head, ensure_ascii=False) + "\n").encode("utf-8")),
             data if isinstance(data, Part) else raw(data)]
@@ -240,28 +252,31 @@ class HostileBox:
         m.update(extra)
         return m
 
-    def pull_info(self, run: str, manifest: Union[Dict[str, Any], bytes, Part], rsync: bool = False,
-                  **head: Any) -> Dict[str, Any]:
-        """Plan `pull-info RUN`: the header line, then the manifest's bytes. rsync=True names
-        the box's real rsync, so the client takes the rsync path. Returns the header sent."""
-        body = manifest if isinstance(manifest, (bytes, Part)) else \
-            json.dumps(manifest, ensure_ascii=False).encode("utf-8", "surrogatepass")
-        size = body.spec.get("bytes", 0) if isinstance(body, Part) else len(body)
+    def pull_info(self, run: str, manifest: Union[Dict[str, Any], bytes, Part, List[Part]], rsync: bool = False,
+                  trailer: Any = None, **head: Any) -> Dict[str, Any]:
+        """Plan `pull-info RUN`: the header line, then the manifest's bytes (then `trailer`, more
+        than the header announced). rsync=True names the box's real rsync, so the client takes
+        the rsync path; **head overrides header fields. Returns the header sent."""
+        if isinstance(manifest, dict):
+            manifest = json.dumps(manifest, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        body = _parts(manifest)
+        size = sum(_size(p) for p in body)
         rs = shutil.which("rsync") if rsync else None
         h = {"schema": "rgt.pullinfo/1", "run": run, "root": str(self.work), "rsync": rs,
              "rsync_version": "3.2.7" if rs else None, "manifest_bytes": size,
-             "manifest_sha256": hashlib.sha256(body).hexdigest() if isinstance(body, bytes) else "0" * 64,
+             "manifest_sha256": _sha256(body),
              "run_state": "succeeded", "profile": {"name": None, "teardown": None, "danger_clock": None},
              "host": "hostile-box"}
         h.update(head)
-        self.answer("pull-info", stdout=[raw((json.dumps(h, ensure_ascii=False) + "\n").encode("utf-8")), body])
+        head_line = raw((json.dumps(h, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass"))
+        self.answer("pull-info", stdout=[head_line] + body + _parts(trailer))
         return h
 
-    def pull_stream(self, *frames: Union[Part, List[Part]], rc: int = 0) -> None:
-        """Plan `pull-stream RUN`: frames built with frame(), frame_error() and END."""
+    def pull_stream(self, *frames: Union[Part, bytes, List[Part]], rc: int = 0) -> None:
+        """Plan `pull-stream RUN`: frames built with frame(), frame_error() and END, or raw bytes."""
         parts: List[Part] = []
         for f in frames:
-            parts.extend(f if isinstance(f, list) else [f])
+            parts.extend(f if isinstance(f, list) else _parts(f))
         self.answer("pull-stream", stdout=parts, rc=rc)
 
     # --- what the client did ---------------------------------------------------------------
@@ -283,6 +298,15 @@ class HostileBox:
                     opened[0].update(rec)
         return [c for c in out if key is None or c["key"] == key]
 
+    def ended(self, key: str, timeout: float = 20) -> List[Dict[str, Any]]:
+        """calls(key) once each has its end record (a box notices a hang-up a moment later)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            calls = self.calls(key)
+            if all("end" in c for c in calls) or time.monotonic() > deadline:
+                return calls
+            time.sleep(0.05)
+
     # --- how the client reaches it ---------------------------------------------------------
     def target(self, local: bool = False) -> Target:
         if local:
@@ -301,141 +325,6 @@ def hostile(sshd, tmp_path) -> HostileBox:
     return HostileBox(tmp_path / "hostile", sshd.config)
 
 
-# --- running the client as a real process -----------------------------------------------------
-
-OUT_CAP = 4 << 20
-
-
-@dataclass
-class ClientRun:
-    rc: int
-    out: bytes                 # stdout (first OUT_CAP bytes); on a pty: all the terminal received
-    err: bytes                 # stderr (first OUT_CAP bytes); empty on a pty when merged there
-    out_bytes: int             # how much stdout really came (a flood is counted, not kept)
-    maxrss_bytes: int          # the client process's peak resident memory
-    elapsed_s: float
-    argv: List[str] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        return self.out.decode("utf-8", "replace")
-
-    @property
-    def err_text(self) -> str:
-        return self.err.decode("utf-8", "replace")
-
-
-def client_argv(args: Sequence[str], ssh_config: Optional[Path] = None) -> List[str]:
-    pre = ["--ssh-config", str(ssh_config)] if ssh_config else []
-    return [sys.executable, "-c", "from rgt_client.cli import main; main()", *pre, *args]
-
-
-def _env(env: Optional[Dict[str, str]]) -> Dict[str, str]:
-    e = dict(os.environ)
-    e.pop("RGT_HOME", None)
-    e.update(env or {})
-    return e
-
-
-def _wait_rss(proc: subprocess.Popen, deadline: float) -> tuple:
-    """(exit code, peak RSS bytes) through wait4, which reports the child's own rusage."""
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return proc.returncode, usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-        if time.monotonic() > deadline:
-            os.killpg(proc.pid, 9)
-            deadline = time.monotonic() + 10
-        time.sleep(0.02)
-
-
-def run_client(args: Sequence[str], ssh_config: Optional[Path] = None, env: Optional[Dict[str, str]] = None,
-               timeout: float = 120, cwd: Optional[Path] = None) -> ClientRun:
-    """rgt-client ARGS as a real process, stdout and stderr to files (a flood is counted on
-    disk, never held here); returns its exit code, output and peak RSS."""
-    return run_argv(client_argv(args, ssh_config), env=env, timeout=timeout, cwd=cwd)
-
-
-def run_on_pty(args: Sequence[str], ssh_config: Optional[Path] = None, env: Optional[Dict[str, str]] = None,
-               timeout: float = 120, stderr_on_tty: bool = True, cwd: Optional[Path] = None) -> ClientRun:
-    """rgt-client ARGS with stdout (and stderr) on a real pseudo-terminal; `out` is every byte
-    the terminal received (the line discipline turns LF into CR LF on the way)."""
-    return run_argv(client_argv(args, ssh_config), tty=True, stderr_on_tty=stderr_on_tty, env=env,
-                    timeout=timeout, cwd=cwd)
-
-
-def run_argv(argv: List[str], tty: bool = False, stderr_on_tty: bool = True,
-             env: Optional[Dict[str, str]] = None, timeout: float = 120, cwd: Optional[Path] = None) -> ClientRun:
-    """Any command, as run_client/run_on_pty run rgt-client."""
-    t0 = time.monotonic()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        if not tty:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=_env(env),
-                                    cwd=cwd, start_new_session=True)
-            rc, rss = _wait_rss(proc, t0 + timeout)
-            size = out.seek(0, os.SEEK_END)
-            out.seek(0)
-            got = out.read(OUT_CAP)
-        else:
-            master, slave = os.openpty()
-            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-            try:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave,
-                                        stderr=slave if stderr_on_tty else err, env=_env(env), cwd=cwd,
-                                        start_new_session=True)
-            finally:
-                os.close(slave)
-            got, size = _drain_pty(master, t0 + timeout, proc)
-            rc, rss = _wait_rss(proc, t0 + timeout)
-        err.seek(0)
-        return ClientRun(rc, got, err.read(OUT_CAP), size, rss, time.monotonic() - t0, argv)
-
-
-def _drain_pty(master: int, deadline: float, proc: subprocess.Popen) -> tuple:
-    chunks: List[bytes] = []
-    kept = total = 0
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if not ready:
-                if proc.poll() is not None:
-                    break
-                continue
-            try:
-                data = os.read(master, 65536)
-            except OSError as exc:          # EIO: every writer of the slave side closed it
-                if exc.errno == errno.EIO:
-                    break
-                raise
-            if not data:
-                break
-            total += len(data)
-            if kept < OUT_CAP:
-                chunks.append(data[:OUT_CAP - kept])
-                kept += len(chunks[-1])
-    finally:
-        os.close(master)
-    return b"".join(chunks), total
-
-
-# Bytes a terminal acts on: C0 controls except TAB, LF and CR (a CR is checked by the tests that
-# plant one: our own progress bar uses it), DEL, and C1 controls and bidi overrides as UTF-8.
-_RAW_CONTROLS = re.compile(b"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
-
-
-def raw_controls(data: bytes) -> List[bytes]:
-    """The control sequences a terminal would act on (ESC, BEL, BS, C1, bidi overrides...)."""
-    return _RAW_CONTROLS.findall(data)
-
-
-def assert_terminal_safe(data: bytes, planted: Iterable[bytes] = ()) -> None:
-    """No raw control byte reached the terminal, nor any of the `planted` raw sequences."""
-    found = raw_controls(data)
-    assert not found, "raw control bytes reached the terminal: %r in %r" % (found[:5], data[-2000:])
-    for p in planted:
-        assert p not in data, "%r reached the terminal raw" % p
-
-
 __all__ = ["HostileBox", "Answer", "Part", "raw", "huge", "pause", "frame", "frame_error", "END",
-           "hostile", "run_client", "run_on_pty", "run_argv", "ClientRun", "raw_controls", "assert_terminal_safe"]
+           "hostile", "run_client", "run_on_pty", "run_argv", "client_argv", "ClientRun", "raw_controls",
+           "assert_terminal_safe"]

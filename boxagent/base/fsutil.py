@@ -64,16 +64,41 @@ def read_json(path: str, default: Any = None) -> Any:
         return default
 
 
+def jsonl_line(obj: Any) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+
+
 def append_jsonl(path: str, obj: Any, fsync: bool = False) -> None:
     """Append one JSON object as one line with a single write (O_APPEND keeps lines whole)."""
-    line = (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    append_bytes(path, jsonl_line(obj), fsync)
+
+
+def append_bytes(path: str, data: bytes, fsync: bool = False) -> None:
+    """One write per record. A short write (the disk filled mid-record) is cut back off, so the
+    file never holds a torn line that the next record would be glued onto."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, line)
+        start = os.fstat(fd).st_size
+        try:
+            done = os.write(fd, data)
+        except OSError:
+            _cut(fd, start)
+            raise
+        if done != len(data):
+            _cut(fd, start)
+            import errno
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
         if fsync:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _cut(fd: int, size: int) -> None:
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        pass
 
 
 def read_tail(path: str, lines: int, chunk: int = 65536, stop_at: Optional[bytes] = None) -> bytes:

@@ -30,6 +30,8 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("stop", help="stop the daemon; stages keep running and are re-adopted later")
     p.add_argument("--timeout", type=float, default=15.0)
+    p.add_argument("--kill", action="store_true",
+                   help="also end every running stage and all of its processes (TERM, then KILL); runs end cancelled")
     p.set_defaults(func=cmd_stop)
 
     p = sub.add_parser("configure", help="write config.json from a JSON object on stdin")
@@ -106,9 +108,13 @@ def cmd_daemon(args: Any) -> int:
 
 def cmd_stop(args: Any) -> int:
     from boxagent.daemon import control
-    pid = control.stop(_home(args), Roots.from_env(), args.timeout)
-    sys.stderr.write("rgt agent stopped (pid %s); running stages, if any, keep running\n" % pid if pid
-                     else "rgt agent was not running\n")
+    pid = control.stop(_home(args), Roots.from_env(), args.timeout, kill=args.kill)
+    if pid is None:
+        sys.stderr.write("rgt agent was not running\n")
+    elif args.kill:
+        sys.stderr.write("rgt agent stopped (pid %s) after ending every running stage\n" % pid)
+    else:
+        sys.stderr.write("rgt agent stopped (pid %s); running stages, if any, keep running\n" % pid)
     return EXIT_OK
 
 

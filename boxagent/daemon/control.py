@@ -73,16 +73,18 @@ def _log_tail(home: Home, n: int = 5) -> str:
     return " | ".join(tail_lines(home.daemon_log, n).strip().splitlines()[-n:]) or "(daemon.log is empty)"
 
 
-def stop(home: Home, roots: Roots, timeout: float = 15.0) -> Optional[int]:
-    """Stop the daemon, leaving stages running. Returns the pid it stopped, None if none ran."""
+def stop(home: Home, roots: Roots, timeout: float = 15.0, kill: bool = False) -> Optional[int]:
+    """Stop the daemon, leaving stages running (or, with `kill`, ending every stage and all of
+    its processes first). Returns the pid it stopped, None if none ran."""
     pid = _daemon_pid(home, roots)
     if pid is None:
         return None
-    request = inbox.post(home, "stop", {})
-    try:
-        os.kill(pid, signal.SIGINT)   # verified by start ticks above; SIGINT = stop, never preempt
-    except OSError:
-        pass
+    request = inbox.post(home, "stop", {"kill": bool(kill)})    # the post wakes it
+    if not kill:
+        try:
+            os.kill(pid, signal.SIGINT)   # verified by start ticks above; SIGINT = stop, never preempt
+        except OSError:
+            pass
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if _daemon_pid(home, roots) is None:
@@ -216,8 +218,12 @@ def _live_attempt(home: Home, roots: Roots, name: str) -> Optional[str]:
         if not st.get("attempt") or st.get("kind") != "run":
             continue
         info = read_json(home.stage_pid(name, st["name"], st["attempt"])) or {}
-        if info.get("pgid") and procs.group_alive(info["pgid"], roots):
-            return "stage %s attempt %d (pid %s)" % (st["name"], st["attempt"], info.get("pid"))
+        if not info.get("pgid"):
+            continue
+        from boxagent.engine import contain
+        alive = [p for p in contain.members(roots, info.get("contain"), info["pgid"]) if p != info.get("shim_pid")]
+        if alive:
+            return "stage %s attempt %d (pid %s)" % (st["name"], st["attempt"], ", ".join(map(str, alive[:5])))
     return None
 
 

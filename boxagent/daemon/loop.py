@@ -27,11 +27,13 @@ from boxagent.base.fsutil import atomic_write_bytes, atomic_write_json, read_jso
 from boxagent.base.home import Home
 from boxagent.base.part import PartContext
 from boxagent.base.roots import Roots
+from boxagent.base.storage import Storage, is_full, overwrite_in_place
 from boxagent.base.units import iso_utc
 from boxagent.wire import inbox
 from boxagent.daemon.bus import Bus
 from boxagent.daemon.wake import DirWatch, Waker
-from boxagent.daemon.wiring import GuardedBox, HubPart
+from boxagent.daemon.wiring import GuardedBox
+from boxagent.engine import contain
 from boxagent.engine import states as S
 from boxagent.engine.finalize import Finisher
 from boxagent.engine.journal import FileJournal
@@ -41,19 +43,25 @@ from boxagent.engine.store import RunStore
 from boxagent.health.monitor import HealthMonitor
 from boxagent.health.part import HealthPart
 from boxagent.notify.hub import NotifyHub
+from boxagent.runlog.part import RunLog
 from boxagent.wire import status as status_mod
 from boxagent.base.errors import EXIT_ERROR, AgentError
 from boxagent.wire.events import EventLog
 
+STATUS_SLACK = 8192
 FLUSH_TIMEOUT_S = 5.0    # what the parts' stop() may take on the way out (a spot grace is often ~5 s)
 MIN_SLEEP_S = 0.02
 RESUME_CAUSES = ("machine_restart", "preempted")
 
 
 def log_line(text: str) -> None:
-    """daemon.log is the daemon's stderr (start redirects it there)."""
-    sys.stderr.write("%s %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), text))
-    sys.stderr.flush()
+    """daemon.log is the daemon's stderr (start redirects it there). A full disk must not turn a
+    log line into the daemon's death: the line is lost, the daemon goes on."""
+    try:
+        sys.stderr.write("%s %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), text))
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 class Daemon:
@@ -70,6 +78,7 @@ class Daemon:
         self._config_mtime = self._mtime(home.config)
         self._lock_fd: Optional[int] = None
         self._tick_errors: set = set()
+        self._storage_reported = False
 
     def _settings(self) -> Dict[str, Any]:
         return {name: config_mod.interval(self.config, name) for name in config_mod.INTERVALS}
@@ -137,22 +146,24 @@ class Daemon:
         now = time.time()
         self.profile = profile_view.load(self.home)
         self.host = config_mod.host_name(self.config)
-        self.events = EventLog(self.home.events, self.host)
+        self.storage = Storage(self.home.root)
+        self.events = EventLog(self.home.events, self.host, write=self.storage.append)
         self.deps = deps()
         prev_boot = ((read_json(self.home.status) or {}).get("agent") or {}).get("boot_id")
         self.boot_id = self.roots.boot_id()
         self.health = HealthPart(HealthMonitor(self.roots, self.config, self.profile), self._watched, self._running)
-        self.bus = Bus([self.health, HubPart(NotifyHub(self.home, self.config, self.profile))], log_line)
-        store = RunStore(self.home, log_line)
+        self.bus = Bus([self.health, NotifyHub(self.home, self.config, self.profile), RunLog()], log_line)
+        store = RunStore(self.home, log_line, self.storage)
         self.journal = FileJournal(store, self.events, self._published, log_line)
         self.box = GuardedBox(self.health, self.bus)
         self.scheduler = Scheduler(store, self.journal, ShimProcesses(self.home, self.roots), self.box,
                                    Finisher(self.home, self.waker.wake, log_line), self.settings, self.config,
                                    profile_view.rules(self.profile), profile_view.stage_env_hints(self.profile),
-                                   self.boot_id, log_line)
+                                   self.boot_id, log_line, hold=lambda: self.storage.full)
         self.bus.start(PartContext(self.home, self.roots, self.config, self.profile, self.host, self.waker.wake,
                                    lambda: self.last_status))
         self.scheduler.load(now)
+        contain.sweep(self.roots)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)   # a closed ssh session must not stop us
         self.dirwatch = DirWatch(self.waker.wake, enabled=os.environ.get("RGT_NO_INOTIFY") != "1"
                                  and self.config.get("inotify", True) is not False)
@@ -182,8 +193,9 @@ class Daemon:
             self.emit({"type": "daemon_stopped", "severity": "warning" if reason == "preempted" else "info",
                        "summary": "rgt agent stopped (%s)%s" % (reason, "".join("; " + n for n in notes)),
                        "reason": reason})
-            self.write_status(time.time(), running=False)
             self.bus.stop(min(FLUSH_TIMEOUT_S, max(1.0, self.settings["stop_grace"])))
+            # After the parts stopped: a message that went out during the stop counts as sent.
+            self.write_status(time.time(), running=False)
             self.dirwatch.stop()
             self.waker.close()
         finally:
@@ -209,8 +221,11 @@ class Daemon:
         while True:
             now, mono = time.time(), time.monotonic()
             if self.waker.flags.get("preempt"):
-                self._preempt()
+                self._end_everything("preempt")
                 return "preempted"
+            if self.waker.flags.get("kill"):
+                self._end_everything("cancel")
+                return "stop --kill"
             if self.waker.flags.get("stop"):
                 return "stop"
             try:
@@ -236,9 +251,14 @@ class Daemon:
         time.sleep(0.2)   # a persistent fault must not spin the CPU
 
     def _fast(self, now: float, mono: float) -> None:
+        self._flush_storage(now)
         for path, req in inbox.pending(self.home):
             try:
                 self._handle(req, now, mono)
+            except OSError as exc:
+                if is_full(exc):
+                    break          # the state dir is full: the request waits in the inbox for space
+                log_line("request %s failed: %s" % (os.path.basename(path), exc))
             except Exception as exc:  # noqa: BLE001 - one bad request must not stop the chain
                 log_line("request %s failed: %s: %s" % (os.path.basename(path), type(exc).__name__, exc))
             inbox.done(path)
@@ -263,7 +283,7 @@ class Daemon:
                 # A `stop` that timed out waiting for an older daemon must not stop this one.
                 log_line("dropped a stop request older than this daemon (posted %s)" % iso_utc(posted))
                 return
-            self.waker.flags["stop"] = True
+            self.waker.flags["kill" if req.get("kill") else "stop"] = True
         elif kind in ("reload", "notify-set"):
             self._maybe_reload_config()
             self.bus.reload(self.config, self.profile)
@@ -312,18 +332,22 @@ class Daemon:
             if run.state == S.INTERRUPTED and (run.cause or {}).get("class") in RESUME_CAUSES:
                 self.scheduler.resume(run.name, now)
 
-    def _preempt(self) -> None:
-        """SIGTERM (spot preemption, scancel, pod delete): stop every stage, record, flush."""
+    def _end_everything(self, reason: str) -> None:
+        """SIGTERM (spot preemption, scancel, pod delete: "preempt") or `stop --kill` ("cancel"):
+        stop every stage and all of its processes (TERM, then KILL), record, flush."""
         mono = time.monotonic()
         pairs = self.scheduler.running_pairs()
-        log_line("SIGTERM: stopping %d stage(s) (preemption?)" % len(pairs))
-        self.emit({"type": "preempted", "severity": "critical",
-                   "summary": "SIGTERM to the agent (preemption?): stopping %d stage(s)" % len(pairs),
-                   "evidence": ["SIGTERM received by pid %d" % os.getpid()],
-                   "stages": ["%s/%s" % p for p in pairs]})
+        if reason == "preempt":
+            log_line("SIGTERM: stopping %d stage(s) (preemption?)" % len(pairs))
+            self.emit({"type": "preempted", "severity": "critical",
+                       "summary": "SIGTERM to the agent (preemption?): stopping %d stage(s)" % len(pairs),
+                       "evidence": ["SIGTERM received by pid %d" % os.getpid()],
+                       "stages": ["%s/%s" % p for p in pairs]})
+        else:
+            log_line("stop --kill: stopping %d stage(s)" % len(pairs))
         sched = self.scheduler
         sched.frozen = True
-        sched.stop_all("preempt", mono)
+        sched.stop_all(reason, mono)
         deadline = mono + self.settings["stop_grace"] + 2.0
         while sched.active and time.monotonic() < deadline:
             now, mono = time.time(), time.monotonic()
@@ -331,7 +355,8 @@ class Daemon:
             if self.dirty:
                 self.write_status(now)
             self.waker.wait(0.05)
-        sched.interrupt_all(time.time())
+        sched.end_all(time.time(), reason)
+        self._flush_storage(time.time())
         self.write_status(time.time())
 
     # -- outputs
@@ -353,6 +378,7 @@ class Daemon:
                           for name, job in sched.finalizing.items()}
         agent = status_mod.agent_block(os.getpid(), running, now, now, self.boot_id, self.machine_restarted,
                                        self.deps)
+        agent["storage"] = self.storage.state()
         return status_mod.compose(now, self.host, profile_view.name(self.profile), agent,
                                   [r.to_dict() for r in runs], self.bus.status_blocks(),
                                   list(self.events.recent)[-status_mod.STATUS_EVENTS:],
@@ -361,8 +387,45 @@ class Daemon:
 
     def write_status(self, now: float, running: bool = True) -> None:
         status = self.build_status(now, running)
-        # Compact (4x cheaper to encode than indented): machines read it; people run `status`.
-        data = json.dumps(status, separators=(",", ":"), ensure_ascii=False, default=str) + "\n"
-        atomic_write_bytes(self.home.status, data.encode("utf-8"), durable=False)   # rewritten every sample_every
         self.last_status = status
         self.dirty = False
+        # Compact (4x cheaper to encode than indented): machines read it; people run `status`.
+        data = (json.dumps(status, separators=(",", ":"), ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        # Padded to whole 8 KiB (trailing spaces are JSON whitespace): on a full disk the next
+        # status must fit in the blocks this one holds.
+        data += b" " * (-len(data) % STATUS_SLACK)
+        try:
+            atomic_write_bytes(self.home.status, data, durable=False)   # rewritten every sample_every
+        except OSError as exc:
+            if not is_full(exc):
+                raise
+            self.storage.became_full(exc)
+            self._status_in_place(status)
+
+    def _status_in_place(self, status: Dict[str, Any]) -> None:
+        """The state dir is full: keep telling the truth inside the blocks status.json has,
+        dropping what matters least until it fits."""
+        slim = dict(status, agent=dict(status["agent"], storage=self.storage.state()))
+        for drop in ("history", "events", "alerts", "health"):
+            slim[drop] = {} if drop == "history" else ([] if drop != "health" else None)
+            data = json.dumps(slim, separators=(",", ":"), ensure_ascii=False, default=str).encode("utf-8")
+            if overwrite_in_place(self.home.status, data):
+                return
+        log_line("status.json cannot be rewritten: the state dir is full")
+
+    def _flush_storage(self, now: float) -> None:
+        was_full = self.storage.full
+        recovered = self.storage.flush(now)
+        if self.storage.full and not self._storage_reported:
+            self._storage_reported = True
+            self.dirty = True
+            self.emit({"type": "state_dir_full", "severity": "critical",
+                       "summary": "the agent's state dir %s is full: runs go on, state is kept in memory and "
+                                  "written when space returns; no new stage starts" % self.home.root,
+                       "evidence": [self.storage.error or "no space left"],
+                       "remediation": "free space on that disk (df -h; df -i): delete old checkpoints or *.tmp"})
+        elif recovered or (was_full and not self.storage.full):
+            self._storage_reported = False
+            self.dirty = True
+            self.emit({"type": "state_dir_ok", "severity": "info",
+                       "summary": "the agent's state dir has space again; everything kept in memory is written"})

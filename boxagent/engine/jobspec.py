@@ -15,12 +15,14 @@ from typing import Any, Dict, List, Optional
 
 from boxagent.base.errors import UsageError
 from boxagent.base.units import parse_duration, parse_size
+from boxagent.slurm import spec as slurm_spec
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-TOP_KEYS = ("name", "workdir", "env", "stage", "stages", "artifacts", "preflight", "rule", "stall_after")
+TOP_KEYS = ("name", "workdir", "env", "stage", "stages", "artifacts", "preflight", "rule", "stall_after") + slurm_spec.TOP_KEYS
 STAGE_KEYS = ("name", "run", "wait", "expect", "success_pattern", "fail_pattern", "progress_pattern",
-              "timeout", "retries", "expected_duration", "stall_after", "fast_ratio", "env")
+              "metrics_pattern", "timeout", "retries", "expected_duration", "stall_after", "fast_ratio",
+              "env") + slurm_spec.STAGE_KEYS
 WAIT_KEYS = ("log", "pattern", "fail_pattern", "file", "pid")
 RULE_KEYS = ("class", "pattern", "severity", "retryable", "remediation")
 SEVERITIES = ("info", "warning", "critical")
@@ -120,6 +122,15 @@ class _Validator:
             return None
         return value
 
+    def metrics(self, value: Any, path: str) -> Optional[str]:
+        # Imported here: only jobs with a metrics_pattern pay for the triage package's imports.
+        from boxagent.triage.metrics import pattern_problem
+        problem = pattern_problem(value)
+        if problem:
+            self.bad(path, "%s, got %s" % (problem, _show(value)))
+            return None
+        return value
+
     def duration(self, value: Any, path: str, positive: bool = True) -> Optional[float]:
         try:
             seconds = parse_duration(value)
@@ -190,6 +201,7 @@ class _Validator:
         spec["rule"] = self.rules(job.get("rule", []))
         if "stall_after" in job:
             spec["stall_after"] = self.duration(job["stall_after"], "stall_after")
+        spec.update(slurm_spec.check_job(job, self.bad))
         return spec
 
     def workdir(self, value: Any, home_dir: str) -> Optional[str]:
@@ -244,20 +256,23 @@ class _Validator:
         else:
             out["wait"] = self.wait(st["wait"], path + ".wait")
         out["expect"] = self.str_list(st.get("expect", []), path + ".expect")
-        for key in ("success_pattern", "fail_pattern", "progress_pattern"):
+        for key in ("success_pattern", "fail_pattern", "progress_pattern", "metrics_pattern"):
             if key not in st:
                 continue
-            out[key] = self.regex(st[key], "%s.%s" % (path, key))
+            out[key] = self.metrics(st[key], path + "." + key) if key == "metrics_pattern" else \
+                self.regex(st[key], "%s.%s" % (path, key))
             if key == "progress_pattern" and out[key] is not None and "done" not in re.compile(out[key]).groupindex:
                 self.bad("%s.%s" % (path, key), "needs a named group `done` (and optionally `total`), "
                          "e.g. 'epoch (?P<done>\\d+)/(?P<total>\\d+)'")
-            if "wait" in st and key != "progress_pattern":
+            if "wait" in st and key not in ("progress_pattern", "metrics_pattern"):
                 self.bad("%s.%s" % (path, key), "a wait stage uses wait.%s instead"
                          % ("pattern" if key == "success_pattern" else key))
             elif "wait" in st and isinstance(st["wait"], dict) and "log" not in st["wait"]:
                 self.bad("%s.%s" % (path, key), "a wait stage without wait.log has no log to match")
         self.stage_numbers(st, out, path)
         out["env"] = self.env(st.get("env", {}), path + ".env")
+        if "slurm" in st:
+            out["slurm"] = slurm_spec.table(st["slurm"], path + ".slurm", self.bad)
         if "wait" in out and "timeout" not in out:
             out["timeout"] = DEFAULT_WAIT_TIMEOUT
         return out

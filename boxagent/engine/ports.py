@@ -44,7 +44,11 @@ class StageProcesses:
         raise NotImplementedError
 
     def signal(self, ref: AttemptRef, sig: int) -> None:
-        """Signal every process of the attempt's command."""
+        """Signal every process of the attempt's command (its group, and what left the group)."""
+        raise NotImplementedError
+
+    def leftovers(self, ref: AttemptRef) -> List[str]:
+        """'pid (command)' of processes the ended attempt left running."""
         raise NotImplementedError
 
     def release(self, ref: AttemptRef) -> None:

@@ -87,10 +87,12 @@ class Stage:
                       duration_s=self.duration_s, warnings=list(warnings))
 
     def end_badly(self, new: str, now: float, cause: Dict[str, Any], exit_code: Optional[int],
-                  signal: Optional[int], progress: Optional[Dict[str, Any]], detail: Dict[str, Any]) -> Spec:
+                  signal: Optional[int], progress: Optional[Dict[str, Any]], detail: Dict[str, Any],
+                  metrics: Optional[Dict[str, Any]] = None) -> Spec:
         """running -> failed | cancelled | interrupted, with the cause the scheduler diagnosed."""
         self._ended(new, now)
         self.cause, self.exit_code, self.signal, self.progress = cause, exit_code, signal, progress
+        self.metrics = metrics
         summary = S.STAGE_SUMMARY[new] % self.name
         if new == S.FAILED:
             summary = "stage %s failed: %s" % (self.name, cause.get("summary", ""))

@@ -31,7 +31,7 @@ class Scheduler:
     def __init__(self, store: RunStore, journal: Journal, procs: StageProcesses, box: BoxReader,
                  finisher: Any, settings: Dict[str, Any], config: Dict[str, Any],
                  profile_rules: List[Dict[str, Any]], env_hints: Dict[str, str], boot_id: Optional[str],
-                 log: Callable[[str], None]):
+                 log: Callable[[str], None], hold: Callable[[], bool] = lambda: False):
         self.store, self.journal, self.procs, self.box, self.finisher = store, journal, procs, box, finisher
         self.settings, self.config, self.log = settings, config, log
         self.profile_rules, self.env_hints, self.boot_id = profile_rules, env_hints, boot_id
@@ -41,6 +41,7 @@ class Scheduler:
         self.artifacts: Dict[str, Dict[str, Any]] = {}
         self.finalizing: Dict[str, Any] = {}        # run -> ManifestJob (a worker thread hashes)
         self.frozen = False                         # preemption: finish what runs, start nothing new
+        self.hold = hold                            # e.g. the state dir is full: start nothing for now
         self._rules: Dict[str, Any] = {}
 
     def _grace(self, name: str) -> float:
@@ -136,7 +137,7 @@ class Scheduler:
         if self.finalizing:
             self.collect_manifests(now)
         self.check_running(now, mono)
-        if not self.frozen:
+        if not (self.frozen or self.hold()):
             self._schedule(now)
 
     def check_running(self, now: float, mono: float) -> None:
@@ -153,8 +154,10 @@ class Scheduler:
             att.stop("timeout", self._grace("stop_grace"), mono)
         outcome = att.check(now, self._grace("launch_grace"))
         if outcome is RELAUNCH:
-            # The daemon died between saving `running` and the shim claiming the attempt: nothing
-            # ran, so launching the same attempt now runs it exactly once.
+            if self.hold():
+                return                  # nothing ran (a full disk): launch it when there is room
+            # The daemon died between saving `running` and the shim claiming the attempt (or the
+            # shim found no room to start): nothing ran, so launching it now runs it exactly once.
             self.log("run %s: stage %s attempt %d never started; launching it" % att.ref)
             att.launched_at = now
             self._launch(att, self.runs[att.run])
@@ -185,7 +188,7 @@ class Scheduler:
 
     def advance(self, run: Run, now: float) -> None:
         """Start the next stage, skip marked ones, finish a half-done end, or finish the run."""
-        if self.frozen:
+        if self.frozen or self.hold():
             return
         skipped: List[Dict[str, Any]] = []
         for st in run.stages:
@@ -274,13 +277,17 @@ class Scheduler:
         wait = sspec.get("wait") or {}
         success = wait.get("pattern") if wait else sspec.get("success_pattern")
         fail = wait.get("fail_pattern") if wait else sspec.get("fail_pattern")
-        return StageWatch(log, self._rules[run], success, fail, sspec.get("progress_pattern"), started_at)
+        return StageWatch(log, self._rules[run], success, fail, sspec.get("progress_pattern"), started_at,
+                          metrics_pattern=sspec.get("metrics_pattern"))
 
     # -- the end of an attempt: read, judge, apply
     def _ended(self, att: Attempt, info: Dict[str, Any], now: float, boot_changed: bool = False) -> None:
         self.active.pop(att.run, None)
+        left: List[str] = []
         if att.stop_reason and att.kind == "run":
             self.procs.signal(att.ref, signal.SIGKILL)   # nothing of a stopped stage may survive it
+        elif att.kind == "run" and not boot_changed:
+            left = self.procs.leftovers(att.ref)       # children it started and left behind
         self.procs.release(att.ref)
         run = self.runs[att.run]
         st = run.stage(att.stage)
@@ -295,6 +302,10 @@ class Scheduler:
                          att.stop_reason, self.log)
         live = att.watch.status_block() if att.watch is not None else {}
         exit_code, sig = facts["exit_code"], facts["signal"]
+        if left:
+            note = "left %d process(es) running after it ended: %s" % (len(left), ", ".join(left))
+            verdict = verdict._replace(warnings=verdict.warnings + [note]) if verdict.cause is None else \
+                verdict._replace(cause=dict(verdict.cause, evidence=list(verdict.cause.get("evidence") or []) + [note]))
         if verdict.state == S.SUCCEEDED:
             self._succeeded(run, st, facts, verdict, live, now)
             return
@@ -302,7 +313,8 @@ class Scheduler:
         if verdict.state == S.PENDING:
             self.journal.commit(run, [st.retry_later(now, verdict.backoff, verdict.cause, exit_code, sig, detail)], now)
             return
-        specs = [st.end_badly(verdict.state, now, verdict.cause, exit_code, sig, live.get("progress"), detail),
+        specs = [st.end_badly(verdict.state, now, verdict.cause, exit_code, sig, live.get("progress"), detail,
+                              live.get("metrics")),
                  run.end_badly(verdict.state, now, verdict.cause, st.name)]
         self.journal.commit(run, specs, now)
 
@@ -365,17 +377,19 @@ class Scheduler:
         for att in list(self.active.values()):
             att.stop(reason, self._grace("stop_grace"), mono)
 
-    def interrupt_all(self, now: float) -> None:
-        """The end of a preemption: what still runs was KILLed; every running run is interrupted."""
+    def end_all(self, now: float, reason: str) -> None:
+        """The end of a preemption ("preempt": runs interrupted, resumable on restart) or of
+        `stop --kill` ("cancel"): what still runs was KILLed; every running run ends."""
         for att in list(self.active.values()):
-            att.stop_reason = att.stop_reason or "preempt"
+            att.stop_reason = att.stop_reason or reason
             self._ended(att, {"exit_code": None, "signal": 9, "ended_at": now}, now)
         self.collect_manifests(now)
+        new = S.CANCELLED if reason == "cancel" else S.INTERRUPTED
         for run in self.runs.values():
             if run.state == S.RUNNING and not run.all_done():
                 # (a run whose stages are all done stays running: the next daemon builds its manifest)
-                cause = diagnose({"preempted": True})
-                self.journal.commit(run, [run.end_badly(S.INTERRUPTED, now, cause, None)], now)
+                cause = diagnose({"cancelled": True} if reason == "cancel" else {"preempted": True})
+                self.journal.commit(run, [run.end_badly(new, now, cause, None)], now)
 
     # -- what the loop and status ask
     def next_deadline(self, now: float, mono: float) -> float:

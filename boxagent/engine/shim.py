@@ -6,13 +6,20 @@ Order of the files in runs/<run>/stages/ for attempt K of stage S:
   S.K.launch.json  (daemon)  command, workdir, env overlay: env values never reach argv
   S.K.claim        (shim)    created O_EXCL first: a second shim for the same attempt exits at once,
                              so an attempt never runs twice whatever the daemon did before it died
-  S.K.pid          (shim)    shim + command pid, their start ticks, the pgid, boot_id
+  S.K.pid          (shim)    shim + command pid, their start ticks, the pgid, boot_id, containment
   S.K.exit         (shim)    {exit_code, signal, ended_at} when the command ended
-The command gets its own process group (pgid = its pid), apart from the shim's: the daemon
-signals that group (TERM, then KILL) and the shim survives to record the signal.
+The command gets its own process group (pgid = its pid), apart from the shim's, and is contained
+(contain.py: a cgroup of its own where possible, an inherited token always): the daemon signals
+all of it (TERM, then KILL) and the shim survives to record the signal.
+
+The pid and exit records are written into files made before the command starts (`.slot`): a
+stage that dies of a full disk on the state dir's own filesystem still leaves its exit status.
+On a disk already full at the start, nothing runs: the shim says so (EXIT_NO_SPACE) and the
+daemon launches the attempt again when space returns.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -22,21 +29,17 @@ import time
 from typing import Any, Dict, Optional
 
 from boxagent.base import procs
-from boxagent.base.fsutil import atomic_write_json, read_json
+from boxagent.base.fsutil import read_json
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
+from boxagent.base.storage import is_full
+from boxagent.engine import contain
 
 EXIT_CLAIMED = 75     # another shim owns this attempt: do nothing
 EXIT_NO_LAUNCH = 76   # the launch file is missing or unreadable
+EXIT_NO_SPACE = 77    # no room for the attempt's own records: nothing ran
+SLOT_BYTES = 4096
 SPAWN_FAILED = 127    # the exit_code recorded when the command could not start at all
-
-
-def register(sub) -> None:
-    p = sub.add_parser("exec-stage", help="(internal) the stage shim the daemon starts")
-    p.add_argument("--run", required=True)
-    p.add_argument("--stage", required=True)
-    p.add_argument("--attempt", required=True, type=int)
-    p.set_defaults(func=lambda args: run_shim(Home.from_env(args.home), args.run, args.stage, args.attempt))
 
 
 def _claim(path: str) -> bool:
@@ -57,35 +60,82 @@ def run_shim(home: Home, run: str, stage: str, attempt: int) -> int:
     launch = read_json(home.stage_launch(run, stage, attempt))
     if not isinstance(launch, dict) or not launch.get("command"):
         return EXIT_NO_LAUNCH
-    if not _claim(home.stage_claim(run, stage, attempt)):
-        return EXIT_CLAIMED
+    claim = home.stage_claim(run, stage, attempt)
+    pid_path, exit_path = home.stage_pid(run, stage, attempt), home.stage_exit(run, stage, attempt)
+    try:
+        if not _claim(claim):
+            return EXIT_CLAIMED
+        slots = [_make_slot(pid_path), _make_slot(exit_path)]
+    except OSError as exc:
+        if not is_full(exc):
+            raise
+        for path in (claim, pid_path + ".slot", exit_path + ".slot"):
+            _unlink(path)               # the relaunch claims afresh
+        return EXIT_NO_SPACE
     roots = Roots.from_env()
+    token = contain.new_token()
+    cgroup = contain.make_cgroup(roots, token)
     forwarder = _Forwarder()        # before the spawn: a TERM in the launch window is not lost
-    child = _spawn(launch)
-    exit_path = home.stage_exit(run, stage, attempt)
+    child = _spawn(launch, token, cgroup)
+    held = {"token": token, "cgroup": cgroup}
     if not isinstance(child, subprocess.Popen):
-        _write_pid(home.stage_pid(run, stage, attempt), roots, None)
-        atomic_write_json(exit_path, {"exit_code": SPAWN_FAILED, "signal": None, "ended_at": time.time(),
-                                      "error": child})
+        _fill(slots[0], pid_path, _pid_record(roots, None, held))
+        _fill(slots[1], exit_path, {"exit_code": SPAWN_FAILED, "signal": None, "ended_at": time.time(),
+                                    "error": child})
+        contain.remove_cgroup(cgroup)
         procs.poke_daemon(home.pidfile, roots)
         return 0
     forwarder.attach(child.pid)
-    _write_pid(home.stage_pid(run, stage, attempt), roots, child.pid)
+    _fill(slots[0], pid_path, _pid_record(roots, child.pid, held))
     rc = child.wait()
-    atomic_write_json(exit_path, {"exit_code": rc if rc >= 0 else None, "signal": -rc if rc < 0 else None,
-                                  "ended_at": time.time(), "pid": child.pid})
+    _fill(slots[1], exit_path, {"exit_code": rc if rc >= 0 else None, "signal": -rc if rc < 0 else None,
+                                "ended_at": time.time(), "pid": child.pid})
+    contain.remove_cgroup(cgroup)   # kept while a leftover process lives in it
     # A daemon that re-adopted this stage is not our parent (no SIGCHLD): wake it.
     procs.poke_daemon(home.pidfile, roots)
     return 0
 
 
-def _spawn(launch: Dict[str, Any]) -> Any:
+def _make_slot(final: str) -> int:
+    """A file of SLOT_BYTES real blocks, open, for a record written later without new space."""
+    fd = os.open(final + ".slot", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, b" " * SLOT_BYTES)
+        os.fsync(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _fill(fd: int, final: str, record: Dict[str, Any]) -> None:
+    """The record over the slot's spaces (trailing spaces are valid JSON), then into place."""
+    data = json.dumps(record).encode("utf-8")[:SLOT_BYTES]
+    os.pwrite(fd, data, 0)
+    os.fsync(fd)
+    os.close(fd)
+    os.replace(final + ".slot", final)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _spawn(launch: Dict[str, Any], token: str, cgroup: Optional[str]) -> Any:
     """The command as `bash -c`, output appended to the stage log; an error string if it cannot start."""
     env = dict(os.environ)
     for key, value in (launch.get("env") or {}).items():
         env[str(key)] = str(value)
     for key in launch.get("unset") or ():
         env.pop(key, None)
+    env[contain.TOKEN_VAR] = token
+
+    def in_child() -> None:
+        os.setpgrp()
+        contain.enroll(cgroup)
     log_path = launch["log"]
     shell = shutil.which("bash") or "/bin/sh"
     try:
@@ -95,7 +145,7 @@ def _spawn(launch: Dict[str, Any]) -> Any:
     try:
         return subprocess.Popen([shell, "-c", launch["command"]], cwd=launch.get("workdir") or None,
                                 env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                close_fds=True, preexec_fn=os.setpgrp)
+                                close_fds=True, preexec_fn=in_child)
     except OSError as exc:
         msg = "rgt: cannot start the stage: %s (workdir %s)\n" % (exc, launch.get("workdir"))
         log.write(msg.encode("utf-8", "replace"))
@@ -133,12 +183,11 @@ def _kill_group(pgid: int, signum: int) -> None:
         pass
 
 
-def _write_pid(path: str, roots: Roots, child: Optional[int]) -> None:
+def _pid_record(roots: Roots, child: Optional[int], held: Dict[str, Any]) -> Dict[str, Any]:
     me = os.getpid()
-    atomic_write_json(path, {"shim_pid": me, "shim_start_ticks": roots.process_start_ticks(me),
-                             "pid": child, "pgid": child,
-                             "start_ticks": roots.process_start_ticks(child) if child else None,
-                             "boot_id": roots.boot_id(), "started_at": time.time()})
+    return {"shim_pid": me, "shim_start_ticks": roots.process_start_ticks(me), "pid": child, "pgid": child,
+            "start_ticks": roots.process_start_ticks(child) if child else None, "boot_id": roots.boot_id(),
+            "started_at": time.time(), "contain": held}
 
 
 def main(argv: Optional[list] = None) -> int:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from typing import Any, Dict, List, Optional
 
 from boxagent.base import procs
 from boxagent.base.fsutil import atomic_write_json, read_json
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
-from boxagent.engine import shim
+from boxagent.base.storage import is_full
+from boxagent.engine import contain, shim
 from boxagent.engine.ports import AttemptRef
 
 
@@ -26,11 +26,17 @@ class ShimProcesses:
         self.popens: Dict[AttemptRef, subprocess.Popen] = {}
         self._pidinfo: Dict[AttemptRef, Dict[str, Any]] = {}
         self._reaping: List[subprocess.Popen] = []
+        self._doomed: List[str] = []       # cgroups to remove once their last process is reaped
 
     # -- starting
     def launch(self, ref: AttemptRef, launch: Dict[str, Any], now: float) -> None:
-        self.home.ensure_run(ref.run)
-        atomic_write_json(self.home.stage_launch(*ref), launch, mode=0o600)   # job env may hold tokens
+        try:
+            self.home.ensure_run(ref.run)
+            atomic_write_json(self.home.stage_launch(*ref), launch, mode=0o600)   # job env may hold tokens
+        except OSError as exc:
+            if not is_full(exc):
+                raise
+            return      # nothing claims it: the scheduler launches it again after the grace
         argv = procs.agent_argv() + ["exec-stage", "--home", self.home.root, "--run", ref.run,
                                      "--stage", ref.stage, "--attempt", str(ref.attempt)]
         try:
@@ -82,6 +88,9 @@ class ShimProcesses:
             if rc == shim.EXIT_CLAIMED:
                 del self.popens[ref]              # an earlier shim owns the attempt: follow that one
                 return "refused"
+            if rc in (shim.EXIT_NO_SPACE, shim.EXIT_NO_LAUNCH):
+                del self.popens[ref]              # nothing ran (a full disk): launch it again later
+                return "unknown"
             return "gone"
         info = self.pidinfo(ref)
         if info is None:
@@ -92,13 +101,24 @@ class ShimProcesses:
         return ref in self.popens
 
     def command_alive(self, ref: AttemptRef) -> bool:
+        return bool(self.members(ref))
+
+    def members(self, ref: AttemptRef) -> List[int]:
+        """Every live process of the attempt's command (contain.py), the shim excluded."""
         info = self.pidinfo(ref)
-        return bool(info and info.get("pgid") and procs.group_alive(info["pgid"], self.roots))
+        if not info:
+            return []
+        shim_pid = info.get("shim_pid")
+        return [p for p in contain.members(self.roots, info.get("contain"), info.get("pgid")) if p != shim_pid]
+
+    def leftovers(self, ref: AttemptRef) -> List[str]:
+        """'pid (command)' of the processes an ended attempt left running."""
+        return contain.describe(self.roots, self.members(ref))
 
     def signal(self, ref: AttemptRef, sig: int) -> None:
         info = self.pidinfo(ref)
         if info and info.get("pgid"):
-            procs.signal_group(info["pgid"], sig)
+            contain.signal_all(self.roots, info.get("contain"), info["pgid"], sig)
             return
         popen = self.popens.get(ref)
         if popen is not None and popen.poll() is None:
@@ -106,7 +126,10 @@ class ShimProcesses:
             procs.signal_group(popen.pid, sig)
 
     def release(self, ref: AttemptRef) -> None:
-        self._pidinfo.pop(ref, None)
+        info = self._pidinfo.pop(ref, None) or {}
+        cgroup = (info.get("contain") or {}).get("cgroup")
+        if cgroup and os.path.isdir(cgroup):
+            self._doomed.append(cgroup)
         popen = self.popens.pop(ref, None)
         if popen is not None and popen.poll() is None:
             self._reaping.append(popen)           # it exits right after its exit file
@@ -114,6 +137,12 @@ class ShimProcesses:
     def reap(self) -> None:
         if self._reaping:
             self._reaping = [p for p in self._reaping if p.poll() is None]
+        if self._doomed:
+            # A process killed a moment ago holds its cgroup until it is reaped; a live leftover
+            # (a stage that exited 0 and left a server running) holds it for as long as it lives.
+            for cgroup in self._doomed:
+                contain.remove_cgroup(cgroup)
+            self._doomed = [c for c in self._doomed if os.path.isdir(c)]
 
     # -- processes we did not start
     def pid_alive(self, pid: int, start_ticks: Optional[int]) -> bool:

@@ -7,10 +7,15 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from boxagent.base.fsutil import atomic_write_json, read_json
+from boxagent.base.fsutil import dumps, read_json
+from boxagent.base.storage import Storage
 from boxagent.base.home import Home
 from boxagent.engine import handbook
 from boxagent.engine.records import SCHEMA, Run
+
+
+def _json(obj: Any) -> bytes:
+    return (dumps(obj) + "\n").encode("utf-8")
 
 
 def read_state(home: Home, name: str) -> Optional[Dict[str, Any]]:
@@ -20,9 +25,10 @@ def read_state(home: Home, name: str) -> Optional[Dict[str, Any]]:
 
 
 class RunStore:
-    def __init__(self, home: Home, log: Any):
+    def __init__(self, home: Home, log: Any, storage: Optional[Storage] = None):
         self.home = home
         self.log = log
+        self.storage = storage or Storage(home.root, reserve=False)
 
     # -- reading
     def names(self) -> List[str]:
@@ -50,18 +56,22 @@ class RunStore:
 
     # -- writing
     def create(self, run: Run, spec: Dict[str, Any], config: Dict[str, Any]) -> None:
+        """The run's folders, spec and handbook (its state comes with its first commit). Raises
+        on a full disk before anything is queued: the request stays in the inbox for later."""
         self.home.ensure_run(run.name)
-        atomic_write_json(self.home.run_spec(run.name), spec, mode=0o600)   # job env may hold tokens
-        self.save(run)
-        handbook.write(self.home, spec, config)
+        self.storage.replace(self.home.run_spec(run.name), _json(spec), mode=0o600)   # job env may hold tokens
+        self._handbook(spec, config)
 
     def save(self, run: Run) -> None:
-        atomic_write_json(self.home.run_state(run.name), run.to_dict())
+        self.storage.replace(self.home.run_state(run.name), _json(run.to_dict()))
+
+    def _handbook(self, spec: Dict[str, Any], config: Dict[str, Any]) -> None:
+        self.storage.replace(self.home.handbook(spec["name"]), handbook.render(self.home, spec, config).encode("utf-8"))
 
     def ensure_handbook(self, spec: Dict[str, Any], config: Dict[str, Any]) -> None:
         """A crash between a run's state and its handbook leaves the handbook missing: rebuild it."""
         if not os.path.exists(self.home.handbook(spec["name"])):
-            handbook.write(self.home, spec, config)
+            self._handbook(spec, config)
             self.log("run %s: HANDBOOK.md was missing; rebuilt it" % spec["name"])
 
     def marker_path(self, run: str, stage: str) -> str:
@@ -72,7 +82,7 @@ class RunStore:
 
     def write_marker(self, run: str, stage: str, record: Dict[str, Any]) -> str:
         path = self.home.marker(run, stage)
-        atomic_write_json(path, record)
+        self.storage.replace(path, _json(record))     # before the state that names it: order kept
         return path
 
     def log_path(self, run: str, stage: str, attempt: int) -> str:

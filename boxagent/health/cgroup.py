@@ -312,3 +312,19 @@ def affinity_cores() -> Optional[int]:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return None
+
+
+def tracking_dir(proc_root: str, cgroup_root: str) -> Optional[str]:
+    """This process's cgroup in a hierarchy where a child cgroup can hold a stage's processes:
+    cgroup v2 first, then v1's pids, freezer or name=systemd hierarchy (any hierarchy tracks
+    membership; none of these carries the memory limit, so moving a stage changes no limit)."""
+    v1, v2 = parse_proc_cgroup(_read_text(os.path.join(proc_root, "self", "cgroup")) or "")
+    mounts = parse_mountinfo(_read_text(os.path.join(proc_root, "self", "mountinfo")) or "")
+    unified = [m for m in mounts if m["fstype"] == "cgroup2"]
+    if v2 is not None and unified:
+        return _resolve(unified[0], v2, cgroup_root)
+    for controller in ("pids", "freezer", "name=systemd"):
+        m = _v1_mount(mounts, controller)
+        if m is not None and controller in v1:
+            return _resolve(m, v1[controller], cgroup_root)
+    return None

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from boxagent.base.optional import deps
 from boxagent.base.units import format_bytes
+from boxagent.slurm.probe import probe as slurm_probe
 
 def _existing(path: str) -> str:
     """The path, or its nearest existing parent (the state dir may not exist before install)."""
@@ -49,6 +50,7 @@ def probe(monitor: Any, home_root: str, extra: List[str]) -> Dict[str, Any]:
                        "hard_faults_since_boot": monitor.hard_faults_present()},
     }
     report["platform_facts"] = _platform_facts()
+    report["slurm"] = _slurm()
     report["warnings"] = warnings(report)
     return report
 
@@ -60,6 +62,14 @@ def _platform_facts() -> Dict[str, Any]:
         return detect_facts()
     except Exception as exc:  # noqa: BLE001 - detection is advice; never lose the audit for it
         return {"error": "%s: %s" % (type(exc).__name__, exc)}
+
+
+def _slurm() -> Dict[str, Any]:
+    """The Slurm submit host's facts (boxagent.slurm.probe); commands bounded by timeouts."""
+    try:
+        return slurm_probe()
+    except Exception as exc:  # noqa: BLE001 - an audit of the box must not be lost for its Slurm part
+        return {"available": False, "errors": ["%s: %s" % (type(exc).__name__, exc)]}
 
 
 def warnings(r: Dict[str, Any]) -> List[str]:
@@ -82,6 +92,8 @@ def warnings(r: Dict[str, Any]) -> List[str]:
     for d in r["disks"]:
         if (d.get("inodes_used_pct") or 0) >= 80 or (d.get("bytes_used_pct") or 0) >= 90:
             out.append("disk %s is %s%% full, inodes %s%% used" % (d["path"], d.get("bytes_used_pct"), d.get("inodes_used_pct")))
+    for e in (r.get("slurm") or {}).get("errors") or []:
+        out.append("slurm: %s" % e)
     if not r["kernel_log"]["readable"]:
         out.append("kernel log not readable (%s): Xid errors come from NVML events only" % r["kernel_log"]["error"])
     return out
@@ -121,6 +133,12 @@ def render(r: Dict[str, Any]) -> str:
             d["path"], d["role"], format_bytes(d.get("bytes_free")), format_bytes(d.get("bytes_total")),
             _pct(d.get("bytes_used_pct")), _pct(d.get("inodes_used_pct")),
             " (cap %d)" % d["inodes_cap"] if d.get("inodes_cap") else ""))
+    sl = r.get("slurm") or {}
+    if sl.get("available"):
+        lines.append("slurm:   cluster %s (Slurm %s), partitions %s, ended jobs via %s" % (
+            sl.get("cluster_name") or "-", sl.get("version") or "-",
+            ", ".join(p["name"] + ("*" if p["default"] else "") for p in sl.get("partitions") or []) or "-",
+            "sacct --completion" if sl.get("sacct") == "completion" else "sacct" if sl.get("sacct") else "squeue only"))
     kl = r["kernel_log"]
     lines.append("kernel log: %s" % ("readable (%s)" % kl["path"] if kl["readable"] else "not readable: %s" % kl["error"]))
     for w in r["warnings"]:

@@ -7,10 +7,10 @@ are user text and may contain `<`, `&`, "@everyone" or triple backticks.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 from urllib.parse import unquote, urlsplit
 
-from boxagent.notify.formats import BadURL, Item, Req, with_base
+from boxagent.notify.types import BadURL, Item, Req, with_base
 from boxagent.notify.messages import Message
 
 JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
@@ -142,6 +142,15 @@ class Telegram:
         body = {"chat_id": ep["chat_id"], "text": _telegram_html(msg), "parse_mode": "HTML",
                 "disable_web_page_preview": True}
         return Req("POST", ep["url"], dict(JSON_HEADERS), _json(body))
+
+    @staticmethod
+    def retry_after(body: bytes) -> Optional[float]:
+        """A 429 from the Bot API names its wait in the body (`parameters.retry_after`), not a header."""
+        try:
+            data = json.loads(body.decode("utf-8"))
+            return float(data["parameters"]["retry_after"])
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            return None
 
 
 def _esc_html(text: str) -> str:

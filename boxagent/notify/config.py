@@ -8,19 +8,18 @@ shows its target through `redact()` only.
 """
 from __future__ import annotations
 
-import os
 import re
 from typing import Any, Dict, List, Optional
 from urllib.parse import unquote, urlsplit
 
 from boxagent.base.units import parse_duration
+from boxagent.notify.registry import DEADMAN_FORMATS, FORMATS, TOKEN_HOST_SCHEMES, endpoint, infer_format
+from boxagent.notify.types import origin
 
 SEVERITIES = ("info", "warning", "critical")
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
-FORMATS = ("ntfy", "slack", "discord", "telegram", "json", "healthchecks", "file", "apprise")
 KEYS = ("url", "format", "min_severity", "events", "heartbeat", "deadman", "secret", "repeat_after",
         "base_url", "timeout", "id", "name")
-DEADMAN_FORMATS = ("ntfy", "healthchecks")
 DEFAULT_REPEAT_AFTER_S = 3600.0
 DEFAULT_TIMEOUT_S = 10.0
 SUPPORTED_HINT = ("supported: ntfy://[token@]host/topic, ntfys://..., slack://T/B/X or "
@@ -61,12 +60,17 @@ class Notifier:
             self.repeat_after_s = DEFAULT_REPEAT_AFTER_S
         self.timeout_s = _dur(entry, "timeout") or DEFAULT_TIMEOUT_S
         self.secret = entry.get("secret")
+        # base_url is often a relay whose path is its access token: as secret as the URL.
         self.base_url = entry.get("base_url")
         self.target = redact(self.url, fmt)
+        self.endpoint_cache: Optional[Dict[str, Any]] = None    # registry.endpoint() fills it
 
     def secret_strings(self) -> List[str]:
         """Every string whose appearance in a log/error/status would leak this notifier."""
-        return secret_parts(self.url, self.secret)
+        out = secret_parts(self.url, self.secret)
+        if self.base_url:
+            out = sorted(set(out) | set(secret_parts(self.base_url, keep_host=True)), key=len, reverse=True)
+        return out
 
     def scrub(self, text: str) -> str:
         """`text` (an exception message, a response body) with this notifier's secrets masked."""
@@ -79,9 +83,12 @@ class Notifier:
                "min_severity": self.min_severity}
         if self.events is not None:
             out["events"] = self.events
-        for key in ("heartbeat_s", "deadman_s"):
-            if getattr(self, key):
-                out[key] = getattr(self, key)
+        if self.base_url:
+            out["base"] = origin(self.base_url)       # where it really goes; never the path
+        if self.heartbeat_s:
+            out["heartbeat_s"] = self.heartbeat_s
+        if self.deadman_s:
+            out["deadman_s"] = self.deadman_s
         return out
 
 
@@ -90,39 +97,6 @@ def _dur(entry: Dict[str, Any], key: str) -> Optional[float]:
     if value is None or value == "" or value is False:
         return None
     return parse_duration(value)
-
-
-def infer_format(url: str) -> Optional[str]:
-    """The format a URL names by itself (Apprise-style schemes and well-known webhook hosts)."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if scheme in ("ntfy", "ntfys"):
-        return "ntfy"
-    if scheme == "slack":
-        return "slack"
-    if scheme == "discord":
-        return "discord"
-    if scheme in ("tgram", "telegram"):
-        return "telegram"
-    if scheme in ("json", "jsons"):
-        return "json"
-    if scheme == "file":
-        return "file"
-    if scheme in ("http", "https"):
-        if host == "hooks.slack.com":
-            return "slack"
-        if host in ("discord.com", "discordapp.com", "ptb.discord.com", "canary.discord.com") \
-                and parts.path.startswith("/api/webhooks/"):
-            return "discord"
-        if host == "hc-ping.com" or host.endswith(".hc-ping.com"):
-            return "healthchecks"
-        if host == "ntfy.sh":
-            return "ntfy"
-        if host == "api.telegram.org":
-            return "telegram"
-        return None
-    return "apprise" if scheme else None
 
 
 def apprise_importable() -> bool:
@@ -200,7 +174,6 @@ def _check_fields(where: str, entry: Dict[str, Any], fmt: str) -> None:
 
 
 def _check_url_shape(where: str, n: Notifier) -> None:
-    from boxagent.notify.formats import endpoint  # late: formats imports this module
     try:
         endpoint(n)
     except ValueError as exc:
@@ -224,15 +197,22 @@ def parse_notifiers(entries: Any, apprise_ok: Optional[bool] = None) -> List[Not
     return out
 
 
-def secret_parts(url: str, secret: Any = None) -> List[str]:
-    """The URL, its userinfo, and every path/query piece long enough to matter (topics, tokens)."""
+def secret_parts(url: str, secret: Any = None, keep_host: bool = False) -> List[str]:
+    """The URL, its userinfo, and every path/query piece long enough to matter (topics, tokens).
+    keep_host: a `base_url`, whose scheme and host are shown (they say where it goes)."""
     parts = [secret] if isinstance(secret, str) and secret else []
-    sp = urlsplit(url)
+    try:
+        sp = urlsplit(url)
+    except ValueError:
+        return parts + [url]
     if sp.scheme == "file":  # a local path is not a secret; the status shows it
         return parts
-    parts.append(url)
+    if not keep_host:
+        parts.append(url)
+    elif sp.path.strip("/") or sp.query or sp.username:
+        parts.append(url.rstrip("/"))
     pieces = [sp.username, sp.password]
-    if sp.scheme in ("tgram", "telegram", "slack", "discord"):  # there the "host" is a token
+    if sp.scheme in TOKEN_HOST_SCHEMES:  # there the "host" is a token
         pieces.append(sp.netloc)
     pieces += re.split(r"[/?&=#]", sp.path + "?" + sp.query)
     for p in pieces:
@@ -252,9 +232,7 @@ def redact(url: str, fmt: Optional[str] = None) -> str:
     scheme = sp.scheme.lower() or "?"
     if scheme == "file":
         return "file://" + sp.path
-    if scheme in ("tgram", "telegram", "slack", "discord"):
+    if scheme in TOKEN_HOST_SCHEMES:
         return "%s://***" % scheme
-    host = sp.hostname or ""
-    if sp.port:
-        host = "%s:%d" % (host, sp.port)
-    return "%s://%s/***" % (scheme, host) if host else "%s://***" % scheme
+    shown = origin(url)
+    return shown if shown.endswith("***") else shown + "/***"

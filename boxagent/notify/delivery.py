@@ -1,4 +1,4 @@
-"""Delivery: one thread per notifier, woken by publish, sending its outbox FIFO in order.
+"""Delivery: one thread per notifier, woken when the hub routes an event to it, sending its outbox FIFO in order.
 
 Order matters to a reader ("started" before "failed"), so a notifier's head message blocks the
 ones behind it while it waits out its backoff. Retries back off exponentially (seconds to
@@ -9,15 +9,17 @@ delays re-arming the dead-man.
 """
 from __future__ import annotations
 
-import json
 import random
 import threading
-import time
 from collections import deque
 from typing import Any, Callable, Dict, Optional
 
-from boxagent.notify import formats, ntfy
-from boxagent.notify.formats import Item, Result
+from boxagent.notify import ntfy
+from boxagent.notify.books import Books
+from boxagent.notify.messages import iso
+from boxagent.notify.outbox import Outbox
+from boxagent.notify.registry import deliver
+from boxagent.notify.types import Item, Result
 
 MAX_IDLE_WAIT_S = 5.0
 
@@ -35,30 +37,22 @@ class RetryPolicy:
         return d * random.uniform(1 - self.jitter, 1 + self.jitter) if self.jitter else d
 
 
-def deliver(n: Any, item: Item, http: Any) -> Result:
-    """Send one item through notifier `n`; errors come back scrubbed of the notifier's secrets."""
-    svc = formats.service(n.format)
-    try:
-        ep = formats.endpoint(n)
-        if hasattr(svc, "deliver"):
-            res = svc.deliver(n, ep, item)
-        else:
-            res = http.send(svc.request(n, ep, item), n.timeout_s)
-    except Exception as exc:  # noqa: BLE001 - a formatting bug must cost one message, not the thread
-        res = Result(False, error="internal error: %s: %s" % (type(exc).__name__, exc))
-    if not res.ok and res.status == 429 and res.retry_after is None and n.format == "telegram":
-        res.retry_after = _telegram_retry_after(res.body)
-    if res.error:
-        res.error = n.scrub(res.error)
-    return res
+class Lane:
+    """All a delivery thread may use, by name, and nothing else of the hub: the outbox (its
+    files), the books (counters), the clock, the retry policy, `render(record) -> Item`, an
+    HTTP client factory, and the routing lock (held while the hub writes files and then saves
+    the event-log cursor: a thread lists its files under it, so it never sends a message whose
+    event the cursor has not passed yet, which a crash would then route again)."""
 
-
-def _telegram_retry_after(body: bytes) -> Optional[float]:
-    try:
-        data = json.loads(body.decode("utf-8"))
-        return float(data["parameters"]["retry_after"])
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        return None
+    def __init__(self, outbox: Outbox, books: Books, clock: Callable[[], float], retry: RetryPolicy,
+                 render: Callable[[Dict[str, Any]], Item], new_http: Callable[[], Any], routing_lock: Any):
+        self.outbox = outbox
+        self.books = books
+        self.clock = clock
+        self.retry = retry
+        self.render = render
+        self.new_http = new_http
+        self.routing_lock = routing_lock
 
 
 class Slot:
@@ -71,13 +65,12 @@ class Slot:
 class Worker(threading.Thread):
     """Delivers one notifier's outbox FIFO and its slots until stop()."""
 
-    def __init__(self, hub: Any, notifier: Any, http_factory: Callable[[], Any], after: Any = None):
+    def __init__(self, lane: Lane, notifier: Any, after: Optional["Worker"] = None):
         super().__init__(name="rgt-notify-%s" % notifier.id, daemon=True)
         self.after = after              # a predecessor thread for the same id, to let finish first
         self.removed = False
-        self.hub = hub
+        self.lane = lane
         self.n = notifier
-        self.http_factory = http_factory
         self.queue: deque = deque()
         self.records: Dict[str, Dict[str, Any]] = {}
         self.slots: Dict[str, Slot] = {}
@@ -104,9 +97,13 @@ class Worker(threading.Thread):
             self.slots[key] = slot
         self.wake.set()
 
-    def pending(self) -> int:
+    def cancel_deadman(self) -> None:
+        """Drop a dead-man re-arm not yet sent and DELETE the scheduled one, in this thread's
+        order: after a re-arm in flight, never before it. A stopping thread does it last."""
         with self.lock:
-            return len(self.queue)
+            self.slots.pop("deadman", None)
+            self.slots["cancel"] = Slot(Item("cancel", {"id": "cancel-deadman-%s" % self.n.id}, None), 0.0)
+        self.wake.set()
 
     def merge(self, records: Dict[str, Dict[str, Any]]) -> None:
         """Add files found on disk; names sort in publish order, so the queue stays in order."""
@@ -126,12 +123,12 @@ class Worker(threading.Thread):
     def run(self) -> None:
         if self.after is not None:
             self.after.join()
-        self.hub.adopt(self)
-        http = self.http_factory()
+        self._adopt()
+        http = self.lane.new_http()
         try:
             while True:
                 self.wake.clear()
-                now = self.hub.clock()
+                now = self.lane.clock()
                 if self.stopping and now >= self.deadline:
                     return
                 if self._send_slot(http, now) or self._send_head(http, now):
@@ -144,19 +141,32 @@ class Worker(threading.Thread):
                     wait = min(wait, max(0.0, self.deadline - now))
                 self.wake.wait(wait)
         finally:
-            close = getattr(http, "close", None)
-            if close:
-                close()
+            with self.lock:
+                last = self.slots.pop("cancel", None)
+            if last is not None:                 # stopped before it could: once, still bounded
+                self._record_slot("cancel", last.item, deliver(self.n, last.item, http))
+            http.close()
             if self.removed:
                 self._drop_all("its notifier was removed by notify-set")
+
+    def _adopt(self) -> None:
+        """Before the first send: this notifier's files on disk join the queue, in order."""
+        with self.lane.routing_lock:
+            names = self.lane.outbox.pending().get(self.n.id, [])
+        recs = {}
+        for name in names:
+            rec = self.lane.outbox.read(name)
+            if rec is not None:
+                recs[name] = rec
+        self.merge(recs)
 
     def _drop_all(self, why: str) -> None:
         with self.lock:
             names, self.queue = list(self.queue), deque()
         for name in names:
-            rec = self.records.pop(name, None) or self.hub.outbox.read(name)
+            rec = self.records.pop(name, None) or self.lane.outbox.read(name)
             if rec is not None:
-                self.hub.outbox.fail(name, rec, why)
+                self.lane.outbox.fail(name, rec, why)
 
     def _next_due(self) -> Optional[float]:
         with self.lock:
@@ -179,9 +189,24 @@ class Worker(threading.Thread):
                     del self.slots[key]
                 else:
                     slot.attempts += 1
-                    slot.due = self.hub.clock() + self._delay(res, slot.attempts)
-        self.hub.slot_result(self.n, key, slot.item, res)
+                    slot.due = self.lane.clock() + self._delay(res, slot.attempts)
+        self._record_slot(key, slot.item, res)
         return True
+
+    def _record_slot(self, key: str, item: Item, res: Result) -> None:
+        books = self.lane.books
+        if key == "cancel":
+            if res.ok:
+                books.forget_deadman(self.n.id)
+            else:
+                books.error(self.n.id, self.n.target, "cancelling the dead-man: %s" % (res.error or "failed"))
+            return
+        deadman = None
+        if key == "deadman" and res.ok:
+            deadman = {"armed_at": iso(self.lane.clock()), "delay_s": item.delay_s, "confirmed": confirmed_deadman(res)}
+        books.slot(self.n.id, key, res.ok, res.error, deadman)
+        if not res.ok:
+            books.error(self.n.id, self.n.target, res.error or "failed")
 
     def _send_head(self, http: Any, now: float) -> bool:
         with self.lock:
@@ -190,7 +215,7 @@ class Worker(threading.Thread):
             name = self.queue[0]
             rec = self.records.get(name)
         if rec is None:
-            rec = self.hub.outbox.read(name)
+            rec = self.lane.outbox.read(name)
             if rec is None:                        # vanished (removed by hand): skip it
                 self._pop(name)
                 return True
@@ -198,37 +223,43 @@ class Worker(threading.Thread):
                 self.records[name] = rec
         if float(rec.get("next_at") or 0) > now:
             return False
-        res = deliver(self.n, self.hub.item_for(rec), http)
+        res = deliver(self.n, self.lane.render(rec), http)
         self._settle(name, rec, res)
         return True
 
     def _settle(self, name: str, rec: Dict[str, Any], res: Result) -> None:
-        now = self.hub.clock()
+        now = self.lane.clock()
+        books, outbox = self.lane.books, self.lane.outbox
         if res.ok:
-            self.hub.outbox.remove(name)
+            with books.lock:          # the file goes and the count grows as one step
+                books.sent(self.n.id)
+                outbox.remove(name)
             self._pop(name)
-            self.hub.record_sent(self.n, rec)
             return
         attempts = int(rec.get("attempts") or 0) + 1
         delay = self._delay(res, attempts)
         age = now - float(rec.get("created_at") or now)
-        if res.permanent or age + delay > self.hub.retry.give_up_s:
+        if res.permanent or age + delay > self.lane.retry.give_up_s:
             why = res.error if res.permanent else "gave up after %d attempts over %ds: %s" % (
                 attempts, int(age), res.error)
-            self.hub.outbox.fail(name, dict(rec, attempts=attempts), why or "failed")
+            with books.lock:
+                books.failed(self.n.id, self.n.target, why or "failed")
+                outbox.fail(name, dict(rec, attempts=attempts), why or "failed")
             self._pop(name)
-            self.hub.record_failed(self.n, why or "failed")
             return
         rec = dict(rec, attempts=attempts, next_at=now + delay, last_error=res.error)
-        self.hub.outbox.update(name, rec)
+        try:
+            outbox.update(name, rec)
+        except OSError:
+            pass              # disk full: the retry still happens; only the backoff is not kept
         with self.lock:
             self.records[name] = rec
-        self.hub.record_error(self.n, res.error or "failed")
+        books.error(self.n.id, self.n.target, res.error or "failed")
 
     def _delay(self, res: Result, attempts: int) -> float:
         if res.retry_after is not None:
             return res.retry_after
-        return self.hub.retry.delay(attempts)
+        return self.lane.retry.delay(attempts)
 
     def _pop(self, name: str) -> None:
         with self.lock:

@@ -19,7 +19,7 @@ from typing import Any, Dict
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from boxagent import __version__
-from boxagent.notify.formats import BadURL, Item, Req, with_base
+from boxagent.notify.types import BadURL, Item, Req, with_base
 
 HC_LIMIT_BYTES = 10 * 1024
 HC_EVENTS = ("run_started", "run_succeeded", "run_failed")

@@ -6,6 +6,11 @@ the profile's `[proxy]` table (url, http, https, no_proxy, env, and a `hook` suc
 Redirects are not followed: a webhook that redirects is misconfigured, and following it would
 send the body (and the token) to another host. `RGT_NOTIFY_HTTP=urllib` forces the stdlib path.
 Errors are returned as text, never raised: the caller scrubs secrets from them.
+
+Endpoints may be hostile or broken, and the daemon must outlive them: at most MAX_BODY bytes
+of any answer are read, streaming (a webhook answering with 1 GB took the daemon to 2.1 GB when
+requests read the whole body), nothing is decompressed (a small gzip bomb is a big body), and
+each request has a total deadline (deadline.py), not only a timeout per read.
 """
 from __future__ import annotations
 
@@ -18,9 +23,12 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, Optional
 
-from boxagent.notify.formats import Req, Result
+from boxagent.notify import deadline
+from boxagent.notify.types import Req, Result
 
 MAX_RETRY_AFTER_S = 3600.0
+MAX_BODY = 64 * 1024
+READ_CHUNK = 16 * 1024
 
 
 def profile_proxies(profile: Optional[Dict[str, Any]]) -> Dict[str, str]:
@@ -91,7 +99,9 @@ class HttpClient:
             # handler configured Python prints that to stderr, i.e. daemon.log. Keep it quiet.
             logging.getLogger("urllib3").addHandler(logging.NullHandler())
             self._session = mod.Session()
-            self._requests = mod
+            adapter = deadline.requests_adapter(mod)
+            self._session.mount("http://", adapter)
+            self._session.mount("https://", adapter)
         else:
             self._opener = self._build_opener(self._proxy_map_urllib())
             self._direct = self._build_opener({}) if self.proxies else self._opener
@@ -102,7 +112,7 @@ class HttpClient:
 
     @staticmethod
     def _build_opener(proxies: Optional[Dict[str, str]]) -> Any:
-        handlers: list = [_NoRedirect()]
+        handlers: list = [_NoRedirect()] + deadline.urllib_handlers()
         if proxies is not None:
             handlers.append(urllib.request.ProxyHandler(proxies))
         return urllib.request.build_opener(*handlers)
@@ -116,9 +126,15 @@ class HttpClient:
         return self._opener
 
     def send(self, req: Req, timeout: float) -> Result:
-        if self._session is not None:
-            return self._send_requests(req, timeout)
-        return self._send_urllib(req, timeout)
+        """One request, done (or abandoned) within `timeout` seconds in total."""
+        with deadline.Deadline(timeout) as dl:
+            if self._session is not None:
+                res = self._send_requests(req, timeout, dl)
+            else:
+                res = self._send_urllib(req, timeout, dl)
+        if dl.expired and res.status is None:
+            res.error = "no complete answer within %gs%s" % (timeout, " (%s)" % res.error if res.error else "")
+        return res
 
     def _proxy_map(self) -> Optional[Dict[str, str]]:
         out = {k: v for k, v in self.proxies.items() if k in ("http", "https")}
@@ -126,26 +142,38 @@ class HttpClient:
             out["no_proxy"] = self.proxies["no"]
         return out or None
 
-    def _send_requests(self, req: Req, timeout: float) -> Result:
+    def _send_requests(self, req: Req, timeout: float, dl: deadline.Deadline) -> Result:
+        # identity: requests asks for gzip by default, and a body is bounded before decoding.
+        headers = dict(req.headers, **{"Accept-Encoding": "identity"})
         try:
-            r = self._session.request(req.method, req.url, data=req.body or None, headers=req.headers,
-                                      timeout=timeout, allow_redirects=False, proxies=self._proxy_map())
-            body = r.content[:65536]
-            return _result(r.status_code, r.headers.get("Retry-After"), body)
+            r = self._session.request(req.method, req.url, data=req.body or None, headers=headers,
+                                      timeout=timeout, allow_redirects=False, proxies=self._proxy_map(),
+                                      stream=True)
         except Exception as exc:  # noqa: BLE001 - any transport failure is one failed attempt
             return Result(False, error="%s: %s" % (type(exc).__name__, exc))
+        if dl.expired:       # the shutdown ended the header block early: that 200 is not real
+            r.close()
+            return Result(False)
+        try:
+            body = read_bounded(lambda n: r.raw.read(n, decode_content=False))
+        finally:
+            r.close()          # unread bytes are never drained: the connection is dropped
+        return _result(r.status_code, r.headers.get("Retry-After"), body)
 
-    def _send_urllib(self, req: Req, timeout: float) -> Result:
+    def _send_urllib(self, req: Req, timeout: float, dl: deadline.Deadline) -> Result:
         r = urllib.request.Request(req.url, data=req.body if req.method != "DELETE" or req.body else None,
                                    headers=req.headers, method=req.method)
         try:
             with self._urllib_opener(req.url).open(r, timeout=timeout) as resp:
-                return _result(resp.status, resp.headers.get("Retry-After"), resp.read(65536))
+                if dl.expired:   # the shutdown ended the header block early: that 200 is not real
+                    return Result(False)
+                return _result(resp.status, resp.headers.get("Retry-After"), read_bounded(resp.read))
         except urllib.error.HTTPError as exc:
-            try:
-                body = exc.read(65536)
-            except Exception:  # noqa: BLE001
-                body = b""
+            if dl.expired:
+                exc.close()
+                return Result(False)
+            body = read_bounded(exc.read)
+            exc.close()
             return _result(exc.code, exc.headers.get("Retry-After") if exc.headers else None, body)
         except Exception as exc:  # noqa: BLE001 - URLError, timeouts, resets: one failed attempt
             reason = getattr(exc, "reason", exc)
@@ -154,6 +182,22 @@ class HttpClient:
     def close(self) -> None:
         if self._session is not None:
             self._session.close()
+
+
+def read_bounded(read: Any, limit: int = MAX_BODY) -> bytes:
+    """At most `limit` bytes of an answer, in chunks; what arrived before an error is kept (a
+    2xx whose body is cut off by the deadline still says the message was taken)."""
+    chunks, got = [], 0
+    while got < limit:
+        try:
+            chunk = read(min(READ_CHUNK, limit - got))
+        except Exception:  # noqa: BLE001 - reset, deadline, IncompleteRead: keep what came
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

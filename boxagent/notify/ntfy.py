@@ -21,7 +21,7 @@ import re
 from typing import Any, Dict, Optional
 from urllib.parse import unquote, urlsplit
 
-from boxagent.notify.formats import BadURL, Item, Req
+from boxagent.notify.types import BadURL, Item, Req
 
 LIMIT_BYTES = 4096
 MAX_DELAY_S = 3 * 86400     # ntfy keeps scheduled messages at most 3 days
@@ -88,6 +88,8 @@ def _body(msg: Any) -> str:
 
 
 def request(n: Any, ep: Dict[str, Any], item: Item) -> Req:
+    if item.kind == "cancel":
+        return cancel_request(n, ep)
     msg = item.message.fit(LIMIT_BYTES, "bytes", text=_body)
     headers = {"Title": header_text(msg.headline), "Priority": PRIORITY.get(msg.severity, "3"),
                "Content-Type": "text/plain; charset=utf-8"}

@@ -14,7 +14,7 @@ import time
 from typing import Any, Dict
 from urllib.parse import unquote, urlsplit
 
-from boxagent.notify.formats import BadURL, Item, Result
+from boxagent.notify.types import BadURL, Item, Result
 
 _PERMANENT_ERRNO = (errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENOTDIR, errno.EROFS)
 

@@ -12,6 +12,7 @@ import re
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from boxagent.triage.hits import HitStore
+from boxagent.triage.metrics import MetricsTracker, compile_metrics_pattern
 from boxagent.triage.progress import ProgressTracker, compile_progress_pattern
 from boxagent.triage.rules import RuleSet, ScanState, build_rules, candidate_lines, derive_keywords
 from boxagent.triage.tailer import DEFAULT_CHUNK, Block, Tailer
@@ -51,7 +52,7 @@ class StageWatch:
     def __init__(self, log_path: str, rules: Any = None, success_pattern: Optional[str] = None,
                  fail_pattern: Optional[str] = None, progress_pattern: Optional[str] = None,
                  started_at: Optional[float] = None, chunk: int = DEFAULT_CHUNK,
-                 start_offset: Optional[int] = None):
+                 start_offset: Optional[int] = None, metrics_pattern: Optional[str] = None):
         self.log_path = log_path
         self.rules = _as_ruleset(rules)
         self.started_at = started_at
@@ -64,6 +65,14 @@ class StageWatch:
         except ValueError as exc:         # degrade to the built-in forms, never lose the watch
             custom, self.progress_error = None, str(exc)
         self.tracker = ProgressTracker(custom)
+        self.metrics: Optional[MetricsTracker] = None
+        self.metrics_error: Optional[str] = None
+        try:
+            metrics_rx = compile_metrics_pattern(metrics_pattern)
+        except ValueError as exc:         # validated at submit; a bad one here costs only the metrics
+            metrics_rx, self.metrics_error = None, str(exc)
+        if metrics_rx is not None:
+            self.metrics = MetricsTracker(metrics_rx)
         self.success_seen = False
         self.success_line_no: Optional[int] = None
         self.fail_line: Optional[str] = None       # first line that matched fail_pattern
@@ -90,6 +99,11 @@ class StageWatch:
             self._process(block, now)
         if self.tailer.offset != before[0]:
             self._partial_progress(now)
+            caught_up = self.tailer.offset - before[0] < self.tailer.chunk
+            if self.metrics is not None and caught_up:
+                # tqdm's set_postfix(loss=...) sits on the redrawn line; a read that stopped at the
+                # chunk limit leaves a fragment of an old line there, whose numbers may be cut short
+                self.metrics.feed_partial(self.tailer.partial(), now)
         return []
 
     def finish(self, now: float) -> None:
@@ -120,6 +134,8 @@ class StageWatch:
             if found:
                 self.fail_line_no, self.fail_line = found
         self._block_progress(data, first + block.lines - 1, now)
+        if self.metrics is not None:
+            self.metrics.feed_block(data, first, now)
         for raw in data.rsplit(b"\n", KEEP_TAIL + 1)[-KEEP_TAIL - 1:-1]:
             self._tail.append(show(raw, 500, keep_indent=True))
 
@@ -170,7 +186,10 @@ class StageWatch:
         return lines[-n:] if n > 0 else []
 
     def status_block(self) -> Dict[str, Any]:
-        return {"progress": self.progress}
+        block: Dict[str, Any] = {"progress": self.progress}
+        if self.metrics is not None:
+            block["metrics"] = self.metrics.block()
+        return block
 
     def facts(self) -> Dict[str, Any]:
         """The triage facts for diagnose() this watch knows (the daemon may merge them)."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 import collections
 import json
 import os
-from typing import Any, Deque, Dict, List, Optional
+from typing import Any, Callable, Deque, Dict, List, Optional
 
-from boxagent.base.fsutil import append_jsonl
+from boxagent.base.fsutil import append_bytes, jsonl_line
 from boxagent.base.units import iso_utc
 
 ROTATE_BYTES = 10 * 1024 * 1024
@@ -21,8 +21,10 @@ RECENT = 50
 
 
 class EventLog:
-    def __init__(self, path: str, host: str, rotate_bytes: int = ROTATE_BYTES):
+    def __init__(self, path: str, host: str, rotate_bytes: int = ROTATE_BYTES,
+                 write: Optional[Callable[[str, bytes], Any]] = None):
         self.path = path
+        self._write = write or append_bytes       # the daemon's Storage.append: a full disk waits
         self.host = host
         self.rotate_bytes = rotate_bytes
         self.recent: Deque[Dict[str, Any]] = collections.deque(tail(path, RECENT), maxlen=RECENT)
@@ -36,7 +38,7 @@ class EventLog:
 
     def append(self, event: Dict[str, Any]) -> None:
         self._rotate_if_big()
-        append_jsonl(self.path, event)
+        self._write(self.path, jsonl_line(event))
         self.recent.append(event)
 
     def emit(self, spec: Dict[str, Any], now: float) -> Dict[str, Any]:

@@ -9,7 +9,8 @@ import pytest
 from boxagent.artifacts import build_manifest
 from boxagent.base.home import Home
 from rgt_client.errors import ClientError
-from rgt_client.pull import adopt_rsync_temps
+from rgt_client.destdir import Dest
+from rgt_client.pull_rsync import adopt_rsync_temps
 from rgt_client.verify import check_manifest, verify
 
 
@@ -99,7 +100,8 @@ def test_rsync_temp_left_by_a_hard_kill_becomes_the_partial(tmp_path):
     (tmp_path / "ck").mkdir()
     (tmp_path / "ck" / ".big.bin.Ab3dEf").write_bytes(b"x" * 100)
     (tmp_path / "ck" / ".other.bin.Ab3dEf").write_bytes(b"y")     # not a manifest file: left alone
-    n = adopt_rsync_temps(str(tmp_path), [{"path": "ck/big.bin", "bytes": 1000}])
+    with Dest(str(tmp_path)) as dest:
+        n = adopt_rsync_temps(dest, [{"path": "ck/big.bin", "bytes": 1000}])
     assert n == 1
     assert (tmp_path / "ck" / ".rgt-partial" / "big.bin").read_bytes() == b"x" * 100
     assert (tmp_path / "ck" / ".other.bin.Ab3dEf").exists()
@@ -162,7 +164,8 @@ def test_an_empty_manifest_is_never_called_safe(box, rgt_local, tmp_path):
     ({"rsync": "/usr/bin/rsync", "rsync_version": "3.2.7"}, "/usr/bin/rsync", "stream", "stream"),
 ])
 def test_rsync_only_when_both_ends_have_a_usable_one(head, here, method, want):
-    from rgt_client.pull import choose_method, remote_rsync
+    from rgt_client.pull import choose_method
+    from rgt_client.pull_rsync import remote_rsync
     assert choose_method(method, remote_rsync(head), here) == want
 
 
@@ -171,3 +174,22 @@ def test_method_rsync_without_rsync_is_a_usage_error():
     with pytest.raises(ClientError) as exc:
         choose_method("rsync", None, "/usr/bin/rsync")
     assert exc.value.code == 2 and "--method stream" in exc.value.hint
+
+
+def test_check_load_never_unpickles_a_box_file_with_a_torch_lacking_weights_only(tmp_path, monkeypatch):
+    """torch < 1.13 has no weights_only; a plain torch.load of a compromised box's .pt runs its
+    pickle on this machine. A stand-in torch (the foreign package is the seam) records calls."""
+    import sys
+    import types
+    from rgt_client.verify import check_loads
+    calls = []
+
+    def load(path, map_location=None, **kw):
+        calls.append(kw)
+        if "weights_only" in kw:
+            raise TypeError("load() got an unexpected keyword argument 'weights_only'")
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(load=load))
+    (tmp_path / "m.pt").write_bytes(b"pickle")
+    out = check_loads(str(tmp_path), ["m.pt"])
+    assert calls == [{"weights_only": True}]           # never called again without it
+    assert out == [{"path": "m.pt", "ok": None, "detail": "skipped: needs torch >= 1.13 (weights_only loading)"}]

@@ -56,6 +56,9 @@ class FakeProcs:
     def release(self, ref):
         pass
 
+    def leftovers(self, ref):
+        return []
+
     def reap(self):
         pass
 

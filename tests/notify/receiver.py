@@ -40,6 +40,8 @@ class Receiver:
         self.port = 0
         self.server: Optional[ThreadingHTTPServer] = None
         self.handler_hook: Optional[Callable[[Request], Optional[tuple]]] = None
+        self.delay_s = 0.0                      # hold each answer this long (a slow server)
+        self.answered = 0                       # answers fully written back
         self.up()
 
     @property
@@ -58,12 +60,17 @@ class Receiver:
                 # http.server's headers object: case-insensitive, like HTTP (urllib sends "X-sequence-id")
                 req = Request(self.command, self.path, self.headers, body)
                 status, headers, out = receiver._answer(req)
+                if receiver.delay_s:
+                    time.sleep(receiver.delay_s)
                 self.send_response(status)
                 for k, v in headers.items():
                     self.send_header(k, v)
                 self.send_header("Content-Length", str(len(out)))
                 self.end_headers()
                 self.wfile.write(out)
+                self.wfile.flush()
+                with receiver.lock:
+                    receiver.answered += 1
 
             do_POST = do_PUT = do_GET = do_DELETE = _any
 
@@ -159,3 +166,102 @@ def event(eid: str, etype: str = "stage_failed", severity: str = "critical", **e
           "at": "2025-01-01T00:00:00Z"}
     ev.update(extra)
     return ev
+
+
+class HostileServer:
+    """A raw-socket HTTP server on 127.0.0.1 that misbehaves on purpose, one mode per attack:
+    `huge_body` answers 200 with a 1 GB body (streamed, never held in memory), `drip_headers`
+    sends its status line and then one header byte every `interval` seconds, `drip_body` sends
+    whole headers and then one body byte every `interval` seconds."""
+
+    def __init__(self, mode: str, interval: float = 2.0, body_bytes: int = 1 << 30):
+        import socket
+        self.mode = mode
+        self.interval = interval
+        self.body_bytes = body_bytes
+        self.sent_bytes = 0
+        self.connections = 0
+        self.lock = threading.Lock()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.closed = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:%d" % self.port
+
+    def _accept(self) -> None:
+        while not self.closed.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _read_request(self, conn: Any) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            data += chunk
+        head, _, rest = data.partition(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value.strip())
+        while len(rest) < length:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            rest += chunk
+
+    def _serve(self, conn: Any) -> None:
+        try:
+            self._read_request(conn)
+            {"huge_body": self._huge_body, "drip_headers": self._drip_headers,
+             "drip_body": self._drip_body}[self.mode](conn)
+        except OSError:
+            pass              # the client hung up: what a bounded client does
+        finally:
+            conn.close()
+
+    def _count(self, n: int) -> None:
+        with self.lock:
+            self.sent_bytes += n
+
+    def _huge_body(self, conn: Any) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                     b"Content-Length: %d\r\n\r\n" % self.body_bytes)
+        block = b"\0" * (1 << 20)
+        left = self.body_bytes
+        while left > 0 and not self.closed.is_set():
+            n = min(len(block), left)
+            conn.sendall(block[:n])
+            self._count(n)
+            left -= n
+
+    def _drip(self, conn: Any, head: bytes, drip: bytes) -> None:
+        conn.sendall(head)
+        while not self.closed.is_set():
+            conn.sendall(drip)
+            self._count(1)
+            if self.closed.wait(self.interval):
+                return
+
+    def _drip_headers(self, conn: Any) -> None:
+        self._drip(conn, b"HTTP/1.1 200 OK\r\nX-Slow: ", b"x")
+
+    def _drip_body(self, conn: Any) -> None:
+        self._drip(conn, b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n", b"x")
+
+    def down(self) -> None:
+        self.closed.set()
+        self.sock.close()

@@ -38,7 +38,7 @@ def test_notify_set_keeps_ids_for_unchanged_urls(agent, rgt_home):
 
 @pytest.mark.parametrize("payload,needle", [
     (b"not json", "not JSON"),
-    (json.dumps({"notify": [{"url": "mailto://x@y.z"}]}).encode(), "Apprise"),
+    (json.dumps({"notify": [{"url": "weird://x"}]}).encode(), "Apprise"),
     (json.dumps({"notify": [{"url": "ntfy://h/t", "min_severity": "loud"}]}).encode(), "min_severity"),
     (json.dumps({"notify": [{"url": "ntfy://h/t", "colour": "red"}]}).encode(), "unknown key colour"),
     (json.dumps({"notify": [{"url": "https://example.com/x"}]}).encode(), "cannot tell the service"),
@@ -100,8 +100,8 @@ def test_load_notify_file_validates_locally(tmp_path):
     from rgt_client.notify_cmd import load_notify_file
     ok = load_notify_file(_toml(tmp_path, '[[notify]]\nurl = "ntfys://ntfy.sh/t1"\nmin_severity = "warning"\n'
                                           'events = ["run_succeeded", "stage_failed"]\nheartbeat = "1h"\n'
-                                          'deadman = "20m"\n\n[[notify]]\nurl = "mailto://a@b.c"\n'))
-    assert [e["url"] for e in ok["notify"]] == ["ntfys://ntfy.sh/t1", "mailto://a@b.c"]   # Apprise: the box decides
+                                          'deadman = "20m"\n\n[[notify]]\nurl = "pover://user@token"\n'))
+    assert [e["url"] for e in ok["notify"]] == ["ntfys://ntfy.sh/t1", "pover://user@token"]   # Apprise: the box decides
     for text, needle in [("[[notify]]\nurl = 3\n", "no url"), ("x = 1\n", "top-level"),
                          ("[notify\n", "not valid TOML"), ("", "no [[notify]]"),
                          ('[[notify]]\nurl = "slack://a/b/c"\ndeadman = "5m"\n', "deadman")]:
@@ -167,3 +167,12 @@ def test_notify_test_on_python38_bare(agent, rgt_home, receiver):
     assert res.returncode == 0, res.stderr
     assert [r["ok"] for r in json.loads(res.stdout)["results"]] == [True, True]
     assert len(receiver.wait_for(2)) == 2
+
+
+def test_notify_set_without_apprise_refuses_other_schemes_and_says_how(agent, rgt_home):
+    # python -S: no site-packages, so no Apprise, as on a bare box.
+    res = _set(agent, [{"url": "mailto://user:pw@gmail.com"}], bare=True)
+    err = res.stderr.decode()
+    assert res.returncode == 2, err
+    assert "Apprise is not installed here" in err and "Hint: pip install apprise" in err
+    assert "pw@" not in err and not (rgt_home / "secrets.json").exists()

@@ -1,14 +1,10 @@
-"""Notifier configs: format inference, validation, redaction, secret scrubbing, Apprise fallback."""
+"""Notifier configs: format inference, validation, redaction, secret scrubbing. (Apprise, real: test_notify_apprise.py.)"""
 from __future__ import annotations
-
-import sys
-import textwrap
 
 import pytest
 
 from boxagent.notify.config import NotifyConfigError, parse_entry, parse_notifiers, redact
-from boxagent.notify.formats import Item, endpoint
-from boxagent.notify.messages import render_test
+from boxagent.notify.registry import endpoint
 
 
 @pytest.mark.parametrize("url,fmt", [
@@ -61,38 +57,3 @@ def test_errors_name_the_entry_and_never_the_url():
         parse_notifiers([{"url": "ntfy://h/t", "id": "a"}, {"url": "ntfy://h/u", "id": "a"}])
     with pytest.raises(NotifyConfigError, match="heartbeat"):
         parse_entry(0, {"url": "ntfy://h/t", "heartbeat": "soon"})
-
-
-@pytest.fixture
-def fake_apprise_path(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("apprise", None)
-    yield tmp_path
-    sys.modules.pop("apprise", None)       # later tests must see the real (absent) Apprise
-
-
-def test_unknown_scheme_goes_to_apprise_when_importable(fake_apprise_path):
-    tmp_path = fake_apprise_path
-    # A stand-in `apprise` module at the import seam, speaking the small API rgt uses.
-    (tmp_path / "apprise.py").write_text(textwrap.dedent('''
-        SENT = []
-        class Apprise:
-            def __init__(self):
-                self.urls = []
-            def add(self, url):
-                ok = url.startswith("mailto://")
-                if ok:
-                    self.urls.append(url)
-                return ok
-            def notify(self, title, body):
-                SENT.append((self.urls[0], title, body))
-                return True
-    '''))
-    n = parse_entry(0, {"url": "mailto://me:pw@example.com"})
-    assert n.format == "apprise" and n.target == "mailto://example.com/***"
-    from boxagent.notify.delivery import deliver
-    res = deliver(n, Item("test", {"id": "t"}, render_test("box1", "now")), http=None)
-    import apprise
-    assert res.ok and apprise.SENT[0][1].startswith("box1 \u00b7 test from rgt")
-    with pytest.raises(NotifyConfigError, match="Apprise does not accept"):
-        parse_entry(0, {"url": "weird://x"})

@@ -23,7 +23,8 @@ TOPIC = "topic-S3cretXq"
 TOKEN = "tk_T0kenAbc123"
 HOOK = "hook-P4thSecret"
 HMAC_KEY = "hmac-K3ySecret"
-SECRETS = (TOPIC, TOKEN, HOOK, HMAC_KEY)
+RELAY = "relay-P4thT0ken"
+SECRETS = (TOPIC, TOKEN, HOOK, HMAC_KEY, RELAY)
 
 
 def wait_for(pred, timeout, what):
@@ -126,16 +127,17 @@ def test_sigkilled_daemon_with_full_outbox_delivers_after_restart(box, receiver)
 
 @pytest.mark.slow
 def test_no_secret_under_rgt_home_nor_in_ps(box, receiver):
-    # The receiver answers 500 echoing the path (the topic) back; the JSON hook is a dead port
-    # (requests' error text quotes the URL). Both texts reach last_error: scrubbed.
+    # The receiver answers 500 echoing the path (the topic, the relay token) back; the JSON hook
+    # is a dead port (requests' error text quotes the URL). All texts reach last_error: scrubbed.
     receiver.handler_hook = lambda req: (500, {}, ("no topic %s here" % req.path).encode())
     dead_port = receiver.port + 1 if receiver.port < 65000 else receiver.port - 1
     box.configure([{"url": "ntfy://%s@127.0.0.1:%d/%s" % (TOKEN, receiver.port, TOPIC)},
-                   {"url": "json://127.0.0.1:%d/%s" % (dead_port, HOOK), "secret": HMAC_KEY}])
+                   {"url": "json://127.0.0.1:%d/%s" % (dead_port, HOOK), "secret": HMAC_KEY},
+                   {"url": "slack://T1/B1/XXXX", "base_url": "%s/%s" % (receiver.url, RELAY)}])
     box.daemon()
     box.submit_failing("leaky")
     wait_for(lambda: box.run_state("leaky") == "failed", 20, "run failed")
-    wait_for(lambda: len(receiver.requests) >= 2, 10, "retries")
+    wait_for(lambda: len(receiver.requests) >= 3, 10, "retries")
     wait_for(lambda: all(t.get("last_error") for t in box.status().get("notifications", {}).get("targets", [])),
              10, "errors recorded in status.json")
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
@@ -176,3 +178,18 @@ def test_deadman_rearmed_by_the_daemon_fires_after_agent_stop(box, ntfy_receiver
     title = r.fired[0]["headers"]["Title"]
     assert base64.b64decode(title[10:-2]).decode().startswith("box1 silent for 4s")
     assert r.scheduled == {}
+
+
+@pytest.mark.slow
+def test_preempted_daemon_last_status_counts_every_message_that_arrived(box, receiver):
+    box.configure([{"url": "ntfy://127.0.0.1:%d/t" % receiver.port}])
+    p = box.daemon()
+    box.submit_failing("pre")
+    wait_for(lambda: box.run_state("pre") == "failed", 20, "run failed")
+    wait_for(lambda: box.status().get("notifications", {}).get("sent", 0) >= 2, 10, "sent")
+    p.send_signal(signal.SIGTERM)                     # spot preemption
+    p.wait(30)
+    notes = box.status()["notifications"]
+    tags = [r.headers["Tags"] for r in receiver.requests]
+    assert "warning" in tags                          # daemon_stopped (preempted) did arrive
+    assert (notes["sent"], notes["pending"]) == (len(receiver.requests), 0)

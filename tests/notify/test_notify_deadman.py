@@ -75,4 +75,8 @@ def test_deadman_cancelled_when_the_user_removes_it(make_hub, ntfy_receiver, rgt
     hub.tick(10.0, {})
     r.wait_for(1, pred=lambda q: q.method == "DELETE")
     assert r.scheduled == {}
+    deadline = time.monotonic() + 5
+    while "deadman" in hub.summary()["targets"][0] and time.monotonic() < deadline:   # the answer lands
+        time.sleep(0.01)
     assert "deadman" not in hub.summary()["targets"][0]
+    assert [q.method for q in r.requests][-1] == "DELETE"     # no re-arm after the cancel

@@ -7,7 +7,8 @@ import pytest
 
 from boxagent.notify import chat, ntfy
 from boxagent.notify.config import parse_entry
-from boxagent.notify.formats import Item, endpoint
+from boxagent.notify.registry import endpoint
+from boxagent.notify.types import Item
 from boxagent.notify.messages import render_event
 
 CAUSE = {"class": "cgroup_oom", "summary": "cgroup OOM kill", "retryable": False,

@@ -11,7 +11,9 @@ that runs the scorer say nothing about them, and a nearly full disk here must no
 the score.
 
 A failure case is right when the cause's class is the expected one. An innocent case
-(class "none", exit 0) is right when triage does not call it a failure.
+(class "none", exit 0) is right when triage does not call it a failure. A case with
+outcome = "warning" (exit 0, and a class: a run that went wrong without failing, such as
+nan losses) is right when triage calls no failure and warns.
 
     python -m tests.triage.field.score [INDEX ...]
 
@@ -35,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 INDEX = HERE / "index.toml"
 CAPTURED_INDEX = HERE / "captured" / "index.toml"
 INNOCENT = "none"
+WARNED = "warning"      # outcome of an exit-0 case whose class triage should warn about
 
 # The cause classes of the design contract (cause.class), as it lists them.
 DESIGN_CLASSES = (
@@ -74,12 +77,16 @@ def triage_case(case: Dict[str, Any]) -> Dict[str, Any]:
 def judge(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:
     """{right, got, evidence, summary, warnings} for one case and its report."""
     cause = rep.get("cause")
+    warnings = list(rep.get("warnings") or [])
     got = cause["class"] if cause else INNOCENT
-    right = (cause is None) if case["class"] == INNOCENT else (got == case["class"])
-    evidence = (cause.get("evidence") or ["(no evidence)"])[0] if cause else "(no failure called)"
+    if case.get("outcome") == WARNED:
+        right = cause is None and bool(warnings)
+    else:
+        right = (cause is None) if case["class"] == INNOCENT else (got == case["class"])
+    evidence = ((cause.get("evidence") or ["(no evidence)"])[0] if cause else
+                "(no failure called; warned: %s)" % warnings[0] if warnings else "(no failure called)")
     return {"right": right, "got": got, "evidence": evidence,
-            "summary": cause.get("summary", "") if cause else "",
-            "warnings": list(rep.get("warnings") or [])}
+            "summary": cause.get("summary", "") if cause else "", "warnings": warnings}
 
 
 def score(index_paths: Optional[Iterable[Path]] = None) -> Dict[str, Any]:

@@ -40,9 +40,13 @@ def test_the_index_is_well_formed(index):
             problems.append("%s: exit_code %r is not an int" % (where, ec))
         elif case["class"] == S.INNOCENT and ec != 0:
             problems.append("%s: an innocent run exits 0, not %d" % (where, ec))
-        elif case["class"] != S.INNOCENT and ec == 0:
+        elif case["class"] != S.INNOCENT and ec == 0 and case.get("outcome") != S.WARNED:
             # triage never calls an exit-0 run failed: such a case could never be scored right
-            problems.append("%s: a failure case needs a nonzero exit code" % where)
+            # (unless it says it expects a warning)
+            problems.append("%s: a failure case needs a nonzero exit code (or outcome = %r)"
+                            % (where, S.WARNED))
+        if case.get("outcome") not in (None, S.WARNED):
+            problems.append("%s: outcome %r is not %r" % (where, case["outcome"], S.WARNED))
     assert not problems, "\n".join(problems)
 
 

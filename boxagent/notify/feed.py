@@ -1,0 +1,173 @@
+"""The hub's durable feed: events.jsonl read from a saved cursor, so no event is lost between
+the daemon appending it and the hub routing it.
+
+Before, the daemon appended an event and then handed it to the hub; a daemon killed between
+the two never sent that message. Now the hub reads the log itself: at start from the cursor it
+saved last (routing what a dead daemon appended but never routed), and on every event from
+where it stopped. The cursor is saved only after the outbox files of the events it passes are
+on disk (the hub's job, see hub.py), so a crash at any point re-reads at most events whose
+files may already exist, and the hub skips those by (notifier, event id).
+
+The cursor names its file by inode and the id of its first event (an inode alone may be reused
+after the rotation deletes events.jsonl.1). wire/events.py rotates by renaming events.jsonl to
+events.jsonl.1: a cursor on the renamed file finishes it there, then starts the new file at 0.
+Only complete lines are consumed; a torn line (a crash mid-append, then the next daemon's event
+appended after the torn bytes) is skipped, and a whole event after it on the same line kept.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+from boxagent.base.fsutil import atomic_write_bytes, read_json
+
+_EVENT_START = b'{"id":'      # wire/events.make_event puts the id first
+FIRST_LINE_MAX = 65536
+
+
+class Cursor:
+    def __init__(self, ino: Optional[int], first_id: Optional[str], offset: int, last_id: Optional[str] = None):
+        self.ino = ino
+        self.first_id = first_id
+        self.offset = offset
+        self.last_id = last_id
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"v": 1, "ino": self.ino, "first_id": self.first_id, "offset": self.offset, "last_id": self.last_id}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Optional["Cursor"]:
+        if not isinstance(data, dict) or not isinstance(data.get("offset"), int):
+            return None
+        return cls(data.get("ino"), data.get("first_id"), data["offset"], data.get("last_id"))
+
+
+def parse_line(raw: bytes) -> Optional[Dict[str, Any]]:
+    """One event from one complete line; None for a line that holds none (torn and alone)."""
+    raw = raw.strip()
+    if not raw:
+        return None
+    try:
+        obj = json.loads(raw.decode("utf-8", "replace"))
+        return obj if isinstance(obj, dict) else None
+    except ValueError:
+        pass
+    at = raw.rfind(_EVENT_START)
+    if at <= 0:
+        return None
+    try:                 # torn bytes of a crashed append, then a whole event on the same line
+        obj = json.loads(raw[at:].decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _first_id(path: str) -> Optional[str]:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(FIRST_LINE_MAX)
+    except OSError:
+        return None
+    if b"\n" not in head:
+        return None
+    event = parse_line(head.split(b"\n", 1)[0])
+    return str(event.get("id")) if event and event.get("id") else None
+
+
+def _ino(path: str) -> Optional[int]:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _id_ms(eid: Optional[str]) -> int:
+    """The millisecond stamp that starts an event id (wire/events.EventLog._next_id); -1 if none."""
+    head = str(eid or "").split("-", 1)[0]
+    return int(head) if head.isdigit() else -1
+
+
+class EventFeed:
+    def __init__(self, log_path: str, cursor_path: str):
+        self.path = log_path
+        self.cursor_path = cursor_path
+        self.cursor: Optional[Cursor] = None
+
+    def open(self) -> List[Dict[str, Any]]:
+        """At start: the events after the saved cursor (none on the first start: the log's past
+        was never this hub's to send). Call commit() once their files are on disk."""
+        saved = Cursor.from_json(read_json(self.cursor_path, None))
+        if saved is None:
+            self.cursor = self._at_end()
+            self.save()
+            return []
+        self.cursor = saved
+        events, self.cursor = self._read_from(saved, check_identity=True)
+        return events
+
+    def read_new(self) -> Tuple[List[Dict[str, Any]], Cursor]:
+        """The complete events appended since the cursor, and the cursor past them (not kept yet)."""
+        assert self.cursor is not None, "open() first"
+        return self._read_from(self.cursor, check_identity=False)
+
+    def advance(self, cursor: Cursor) -> None:
+        self.cursor = cursor
+
+    def save(self) -> None:
+        assert self.cursor is not None
+        data = (json.dumps(self.cursor.to_json(), separators=(",", ":")) + "\n").encode("utf-8")
+        atomic_write_bytes(self.cursor_path, data, 0o600)
+
+    # -- reading ----------------------------------------------------------------------------------
+    def _at_end(self) -> Cursor:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return Cursor(None, None, 0)
+        return Cursor(st.st_ino, _first_id(self.path), st.st_size)
+
+    def _same_file(self, path: str, cur: Cursor, check_identity: bool) -> bool:
+        if cur.ino is None or _ino(path) != cur.ino:
+            return False
+        return not check_identity or cur.first_id is None or _first_id(path) == cur.first_id
+
+    def _read_from(self, cur: Cursor, check_identity: bool) -> Tuple[List[Dict[str, Any]], Cursor]:
+        rotated = self.path + ".1"
+        if cur.ino is None:     # no log when the cursor was made: all there is came after it
+            older, end = self._read_file(rotated, 0, cur.last_id)
+            newer, cur2 = self._read_file(self.path, 0, end.last_id)
+            return older + newer, cur2
+        if self._same_file(self.path, cur, check_identity):
+            return self._read_file(self.path, cur.offset, cur.last_id)
+        if self._same_file(rotated, cur, check_identity):
+            older, end = self._read_file(rotated, cur.offset, cur.last_id)
+            newer, cur2 = self._read_file(self.path, 0, end.last_id)
+            return older + newer, cur2
+        # Neither file is the cursor's (rotated twice while no hub read): read both whole and
+        # keep only events newer than the last one routed (ids start with their millisecond).
+        older, end = self._read_file(rotated, 0, cur.last_id)
+        newer, cur2 = self._read_file(self.path, 0, end.last_id)
+        floor = _id_ms(cur.last_id)
+        return [e for e in older + newer if _id_ms(e.get("id")) >= floor], cur2
+
+    def _read_file(self, path: str, offset: int, last_id: Optional[str]) -> Tuple[List[Dict[str, Any]], Cursor]:
+        try:
+            fh = open(path, "rb")
+        except OSError:
+            return [], Cursor(None, None, 0, last_id)
+        with fh:
+            st = os.fstat(fh.fileno())
+            if st.st_size < offset:                # truncated under us: start it over
+                offset = 0
+            fh.seek(offset)
+            data = fh.read(max(0, st.st_size - offset))
+        end = data.rfind(b"\n") + 1                # only complete lines; a partial one waits
+        events = [e for e in (parse_line(raw) for raw in data[:end].split(b"\n")) if e is not None]
+        if events and events[-1].get("id"):
+            last_id = str(events[-1]["id"])
+        known = self.cursor is not None and self.cursor.ino == st.st_ino and offset > 0
+        first = self.cursor.first_id if known and self.cursor is not None else None
+        if first is None and offset + end > 0:
+            first = _first_id(path)
+        return events, Cursor(st.st_ino, first, offset + end, last_id)

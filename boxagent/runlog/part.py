@@ -1,0 +1,213 @@
+"""RunLog: the part that writes each run's history (runs/<run>/history.jsonl, see store.py).
+
+Events: every event of a run goes into its history, and box-wide alerts (no run, or an alert
+key) into the history of every run live then. run_started makes a run live; run_succeeded,
+run_failed, run_cancelled and run_interrupted end it (its last, partial minute is written then).
+Points: sample(now) reads the status the daemon last wrote (ctx.last_status(): its `health`
+block and `runs[]`) and folds each sample into the current step (60 s) of every live run; a
+point is appended when its step is over, so a run gets one point a minute from start to end.
+A run that status shows running but no run_started reached (the daemon restarted under it) is
+adopted from status; one that status shows ended is closed the same way.
+A failing write (disk full) costs this part's history, never the chain: the daemon's part
+guard catches it, and the next sample tries again.
+"""
+from __future__ import annotations
+
+import collections
+import os
+from typing import Any, Dict, List, Optional
+
+from boxagent.base.config import interval
+from boxagent.base.part import Part, PartContext, Spec
+from boxagent.runlog import points
+from boxagent.runlog.store import HistoryFile
+
+DEFAULT_STEP_S = 60.0
+MIN_STEP_S = 0.2
+STEP_ENV = "RGT_HISTORY_EVERY"      # tests and the demo: seconds per point
+END_EVENTS = ("run_succeeded", "run_failed", "run_cancelled", "run_interrupted")
+SPARK_POINTS = 60        # status.json metrics_history: the last hour of a run's first metric
+SPARK_RUNS = 16          # ... for this many runs (the live ones and the latest ended)
+
+
+def step_from(config: Dict[str, Any], env: Optional[Dict[str, str]] = None) -> float:
+    """config.json `history_every` (seconds per point), else $RGT_HISTORY_EVERY, else 60."""
+    env = os.environ if env is None else env
+    for raw in (env.get(STEP_ENV), (config or {}).get("history_every")):
+        if raw is None or raw == "" or isinstance(raw, bool):
+            continue
+        try:
+            return max(MIN_STEP_S, float(raw))
+        except (TypeError, ValueError):
+            continue
+    return DEFAULT_STEP_S
+
+
+def is_box_alert(event: Dict[str, Any]) -> bool:
+    """An event about the box, not one run, that belongs in the story of every live run: an
+    alert (it has a key; health names the running stage in it, but the box is what it is about),
+    or a warning without a run."""
+    if event.get("key"):
+        return True
+    return not event.get("run") and event.get("severity") in ("warning", "critical")
+
+
+class _Live:
+    """One live run: its file and the step being filled."""
+
+    def __init__(self, hist: HistoryFile):
+        self.hist = hist
+        self.bucket: Optional[int] = None
+        self.acc: Optional[Dict[str, Any]] = None
+        self.last_at: Optional[float] = None
+        self.info_written: Optional[Dict[str, Any]] = None
+
+
+class RunLog(Part):
+    name = "runlog"
+
+    def __init__(self, step_s: Optional[float] = None):
+        self.fixed_step = step_s
+        self.step_s = step_s or DEFAULT_STEP_S
+        self.ctx: Optional[PartContext] = None
+        self.live: Dict[str, _Live] = {}
+        self._seen_status: Any = None
+        self.sample_every = 10.0
+        self.sparks: Dict[str, Dict[str, Any]] = {}
+
+    # -- Part
+    def start(self, ctx: PartContext) -> None:
+        self.ctx = ctx
+        self.reload(ctx.config, ctx.profile)
+
+    def reload(self, config: Dict[str, Any], profile: Dict[str, Any]) -> None:
+        self.step_s = self.fixed_step or step_from(config)
+        self.sample_every = interval(config or {}, "sample_every") or 10.0
+
+    def on_event(self, event: Dict[str, Any]) -> None:
+        run, etype = event.get("run"), event.get("type")
+        if isinstance(run, str) and run:
+            if etype == "run_started":
+                self._open(run)
+            hist = self.live[run].hist if run in self.live else self._file(run)
+            if hist is not None:
+                hist.add_event(event)
+            if etype in END_EVENTS:
+                self._close(run)
+            if not is_box_alert(event):
+                return
+        elif not is_box_alert(event):
+            return
+        for name, live in self.live.items():
+            if name != run:
+                live.hist.add_event(event)
+
+    def sample(self, now: float) -> List[Spec]:
+        status = self.ctx.last_status() if self.ctx is not None else {}
+        if not isinstance(status, dict) or status is self._seen_status:
+            return []
+        self._seen_status = status
+        health = status.get("health") if isinstance(status.get("health"), dict) else {}
+        runs = {r.get("name"): r for r in status.get("runs") or [] if isinstance(r, dict)}
+        self._follow_states(runs, now)
+        for name, live in self.live.items():
+            run = runs.get(name)
+            if run is not None:
+                self._add_sample(live, health, run, now)
+        return []
+
+    def status_block(self) -> Dict[str, Any]:
+        """metrics_history {run: {stage, metric, step_s, values[]}}: the first metric of each
+        run's latest stage with metrics, one value per point, for the sparkline in `status`."""
+        return {"metrics_history": {run: dict(sp, values=list(sp["values"])) for run, sp in self.sparks.items()}}
+
+    def stop(self, timeout: float) -> None:
+        for live in self.live.values():
+            self._flush(live)
+
+    # -- helpers
+    def _file(self, run: str) -> Optional[HistoryFile]:
+        if self.ctx is None:
+            return None
+        run_dir = self.ctx.home.run_dir(run)
+        if not os.path.isdir(run_dir):
+            return None         # an event about a run that has no directory (a refused submit)
+        return HistoryFile(run_dir, run, self.step_s)
+
+    def _open(self, run: str) -> Optional[_Live]:
+        if run not in self.live:
+            hist = self._file(run)
+            if hist is None:
+                return None
+            self.live[run] = _Live(hist)
+            if run not in self.sparks and hist.size:
+                self._seed_spark(run, hist.path)     # the daemon restarted under a live run
+        return self.live[run]
+
+    def _close(self, run: str) -> None:
+        live = self.live.pop(run, None)
+        if live is not None:
+            self._flush(live)
+
+    def _follow_states(self, runs: Dict[Any, Dict[str, Any]], now: float) -> None:
+        for name, run in runs.items():
+            if run.get("state") == "running" and isinstance(name, str):
+                self._open(name)
+        for name in [n for n in self.live if n in runs and runs[n].get("state") != "running"]:
+            self._close(name)
+
+    def _add_sample(self, live: _Live, health: Dict[str, Any], run: Dict[str, Any], now: float) -> None:
+        # A sample stands for the time since the one before; the first for one sampling interval.
+        span = min(now - live.last_at if live.last_at is not None else self.sample_every, self.step_s)
+        live.last_at = now
+        bucket = int(now // self.step_s)
+        if live.bucket is not None and bucket != live.bucket:
+            self._flush(live)
+        if live.acc is None:
+            live.bucket = bucket
+        self._info(live, health, run, now)
+        raw = points.from_status(health, run, bucket * self.step_s, max(span, 1e-3))
+        live.acc = raw if live.acc is None else points.merge(live.acc, raw)
+
+    def _info(self, live: _Live, health: Dict[str, Any], run: Dict[str, Any], now: float) -> None:
+        info = points.gpu_info(health, run)
+        if info != live.info_written:
+            live.hist.add_info(dict(info, t=round(now, 3)))
+            live.info_written = info
+
+    def _flush(self, live: _Live) -> None:
+        if live.acc is None:
+            return
+        point = dict(live.acc)
+        point["t"] = round(live.bucket * self.step_s, 3) if live.bucket is not None else point["t"]
+        point["s"] = self.step_s
+        live.acc, live.bucket = None, None
+        live.hist.add_point(point)
+        live.hist.note_dropped(point["t"])
+        self._spark(live.hist.run, point)
+
+    def _spark(self, run: str, point: Dict[str, Any]) -> None:
+        x = point.get("x")
+        if not isinstance(x, dict) or not x:
+            return
+        name = next(iter(x))
+        sp = self.sparks.pop(run, None)
+        if sp is None or (sp["stage"], sp["metric"]) != (point.get("st"), name):
+            sp = {"stage": point.get("st"), "metric": name, "step_s": self.step_s,
+                  "values": collections.deque(maxlen=SPARK_POINTS)}
+        sp["values"].append(x[name])
+        self.sparks[run] = sp                      # most recent last
+        while len(self.sparks) > SPARK_RUNS:
+            self.sparks.pop(next(iter(self.sparks)))
+
+    def _seed_spark(self, run: str, path: str) -> None:
+        from boxagent.base.fsutil import read_tail
+        from boxagent.runlog.store import parse_line
+        try:
+            data = read_tail(path, 4 * SPARK_POINTS)
+        except OSError:
+            return
+        for raw in data.split(b"\n")[1:]:          # the first line of the window may be torn
+            rec = parse_line(raw)
+            if rec is not None and rec.get("k") == "p":
+                self._spark(run, rec)
