@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from boxagent.base import errors as agent_errors
@@ -32,14 +31,14 @@ _CODES = {agent_errors.EXIT_OK: exitcodes.OK, agent_errors.EXIT_ERROR: exitcodes
           agent_errors.EXIT_RUN_FAILED: exitcodes.RUN_FAILED}
 
 
-@dataclass
 class Answer:
-    target: Target
-    args: list[str]
-    rc: int
-    stdout: bytes
-    stderr: str
-    elapsed_s: float
+    """What the agent answered: its exit code, stdout (bytes), stderr (text). A plain class: this
+    module is imported before `status` starts its ssh call (prefetch.py)."""
+
+    def __init__(self, target: Target, args: list[str], rc: int, stdout: bytes, stderr: str,
+                 elapsed_s: float) -> None:
+        self.target, self.args, self.rc = target, args, rc
+        self.stdout, self.stderr, self.elapsed_s = stdout, stderr, elapsed_s
 
     @property
     def text(self) -> str:

@@ -15,7 +15,10 @@ asks is simply not taken. The box only ever sees its read-only `status`.
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Iterator
 
 _FLAGS = {"--json": "as_json", "--all": "all"}
 _VALUES = {"--run": "run", "--events": "events", "--home": "home", "--python": "python"}

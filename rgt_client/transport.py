@@ -11,7 +11,6 @@ import shlex
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import IO, Callable
 
 from rgt_client import exitcodes
@@ -35,13 +34,19 @@ STDERR_KEEP = 64 * 1024
 BLOCK = 65536
 
 
-@dataclass
+# Plain classes, no dataclasses: `status` starts its ssh call right after importing this module
+# (prefetch.py), and dataclasses' own imports (inspect, ast, dis...) came before that call.
+
 class Result:
-    rc: int
-    stdout: bytes
-    stderr: bytes
-    elapsed_s: float = 0.0
-    connected: bool = True
+    __slots__ = ("rc", "stdout", "stderr", "elapsed_s", "connected")
+
+    def __init__(self, rc: int, stdout: bytes, stderr: bytes, elapsed_s: float = 0.0,
+                 connected: bool = True) -> None:
+        self.rc, self.stdout, self.stderr = rc, stdout, stderr
+        self.elapsed_s, self.connected = elapsed_s, connected
+
+    def __repr__(self) -> str:
+        return "Result(rc=%r, stdout=%r, stderr=%r)" % (self.rc, self.stdout[:200], self.stderr[-200:])
 
     @property
     def text(self) -> str:
@@ -52,14 +57,24 @@ class Result:
         return self.stderr.decode("utf-8", "replace")
 
 
-@dataclass
 class Target:
-    host: str                       # ssh destination (alias, user@host) or "local"
-    home: str | None = None         # RGT_HOME on the box; None = the box's default
-    python: str = "python3"
-    ssh_config: str | None = None
-    extra_ssh: list[str] = field(default_factory=list)
-    home_from: str = "the box's default"   # why this home (hosts.target_for): printed by writes
+    """host: ssh destination (alias, user@host) or "local"; home: RGT_HOME on the box (None =
+    the box's default); home_from: why this home (hosts.target_for), printed by writes."""
+    __slots__ = ("host", "home", "python", "ssh_config", "extra_ssh", "home_from")
+
+    def __init__(self, host: str, home: str | None = None, python: str = "python3",
+                 ssh_config: str | None = None, extra_ssh: list[str] | None = None,
+                 home_from: str = "the box's default") -> None:
+        self.host, self.home, self.python, self.ssh_config = host, home, python, ssh_config
+        self.extra_ssh = list(extra_ssh or [])
+        self.home_from = home_from
+
+    def __repr__(self) -> str:
+        return "Target(host=%r, home=%r, python=%r, ssh_config=%r)" % (self.host, self.home, self.python,
+                                                                       self.ssh_config)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Target) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
 
     @property
     def is_local(self) -> bool:
