@@ -151,7 +151,8 @@ class Daemon:
         self.deps = deps()
         prev_boot = ((read_json(self.home.status) or {}).get("agent") or {}).get("boot_id")
         self.boot_id = self.roots.boot_id()
-        self.health = HealthPart(HealthMonitor(self.roots, self.config, self.profile), self._watched, self._running)
+        self.health = HealthPart(HealthMonitor(self.roots, self.config, self.profile), self._watched, self._running,
+                                 lambda: self.scheduler.gpu_holders())
         self.bus = Bus([self.health, NotifyHub(self.home, self.config, self.profile), RunLog()], log_line)
         store = RunStore(self.home, log_line, self.storage)
         self.journal = FileJournal(store, self.events, self._published, log_line)
@@ -164,6 +165,7 @@ class Daemon:
                                    lambda: self.last_status))
         self.scheduler.load(now)
         contain.sweep(self.roots)
+        self._first_sample = self.bus.sample(now)    # GPUs known before any run is given some
         signal.signal(signal.SIGHUP, signal.SIG_IGN)   # a closed ssh session must not stop us
         self.dirwatch = DirWatch(self.waker.wake, enabled=os.environ.get("RGT_NO_INOTIFY") != "1"
                                  and self.config.get("inotify", True) is not False)
@@ -178,6 +180,8 @@ class Daemon:
                        % (": runs %s were running" % ", ".join(live) if live else ""),
                        "evidence": ["boot_id %s -> %s" % (prev_boot, self.boot_id)], "runs": live})
         self.scheduler.adopt_running(now)
+        for spec in self._first_sample:
+            self.emit(spec)
 
     def _tick_s(self) -> float:
         return self.settings["tick"] or (config_mod.INOTIFY_TICK if self.dirwatch.available else config_mod.POLL_TICK)
@@ -214,7 +218,7 @@ class Daemon:
         gc.collect()
         gc.freeze()
         mono = time.monotonic()
-        next_slow = mono
+        next_slow = mono + self.settings["sample_every"]       # setup took the first sample
         self.last_heartbeat = mono
         if self.resume_interrupted:
             self._resume_interrupted(time.time())
@@ -241,6 +245,8 @@ class Daemon:
                 self._tick_failed(exc)
             mono = time.monotonic()
             due = min(self.tick_s, next_slow - mono, self.scheduler.next_deadline(time.time(), mono))
+            if self.scheduler.behind():
+                due = 0.0                         # a log to catch up on: the next slice now
             self.waker.wait(max(MIN_SLEEP_S, due))   # a deadline already past must not spin the loop
 
     def _tick_failed(self, exc: Exception) -> None:

@@ -13,7 +13,6 @@ The process group is always counted too.
 from __future__ import annotations
 
 import os
-import secrets
 from typing import Any, Dict, List, Optional
 
 from boxagent.base import procs
@@ -23,7 +22,7 @@ TOKEN_VAR = "RGT_ATTEMPT_TOKEN"
 
 
 def new_token() -> str:
-    return secrets.token_hex(8)
+    return os.urandom(8).hex()
 
 
 def make_cgroup(roots: Roots, token: str) -> Optional[str]:
@@ -87,6 +86,20 @@ def signal_all(roots: Roots, contain: Optional[Dict[str, Any]], pgid: Optional[i
         except OSError:
             pass
     return n
+
+
+def cpu_seconds(roots: Roots, pids: List[int]) -> float:
+    """User + system CPU seconds these processes have used (a busy process whose stdout is
+    block-buffered looks silent, not stalled)."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total = 0
+    for pid in pids:
+        fields = roots.stat(pid)
+        try:
+            total += int(fields[11]) + int(fields[12]) if fields else 0
+        except (IndexError, ValueError):
+            pass
+    return total / float(ticks or 100)
 
 
 def describe(roots: Roots, pids: List[int], limit: int = 5) -> List[str]:

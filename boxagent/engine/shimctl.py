@@ -37,7 +37,7 @@ class ShimProcesses:
             if not is_full(exc):
                 raise
             return      # nothing claims it: the scheduler launches it again after the grace
-        argv = procs.agent_argv() + ["exec-stage", "--home", self.home.root, "--run", ref.run,
+        argv = procs.agent_argv(bare=True) + ["exec-stage", "--home", self.home.root, "--run", ref.run,
                                      "--stage", ref.stage, "--attempt", str(ref.attempt)]
         try:
             # The shim's own stderr (a traceback, never the command's output) goes where the
@@ -110,6 +110,11 @@ class ShimProcesses:
             return []
         shim_pid = info.get("shim_pid")
         return [p for p in contain.members(self.roots, info.get("contain"), info.get("pgid")) if p != shim_pid]
+
+    def cpu_seconds(self, ref: AttemptRef) -> Optional[float]:
+        """CPU seconds the attempt's live processes have used, None when they are not known."""
+        pids = self.members(ref)
+        return contain.cpu_seconds(self.roots, pids) if pids else None
 
     def leftovers(self, ref: AttemptRef) -> List[str]:
         """'pid (command)' of the processes an ended attempt left running."""
