@@ -109,6 +109,9 @@ def _submit(ctx: click.Context, host: str, job: dict[str, Any], as_json: bool, h
         return
     name = str(job.get("name"))   # ours, validated: the box's echo of it is not needed
     state = s(out.get("state") or "queued")
+    if isinstance(out.get("runs"), list):
+        _sweep_lines(host, name, out["runs"])
+        return
     if out.get("duplicate"):
         click.echo("run %s is already on %s with this exact job (%s): nothing changed" % (name, host, state))
         if out.get("state") in ("failed", "cancelled", "interrupted"):
@@ -118,6 +121,18 @@ def _submit(ctx: click.Context, host: str, job: dict[str, Any], as_json: bool, h
     click.echo("  check:  rgt-client status %s --run %s" % (q(host), q(name)))
     click.echo("  follow: rgt-client watch %s %s" % (q(host), q(name)))
     click.echo("  logs:   rgt-client logs %s %s --follow" % (q(host), q(name)))
+
+
+def _sweep_lines(host: str, group: str, runs: list[Any]) -> None:
+    """A [matrix] job became runs GROUP-1..N on the box."""
+    from rgt_client.render_run import s
+    fresh = [s(r.get("run")) for r in runs if isinstance(r, dict) and not r.get("duplicate")]
+    click.echo("submitted sweep %s to %s: %d run(s)%s" % (group, host, len(fresh),
+                                                           " (%s .. %s)" % (fresh[0], fresh[-1]) if fresh else ""))
+    if len(fresh) < len(runs):
+        click.echo("  %d identical run(s) were already there: nothing changed for them" % (len(runs) - len(fresh)))
+    click.echo("  check:  rgt-client status %s" % q(host))
+    click.echo("  cancel: rgt-client cancel %s %s      # every run of the sweep" % (q(host), q(group)))
 
 
 @_register

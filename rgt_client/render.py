@@ -136,7 +136,7 @@ def _gpus(h: dict[str, Any], hist: dict[str, Any]) -> list[str]:
         reason = h.get("gpu_unavailable_reason")
         return ["  gpus    none%s" % (" (%s)" % s(reason) if reason else "")] if h else []
     util_hist = hist.get("gpu_util_pct") or {}
-    lines = []
+    lines = occupancy_lines(gpus)
     for g in gpus:
         idx = s(g.get("index"))
         if g.get("lost"):
@@ -148,10 +148,26 @@ def _gpus(h: dict[str, Any], hist: dict[str, Any]) -> list[str]:
             extra += " throttled: %s" % ",".join(s(r) for r in g["throttle_reasons"])
         if (g.get("xid_last") or {}).get("code") is not None:
             extra += " Xid %s" % g["xid_last"]["code"]
+        if g.get("run"):
+            extra += " · run %s" % s(g["run"])
         lines.append(_spark("  gpu%s    %s util %s mem %s %s°C %sW%s" % (
             idx, s(g.get("name")), _pct(g.get("util_pct")), mem, _int(g.get("temperature_c")),
             _int(g.get("power_w")), extra), util_hist.get(str(g.get("index")))))
     return lines
+
+
+def occupancy(gpus: list[dict[str, Any]]) -> str:
+    """`3/8 GPUs busy` (GPUs held by a run of their own), or "" when no run holds one."""
+    held = [g for g in gpus if isinstance(g, dict) and g.get("run")]
+    return "%d/%d GPUs busy" % (len(held), len(gpus)) if held else ""
+
+
+def occupancy_lines(gpus: list[dict[str, Any]]) -> list[str]:
+    words = occupancy(gpus)
+    if not words:
+        return []
+    held = ", ".join("%s %s" % (s(g.get("index")), s(g.get("run"))) for g in gpus if g.get("run"))
+    return [clip("  gpus    %s: %s" % (words, held))]
 
 
 def _int(v: Any) -> str:

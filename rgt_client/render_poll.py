@@ -9,7 +9,7 @@ from boxagent.base.units import format_duration
 from rgt_client import statusdata
 from rgt_client.errors import BoxTooSlow
 from rgt_client.poll import Verdict, WatchEvent
-from rgt_client.render import heartbeat_words
+from rgt_client.render import heartbeat_words, occupancy
 from rgt_client.render_run import run_line, s
 from rgt_client.textsafe import safe_line
 
@@ -39,6 +39,11 @@ def patrol_detail(v: Verdict, host: str) -> str:
     """The rest of the host's one line (always exactly one line, whatever the box sent)."""
     if v.error is not None:
         return safe_line(v.error.message)
+    busy = occupancy((v.status.get("health") or {}).get("gpus") or [])
+    return _detail(v, host) + (" · %s" % busy if busy else "")
+
+
+def _detail(v: Verdict, host: str) -> str:
     runs = v.status.get("runs") or []
     if v.word == "AGENT-DOWN":
         brief = ", ".join("%s %s" % (s(r.get("name")), s(r.get("state"))) for r in runs[-5:]) or "none"

@@ -77,8 +77,15 @@ def stage_lines(st: dict[str, Any], live: bool = True) -> list[str]:
         lines.append(clip("      cause: %s: %s" % (s(cause.get("class")), s(cause.get("summary") or "")), TEXT_CLIP))
         if cause.get("remediation"):
             lines.append(clip("      fix:   %s" % s(cause["remediation"]), TEXT_CLIP))
+        if cause.get("decided_by"):
+            lines.append(clip("      decided by: %s" % s(cause["decided_by"])))
         for ev in (cause.get("evidence") or [])[:3]:
             lines.append(clip("      evidence: %s" % s(ev)))
+        over = cause.get("overruled") or []
+        for note in over[:2]:
+            lines.append(clip("      overruled: %s" % s(note)))
+        if len(over) > 2:
+            lines.append("      overruled: … %d more (rgt-client status --json)" % (len(over) - 2))
     for w in st.get("warnings") or []:
         lines.append(clip("      warning: %s" % s(w), TEXT_CLIP))
     return lines

@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import boxagent
 from boxagent.wire import inbox
@@ -213,7 +213,20 @@ def _known_state(home: Home, name: str) -> str:
     return current[0]
 
 
+def group_members(home: Home, group: str) -> List[str]:
+    """The runs of the sweep named `group` (queued ones still in the inbox too), in name order."""
+    names = {n for n, req in inbox.pending_submits(home).items() if (req.get("spec") or {}).get("group") == group}
+    try:
+        listed = [n for n in os.listdir(home.runs) if not n.startswith(".")]
+    except OSError:
+        listed = []
+    names.update(n for n in listed if (read_state(home, n) or {}).get("group") == group)
+    return sorted(names)
+
+
 def cancel(home: Home, roots: Roots, name: str, wait: float) -> Tuple[str, int]:
+    if _current(home, name) is None and group_members(home, name):
+        return _cancel_group(home, roots, name, wait)
     before = _known_state(home, name)
     if before not in state.LIVE:
         return "run %s is already %s; nothing to cancel" % (name, before), EXIT_OK
@@ -245,6 +258,27 @@ def resume(home: Home, roots: Roots, name: str) -> Tuple[str, int]:
                 EXIT_NOT_RUNNING)
     _wait_state(home, name, lambda s: s in state.LIVE, 3.0)
     return "run %s queued again; stages with a marker will be skipped" % name, EXIT_OK
+
+
+def _cancel_group(home: Home, roots: Roots, group: str, wait: float) -> Tuple[str, int]:
+    """Every run of a sweep: one request (the engine cancels the group's live runs together)."""
+    members = group_members(home, group)
+    live = [n for n in members if (_current(home, n) or ("", None))[0] in state.LIVE]
+    if not live:
+        return "sweep %s: none of its %d run(s) is live; nothing to cancel" % (group, len(members)), EXIT_OK
+    inbox.post(home, "cancel", {"run": group})
+    if _daemon_pid(home, roots) is None:
+        return ("cancel of sweep %s (%d live run(s)) queued, but the daemon is not running: it takes effect "
+                "when it starts (`rgt-agent start`)" % (group, len(live))), EXIT_NOT_RUNNING
+    deadline = time.monotonic() + wait
+    left = live
+    while left and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+        left = [n for n in live if (_current(home, n) or ("", None))[0] in state.LIVE]
+    if not left:
+        return "sweep %s: %d run(s) cancelled (%s)" % (group, len(live), ", ".join(live)), EXIT_OK
+    return ("sweep %s: cancel requested for %d run(s); %d still stopping (TERM sent, KILL after stop_grace): %s"
+            % (group, len(live), len(left), ", ".join(left))), EXIT_OK
 
 
 def read_state(home: Home, name: str) -> Optional[Dict[str, Any]]:

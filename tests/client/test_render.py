@@ -220,3 +220,41 @@ def test_install_never_says_started_for_a_daemon_that_is_not_running():
     assert "  daemon   running, pid 42" in install_summary(rep({"state": "running", "pid": 42}))
     assert "  daemon   STALE after the restart: rgt-client status gpu1" in install_summary(rep({"state": "stale"}))
     assert "  daemon   STOPPED after the restart" in "\n".join(install_summary(rep({"running": False})))
+
+
+def test_a_failed_stage_says_what_decided_its_cause_and_what_it_overruled():
+    failed = copy.deepcopy(FAILED)
+    failed["stages"][0]["cause"].update(
+        decided_by="cgroup oom_kill counter +1 during the stage",
+        overruled=["line 41: RuntimeError: DataLoader worker (pid 7) is killed by signal (code_error) overruled: x",
+                   "line 50: second (code_error) overruled: x", "line 60: third (code_error) overruled: x"])
+    text = render_status(scenario([failed]), {"host": "box"})
+    assert "      decided by: cgroup oom_kill counter +1 during the stage" in text
+    over = [ln for ln in text.splitlines() if "overruled:" in ln]
+    assert len(over) == 3 and "line 41: RuntimeError" in over[0]
+    assert over[2] == "      overruled: … 1 more (rgt-client status --json)"
+    plain = render_status(scenario([FAILED]), {"host": "box"})
+    assert "decided by" not in plain and "overruled" not in plain
+
+
+def _gpu(i, run=None):
+    g = {"index": i, "name": "NVIDIA A100", "util_pct": 90.0, "memory_used_pct": 50.0,
+         "temperature_c": 60, "power_w": 300}
+    if run:
+        g["run"] = run
+    return g
+
+
+def test_multi_gpu_status_and_patrol_say_which_run_holds_which_gpu():
+    st = scenario([RUNNING])
+    st["health"].update(gpu_source="nvml", gpus=[_gpu(0, "lr-1"), _gpu(1, "lr-2"), _gpu(2), _gpu(3, "lr-1")])
+    text = render_status(st, {"host": "box"})
+    assert "  gpus    3/4 GPUs busy: 0 lr-1, 1 lr-2, 3 lr-1" in text
+    lines = text.splitlines()
+    assert any(ln.startswith("  gpu1 ") and "· run lr-2" in ln for ln in lines)
+    assert any(ln.startswith("  gpu2 ") and "· run" not in ln for ln in lines)
+    v = patrol_verdict(hs(st), since_s=86400)
+    assert patrol_detail(v, "box").endswith(" · 3/4 GPUs busy")
+    st["health"]["gpus"] = [_gpu(0), _gpu(1)]   # nobody holds a GPU: no occupancy words at all
+    assert "busy" not in render_status(st, {"host": "box"})
+    assert "busy" not in patrol_detail(patrol_verdict(hs(st), since_s=86400), "box")
