@@ -25,6 +25,7 @@ STATUS_EVENTS = 20
 # sample_every, 10 s by default; a loop wedged this long is as good as gone).
 STALE_AFTER_S = 120.0
 AGENT_STATES = ("running", "stale", "stopped")
+RUN_FIELDS = "run_fields"    # a part's status block key for fields it adds to runs[] (not a status key)
 
 
 def agent_block(pid: Optional[int], running: bool, heartbeat_at: Optional[float], now: float,
@@ -95,12 +96,20 @@ def compose(now: float, host: Optional[str], profile: Optional[str], agent: Dict
             finalizing: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """THE builder of status.json (`rgt.status/1`), for the daemon and for a dead agent's files.
     `runs` are state.json dicts (queue order); `blocks` the parts' top-level blocks (health,
-    alerts, history, notifications, ...); live/artifacts/finalizing are per run name."""
+    alerts, history, notifications, ...), and under RUN_FIELDS their fields of each run
+    ({run: {field: value}}: runs[].cost); live/artifacts/finalizing are per run name."""
     live, artifacts, finalizing = live or {}, artifacts or {}, finalizing or {}
+    blocks = dict(blocks)
+    run_fields = blocks.pop(RUN_FIELDS, None)
     status = {"schema": SCHEMA, "observed_at": iso_utc(now), "host": host, "profile": profile, "agent": agent,
               "health": None, "runs": [run_block(r, live.get(r["name"]), artifacts.get(r["name"]), now,
                                                  finalizing.get(r["name"])) for r in runs],
               "alerts": [], "notifications": dict(DEFAULT_NOTIFICATIONS), "history": {}}
+    if isinstance(run_fields, dict):
+        for block in status["runs"]:
+            extra = run_fields.get(block["name"])
+            for key, value in (extra.items() if isinstance(extra, dict) else ()):
+                block.setdefault(key, value)     # a part never overwrites what the engine says
     status.update(blocks)
     status["events"] = events
     return status
