@@ -129,7 +129,7 @@ class CostPart(Part):
     # -- helpers
     def _cost(self, seconds: float, with_price: bool = False) -> Dict[str, Any]:
         price = self.settings["price_per_hour"]
-        out = {"hours": round(seconds / 3600.0, 3),
+        out = {"hours": round(seconds / 3600.0, 4),
                "spent": round(seconds / 3600.0 * price, 2) if price is not None else None}
         if with_price:
             out.update(price_per_hour=price, currency=self.settings["currency"])
@@ -149,7 +149,7 @@ class CostPart(Part):
                     "next_reminder_at": iso_utc(nxt) if isinstance(nxt, (int, float)) and s["idle_alert_after_s"] else None}
         deadline = s["stop_deadline_at"]
         return {"price_per_hour": s["price_per_hour"], "currency": s["currency"], "since": iso_utc(led.since),
-                "hours": round(hours, 3), "spent": round(spent, 2) if spent is not None else None,
+                "hours": round(hours, 4), "spent": round(spent, 2) if spent is not None else None,
                 "budget": s["budget"],
                 "budget_used_pct": round(100.0 * spent / s["budget"], 1) if spent is not None and s["budget"] else None,
                 "idle_alert_after_s": s["idle_alert_after_s"], "idle": idle,

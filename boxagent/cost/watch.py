@@ -95,7 +95,7 @@ def idle_spec(n: int, ledger: Ledger, now: float, status: Dict[str, Any], settin
             "evidence": idle_evidence(status), "next": lines, "reminder": n,
             "idle_since": iso_utc(float(ledger.idle["since"])), "idle_s": round(idle_s, 1),
             "idle_spent": round(idle_s / 3600.0 * price, 2) if price is not None else None,
-            "price_per_hour": price, "currency": cur, "hours": round(ledger.hours(now), 3),
+            "price_per_hour": price, "currency": cur, "hours": round(ledger.hours(now), 4),
             "spent": round(ledger.hours(now) * price, 2) if price is not None else None,
             "last_run": (last or {}).get("name"), "pull_verified": bool((last or {}).get("pull_verified_at")),
             "next_reminder_at": iso_utc(nxt) if isinstance(nxt, (int, float)) else None}
