@@ -106,9 +106,9 @@ class CostPart(Part):
         specs: List[Spec] = []
         if isinstance(status.get("health"), dict):     # the health part has sampled: GPUs are known
             specs += self._idle(now, status)
-        specs += watch.budget_specs(self.ledger, now, status, self.settings, self.profile)
-        specs += watch.deadline_specs(self.ledger, now, self.settings, self.host, self.profile,
-                                      self._last_run(status))
+        last = lambda: self._last_run(status)       # noqa: E731 - read only when an alert is due
+        specs += watch.budget_specs(self.ledger, now, status, self.settings, self.host, self.profile, last)
+        specs += watch.deadline_specs(self.ledger, now, self.settings, self.host, self.profile, last)
         if specs or self._dirty or now - self._saved_at >= SAVE_EVERY_S:
             self._save(now)
         return specs

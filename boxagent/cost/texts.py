@@ -7,11 +7,17 @@ rgt never runs those verbs; the texts say so. Lines are short: they end up on a 
 from __future__ import annotations
 
 import shlex
+import time
 from typing import Any, Dict, List, Optional
 
 from boxagent.base.units import format_duration
 
 MAX_VERBS = 4
+
+
+def utc(t: float) -> str:
+    """ "2026-12-01 08:00 UTC": a time a person reads on a phone in another zone."""
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
 
 
 def money(amount: Optional[float], currency: str) -> str:

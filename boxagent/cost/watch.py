@@ -11,7 +11,7 @@ health.gpus) and the ledger; each returns event specs or nothing. Times are pass
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from boxagent.base.units import format_duration, iso_utc
 from boxagent.cost import texts
@@ -23,6 +23,7 @@ DEADLINE_WARN = (("2h", 7200.0), ("24h", 86400.0))
 BUDGET_STEPS = (("100", 100.0, "critical"), ("80", 80.0, "warning"))
 LIVE = ("running", "queued")
 ENDED = ("succeeded", "failed", "cancelled", "interrupted")
+LastRun = Callable[[], Optional[Dict[str, Any]]]     # the last ended run, read only when an alert is due
 
 
 def _runs(status: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -113,7 +114,7 @@ def busy_spec(ledger: Ledger, now: float, reason: str, settings: Dict[str, Any])
 
 
 def budget_specs(ledger: Ledger, now: float, status: Dict[str, Any], settings: Dict[str, Any],
-                 profile: Dict[str, Any]) -> List[Dict[str, Any]]:
+                 host: str, profile: Dict[str, Any], last: LastRun) -> List[Dict[str, Any]]:
     price, budget, cur = settings["price_per_hour"], settings["budget"], settings["currency"]
     if price is None or budget is None:
         return []
@@ -127,15 +128,13 @@ def budget_specs(ledger: Ledger, now: float, status: Dict[str, Any], settings: D
         elif key not in ledger.budget_sent:
             ledger.budget_sent.extend(k for k, s, _ in BUDGET_STEPS if s <= step and k not in ledger.budget_sent)
             out.append({"type": "budget", "severity": severity, "threshold_pct": step,
-                        "summary": "spent %s of the %s budget (%d %%)" % (money(spent, cur), money(budget, cur), pct),
+                        "summary": "spent %s of the %s budget (%d %%)" % (texts.money(spent, cur),
+                                                                           texts.money(budget, cur), pct),
                         "evidence": ["%.2f paid hours at %s" % (spent / price, texts.rate(price, cur))],
-                        "next": texts.meter_stop_lines(profile), "budget": budget, "spent": round(spent, 2),
+                        "next": [texts.pull_line(host, last())] + texts.meter_stop_lines(profile),
+                        "budget": budget, "spent": round(spent, 2),
                         "used_pct": round(pct, 1), "currency": cur})
     return out + eta_specs(ledger, spent, status, settings)
-
-
-def money(amount: float, currency: str) -> str:
-    return texts.money(amount, currency)
 
 
 def _running_stages(status: Dict[str, Any]) -> List[Tuple[Dict[str, Any], Dict[str, Any]]]:
@@ -164,16 +163,16 @@ def eta_specs(ledger: Ledger, spent: float, status: Dict[str, Any], settings: Di
         ledger.eta_sent.append(key)
         out.append({"type": "budget", "severity": "warning", "run": run.get("name"), "stage": st.get("name"),
                     "summary": "at its ETA (%s more) the spend reaches %s, past the %s budget" % (
-                        format_duration(eta), money(projected, cur), money(budget, cur)),
+                        format_duration(eta), texts.money(projected, cur), texts.money(budget, cur)),
                     "evidence": ["spent %s so far; this stage alone needs ~%s more at %s" % (
-                        money(spent, cur), money(eta / 3600.0 * price, cur), texts.rate(price, cur))],
+                        texts.money(spent, cur), texts.money(eta / 3600.0 * price, cur), texts.rate(price, cur))],
                     "budget": budget, "spent": round(spent, 2), "projected": round(projected, 2),
                     "eta_s": eta, "currency": cur})
     return out
 
 
 def deadline_specs(ledger: Ledger, now: float, settings: Dict[str, Any], host: str,
-                   profile: Dict[str, Any], last: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
+                   profile: Dict[str, Any], last: LastRun) -> List[Dict[str, Any]]:
     at = settings["stop_deadline_at"]
     if at is None:
         ledger.deadline = {}
@@ -189,9 +188,9 @@ def deadline_specs(ledger: Ledger, now: float, settings: Dict[str, Any], host: s
     verbs = [t for t in profile.get("teardown") or [] if isinstance(t, dict) and t.get("stops_billing")]
     stop = next((t for t in verbs if not t.get("irreversible")), verbs[0] if verbs else None)
     what = texts.verb_text(stop) if stop else "nothing is known about what it destroys"
-    lines = [texts.pull_line(host, last), "At the deadline %s stops this box: %s." % (texts.platform(profile), what)]
+    lines = [texts.pull_line(host, last()), "At the deadline %s stops this box: %s." % (texts.platform(profile), what)]
     lines += texts.danger_lines(profile)
     return [{"type": "danger_clock", "severity": "warning", "deadline_at": iso_utc(at), "left_s": round(left, 1),
              "summary": "%s stops this box in %s (at %s)" % (texts.platform(profile), format_duration(left),
-                                                            iso_utc(at)),
-             "evidence": ["stop deadline declared at install: %s" % iso_utc(at)], "next": lines}]
+                                                            texts.utc(at)),
+             "evidence": ["stop deadline declared at install: %s" % texts.utc(at)], "next": lines}]

@@ -120,6 +120,8 @@ def test_daemon_restart_keeps_since_and_the_spend(box, fake_nvml_lib):
     os.kill(first.pid, signal.SIGKILL)                 # no goodbye: cost.json is up to a minute old
     first.wait(5)
     time.sleep(1.0)                                    # the box bills on while the daemon is down
+    dead = json.loads(box.agent("status", "--json").stdout)
+    assert dead["agent"]["running"] is False and dead["cost"]["spent"] >= before["spent"] + 1.0
     box.daemon()
     after = box.status_file()["cost"]
     assert after["since"] == before["since"]
