@@ -246,6 +246,9 @@ def status_line(status: Dict[str, Any]) -> str:
     mem = health.get("memory") if isinstance(health.get("memory"), dict) else {}
     if mem.get("used_pct") is not None:
         text += " \u00b7 mem %d%%" % round(mem["used_pct"])
+    cost = status.get("cost") if isinstance(status, dict) and isinstance(status.get("cost"), dict) else {}
+    if isinstance(cost.get("spent"), (int, float)):
+        text += " \u00b7 %.2f %s spent" % (cost["spent"], cost.get("currency") or "")
     return text
 
 

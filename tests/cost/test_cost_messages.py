@@ -63,3 +63,16 @@ def test_budget_and_danger_clock_messages(harness, clock):
     clock_msg = render_event(by["danger_clock"], "box1")
     assert clock_msg.first_line().startswith("\u23F0 box1 \u00b7 RunPod stops this box in 1h18m")
     assert "At the deadline RunPod stops this box: stop deletes / (container disk)" in clock_msg.body()
+
+
+def test_heartbeat_says_the_spend_and_box_busy_never_buzzes():
+    from boxagent.notify.messages import status_line
+    from boxagent.notify.routing import routes
+    status = {"runs": [], "health": {"gpus": [{"util_pct": 0}]},
+              "cost": {"spent": 30.875, "currency": "USD", "hours": 12.4}}
+    assert status_line(status) == "no run running \u00b7 GPU 0% \u00b7 30.88 USD spent"
+
+    class Notifier:
+        events, min_severity = None, "info"
+    assert not routes(Notifier(), {"type": "box_busy", "severity": "info"}, None)
+    assert routes(Notifier(), {"type": "box_idle", "severity": "warning"}, None)
