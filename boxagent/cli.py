@@ -6,10 +6,8 @@ Users never see a traceback: AgentError becomes `Error:` + `Hint:` (STYLE 8); --
 """
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from boxagent import __version__
 from boxagent.base.errors import EXIT_ERROR, EXIT_USAGE, AgentError
@@ -23,12 +21,6 @@ COMMAND_MODULES = (
     "boxagent.runlog.cli",        # report-data
     "boxagent.cost.cli",          # pull-verified
 )
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # exit 2 with a hint, not argparse's bare usage dump
-        sys.stderr.write("Error: %s\nHint: run `%s --help`\n" % (message, self.prog))
-        sys.exit(EXIT_USAGE)
 
 
 # The core's commands: `status` & co. then import only the core (a CLI call is ~3x faster than
@@ -49,7 +41,16 @@ def _command_word(args: List[str]) -> Optional[str]:
     return None
 
 
-def build_parser(modules: tuple = COMMAND_MODULES) -> argparse.ArgumentParser:
+def build_parser(modules: tuple = COMMAND_MODULES) -> Any:
+    # Imported here: the stage shim's fast path (main) must not pay for argparse's imports.
+    import argparse
+    import importlib
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # exit 2 with a hint, not argparse's bare usage dump
+            sys.stderr.write("Error: %s\nHint: run `%s --help`\n" % (message, self.prog))
+            sys.exit(EXIT_USAGE)
+
     parser = _Parser(prog="rgt-agent", description="rgt box agent")
     parser.add_argument("--version", action="version", version="rgt-agent " + __version__)
     parser.add_argument("--home", help="state directory (default $RGT_HOME or ~/.rgt)")

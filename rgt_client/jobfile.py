@@ -27,7 +27,8 @@ def load_job(path: str | Path) -> dict[str, Any]:
     """Read JOB.toml (or .json) and validate it; ClientError(USAGE) with the problem's path."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        with p.open("rb") as fh:
+            raw = fh.read((1 << 20) + 1)  # the agent refuses more (jobspec.MAX_JOB_BYTES)
     except OSError as exc:
         raise ClientError("cannot read %s: %s" % (p, exc.strerror), "check the job file path",
                           exitcodes.USAGE)
@@ -38,10 +39,15 @@ def load_job(path: str | Path) -> dict[str, Any]:
 
 def _parse(p: Path, raw: bytes) -> dict[str, Any]:
     try:
+        text = raw.decode("utf-8")
+        _check_text(text, str(p))
         if p.suffix == ".json":
-            job = json.loads(raw.decode("utf-8"))
+            job = json.loads(text)
         else:
-            job = tomllib.loads(raw.decode("utf-8"))
+            job = tomllib.loads(text)
+    except RecursionError:  # 200,000 nested [ : the parser's own stack
+        raise ClientError("%s: nested too deeply" % p, "a job nests tables a few levels deep",
+                          exitcodes.USAGE) from None
     except (ValueError, UnicodeDecodeError) as exc:  # TOMLDecodeError and JSONDecodeError are ValueErrors
         raise ClientError("%s is not valid %s: %s" % (p, "JSON" if p.suffix == ".json" else "TOML", exc),
                           "fix the file; the job format is in the README", exitcodes.USAGE)
@@ -49,6 +55,16 @@ def _parse(p: Path, raw: bytes) -> dict[str, Any]:
         raise ClientError("%s: a job is a table of keys" % p, "see the job format in the README",
                           exitcodes.USAGE)
     return job
+
+
+def _check_text(text: str, origin: str) -> None:
+    """The agent's limits on a job's text (size, dotted keys) before a parser sees it."""
+    from boxagent.engine import jobspec
+    from boxagent.base.errors import AgentError
+    try:
+        jobspec.check_text(text, origin)
+    except AgentError as exc:
+        raise ClientError(exc.message, exc.hint or "fix the job file", exitcodes.USAGE) from None
 
 
 def validate(job: dict[str, Any], origin: str = "job") -> None:
@@ -61,7 +77,7 @@ def validate(job: dict[str, Any], origin: str = "job") -> None:
             agent_validate(json.loads(json.dumps(job)), origin, "/home/box")
         except AgentError as exc:
             raise ClientError(exc.message, exc.hint or "fix the job file", exitcodes.USAGE)
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:
             raise ClientError("%s: %s" % (origin, exc), "fix the job file", exitcodes.USAGE)
         return
     _basic_checks(job, origin)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from boxagent.triage.regexsafe import unsafe_reason
 from rgt_client.errors import ClientError
 
 KINDS = ("ssh-rental", "cloud-api", "slurm", "kubernetes", "local")
@@ -71,6 +72,9 @@ def _regex(v: Any, where: str) -> None:
         re.compile(v)
     except re.error as exc:
         raise _Problem(where, "not a valid regular expression: %s" % exc) from None
+    why = unsafe_reason(v)
+    if why is not None:                   # the agent runs profile rules on every log line
+        raise _Problem(where, "the pattern %s" % why)
 
 
 def _ident(v: Any, where: str) -> None:

@@ -23,8 +23,14 @@ from rgt_client.errors import ClientError
               help="Regex with named groups done/total for progress lines.")
 @click.option("--engine", type=click.Choice(["auto", "grep", "python"]), default="auto",
               show_default=True, help="Candidate-line search: grep -F for big files, or python.")
+@click.option("--workdir", default=None,
+              help="The job's working directory ON THIS MACHINE: its filesystem is checked.")
+@click.option("--path", "paths", multiple=True, metavar="P",
+              help="Also check the filesystem of P on this machine (repeatable): tells a full "
+                   "disk from full inodes.")
 def triage(log: str, exit_code: int | None, as_json: bool, rules_file: str | None,
-           progress_pattern: str | None, engine: str) -> None:
+           progress_pattern: str | None, engine: str, workdir: str | None,
+           paths: tuple[str, ...]) -> None:
     """Classes found in LOG (with line numbers) and the cause, with its remediation.
     LOG may be - for stdin (`kubectl logs POD | rgt-client triage -`).
 
@@ -34,8 +40,9 @@ def triage(log: str, exit_code: int | None, as_json: bool, rules_file: str | Non
     from boxagent.base.errors import AgentError
     from boxagent.triage.cli import load_rules, render_text, report
     try:
+        # This machine's disks say nothing about the box's: only the paths a person names.
         rep = report(log, exit_code, load_rules(rules_file), engine, progress_pattern,
-                     probe_disks=False)   # this machine's disks say nothing about the box's
+                     probe_disks=False, workdir=workdir, check_paths=list(paths))
     except AgentError as exc:
         code = exitcodes.USAGE if exc.code == 2 else exitcodes.ERROR
         raise ClientError(exc.message, exc.hint, code)

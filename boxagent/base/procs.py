@@ -30,10 +30,12 @@ def source_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(boxagent.__file__)))
 
 
-def agent_argv() -> List[str]:
-    """argv that runs this same agent (same interpreter, same -S, same .pyz or source tree)."""
+def agent_argv(bare: bool = False) -> List[str]:
+    """argv that runs this same agent (same interpreter, same -S, same .pyz or source tree).
+    `bare`: without site-packages whatever we run with: the stage shim needs only the standard
+    library, and a conda site with many .pth files costs every stage start tens of ms."""
     argv = [sys.executable]
-    if sys.flags.no_site:
+    if sys.flags.no_site or bare:
         argv.append("-S")
     pyz = running_pyz()
     return argv + ([pyz] if pyz else ["-m", "boxagent"])

@@ -134,6 +134,13 @@ def cmd_submit(args: Any) -> int:
                             replace=args.replace)
     if args.json:
         print(json.dumps(result))
+    elif result.get("group"):
+        runs = result["runs"]
+        fresh = [r["run"] for r in runs if not r["duplicate"]]
+        print("sweep %s: %d run(s) queued%s" % (result["group"], len(fresh),
+                                                 " (%s .. %s)" % (fresh[0], fresh[-1]) if fresh else ""))
+        if len(fresh) < len(runs):
+            print("  %d identical run(s) already submitted: nothing to do for them" % (len(runs) - len(fresh)))
     elif result["duplicate"]:
         print("run %s: the identical job is already submitted (state: %s); nothing to do" % (result["run"], result["state"]))
         if result["state"] in ("failed", "cancelled", "interrupted"):

@@ -126,25 +126,61 @@ def read_job_text(path: str) -> str:
 
 
 def submit(home: Home, text: str, source: str, replace: bool = False) -> Dict[str, Any]:
-    """Validate and queue; {"run", "state", "duplicate"}. Nothing is written on any error."""
-    from boxagent.engine import jobspec
+    """Validate and queue; {"run", "state", "duplicate"}, plus {"group", "runs": [...]} for a
+    sweep ([matrix]: one run per combination). All or nothing: on any error nothing is queued."""
+    from boxagent.engine import jobspec, sweep
     spec = jobspec.validate(jobspec.parse_text(text, source), source)
-    name, sha = spec["name"], jobspec.spec_sha256(spec)
+    _check_gpu_count(home, spec)
+    specs = sweep.expand(spec)
     with inbox.submit_lock(home):
-        current = _current(home, name)
-        if current is not None:
-            cur_state, cur_sha = current
-            if cur_sha == sha:
-                return {"run": name, "state": cur_state, "duplicate": True}
-            if cur_state in state.LIVE:
-                raise UsageError("run %s is %s with a different job" % (name, cur_state),
-                                 "pick another name, or cancel it first: `rgt-agent cancel %s`" % name)
-            if not replace:
-                raise UsageError("run %s already exists (%s) with a different job" % (name, cur_state),
-                                 "pick another name, resume it (`rgt-agent resume %s`), or submit with --replace "
-                                 "(the old run moves to runs/.archive/)" % name)
-        inbox.post(home, "submit", {"spec": spec, "replace": bool(replace and current is not None)})
-    return {"run": name, "state": state.QUEUED, "duplicate": False}
+        plans = [_plan(home, s, jobspec.spec_sha256(s), replace) for s in specs]
+        for s, plan in zip(specs, plans):
+            if not plan["duplicate"]:
+                inbox.post(home, "submit", {"spec": s, "replace": plan.pop("replace")})
+            plan.pop("replace", None)
+    if len(plans) == 1 and "group" not in specs[0]:
+        return plans[0]
+    return {"run": spec["name"], "group": spec["name"], "runs": plans,
+            "state": state.QUEUED if any(not p["duplicate"] for p in plans) else plans[0]["state"],
+            "duplicate": all(p["duplicate"] for p in plans)}
+
+
+def _plan(home: Home, spec: Dict[str, Any], sha: str, replace: bool) -> Dict[str, Any]:
+    """What submitting this one run means; UsageError when it must not happen."""
+    name = spec["name"]
+    current = _current(home, name)
+    if current is None:
+        return {"run": name, "state": state.QUEUED, "duplicate": False, "replace": False}
+    cur_state, cur_sha = current
+    if cur_sha == sha:
+        return {"run": name, "state": cur_state, "duplicate": True}
+    if cur_state in state.LIVE:
+        raise UsageError("run %s is %s with a different job" % (name, cur_state),
+                         "pick another name, or cancel it first: `rgt-agent cancel %s`" % name)
+    if not replace:
+        raise UsageError("run %s already exists (%s) with a different job" % (name, cur_state),
+                         "pick another name, resume it (`rgt-agent resume %s`), or submit with --replace "
+                         "(the old run moves to runs/.archive/)" % name)
+    return {"run": name, "state": state.QUEUED, "duplicate": False, "replace": True}
+
+
+def _check_gpu_count(home: Home, spec: Dict[str, Any]) -> None:
+    """A run asking more GPUs than the box has would wait for ever: refuse it now."""
+    want = spec.get("gpus")
+    if not isinstance(want, int) or want == 0:
+        return
+    have = box_gpu_count(home)
+    if have is not None and want > have:
+        raise UsageError("the job asks for %d GPU(s); this box has %d" % (want, have),
+                         "lower `gpus` (or use gpus = \"all\" for the whole box)")
+
+
+def box_gpu_count(home: Home) -> Optional[int]:
+    """The usable GPUs the daemon last saw (status.json), None before it ever sampled."""
+    health = (read_json(home.status) or {}).get("health")
+    if not isinstance(health, dict) or "gpus" not in health:
+        return None
+    return len([g for g in health.get("gpus") or [] if isinstance(g, dict) and not g.get("lost")])
 
 
 def _current(home: Home, name: str) -> Optional[Tuple[str, Optional[str]]]:

@@ -152,7 +152,8 @@ class Daemon:
         self.deps = deps()
         prev_boot = ((read_json(self.home.status) or {}).get("agent") or {}).get("boot_id")
         self.boot_id = self.roots.boot_id()
-        self.health = HealthPart(HealthMonitor(self.roots, self.config, self.profile), self._watched, self._running)
+        self.health = HealthPart(HealthMonitor(self.roots, self.config, self.profile), self._watched, self._running,
+                                 lambda: self.scheduler.gpu_holders())
         self.bus = Bus([self.health, NotifyHub(self.home, self.config, self.profile), RunLog(), CostPart()], log_line)
         self.events.annotate = self.bus.annotate      # parts add facts to events (a run's cost)
         store = RunStore(self.home, log_line, self.storage)
@@ -166,6 +167,7 @@ class Daemon:
                                    lambda: self.last_status))
         self.scheduler.load(now)
         contain.sweep(self.roots)
+        self._first_sample = self.bus.sample(now)    # GPUs known before any run is given some
         signal.signal(signal.SIGHUP, signal.SIG_IGN)   # a closed ssh session must not stop us
         self.dirwatch = DirWatch(self.waker.wake, enabled=os.environ.get("RGT_NO_INOTIFY") != "1"
                                  and self.config.get("inotify", True) is not False)
@@ -180,6 +182,8 @@ class Daemon:
                        % (": runs %s were running" % ", ".join(live) if live else ""),
                        "evidence": ["boot_id %s -> %s" % (prev_boot, self.boot_id)], "runs": live})
         self.scheduler.adopt_running(now)
+        for spec in self._first_sample:
+            self.emit(spec)
 
     def _tick_s(self) -> float:
         return self.settings["tick"] or (config_mod.INOTIFY_TICK if self.dirwatch.available else config_mod.POLL_TICK)
@@ -216,7 +220,7 @@ class Daemon:
         gc.collect()
         gc.freeze()
         mono = time.monotonic()
-        next_slow = mono
+        next_slow = mono + self.settings["sample_every"]       # setup took the first sample
         self.last_heartbeat = mono
         if self.resume_interrupted:
             self._resume_interrupted(time.time())

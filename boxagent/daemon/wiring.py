@@ -3,7 +3,7 @@ bus's guard (a broken sampler costs the stage's evidence, never the stage's end)
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from boxagent.daemon.bus import Bus
 from boxagent.health.part import HealthPart
@@ -19,8 +19,12 @@ class GuardedBox:
         return self.bus.guard(self.health, "anchor", lambda: self.health.anchor(now), {"at": now})
 
     def since(self, anchor: Optional[Dict[str, Any]], now: float, paths: List[str],
-              run: Optional[str] = None, stage: Optional[str] = None) -> Dict[str, Any]:
-        return self.bus.guard(self.health, "since", lambda: self.health.since(anchor, now, paths, run, stage), {})
+              run: Optional[str] = None, stage: Optional[str] = None,
+              gpus: Optional[List[int]] = None) -> Dict[str, Any]:
+        return self.bus.guard(self.health, "since", lambda: self.health.since(anchor, now, paths, run, stage, gpus), {})
+
+    def gpus(self) -> Optional[List[Tuple[int, Optional[str]]]]:
+        return self.bus.guard(self.health, "gpus", self.health.gpus, None)
 
     def cpu_quota_cores(self) -> Optional[float]:
         return self.bus.guard(self.health, "cpu_quota_cores", self.health.cpu_quota_cores, None)

@@ -13,7 +13,6 @@ The process group is always counted too.
 from __future__ import annotations
 
 import os
-import secrets
 from typing import Any, Dict, List, Optional
 
 from boxagent.base import procs
@@ -23,7 +22,7 @@ TOKEN_VAR = "RGT_ATTEMPT_TOKEN"
 
 
 def new_token() -> str:
-    return secrets.token_hex(8)
+    return os.urandom(8).hex()
 
 
 def make_cgroup(roots: Roots, token: str) -> Optional[str]:

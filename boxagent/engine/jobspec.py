@@ -15,11 +15,15 @@ from typing import Any, Dict, List, Optional
 
 from boxagent.base.errors import UsageError
 from boxagent.base.units import parse_duration, parse_size
+from boxagent.engine import joblimits, sweep
+from boxagent.engine.joblimits import (MAX_ENV_BYTES, MAX_ENV_VALUE_BYTES, MAX_JOB_BYTES,  # noqa: F401
+                                       MAX_RUN_BYTES, MAX_STAGES, utf8_len)
 from boxagent.slurm import spec as slurm_spec
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-TOP_KEYS = ("name", "workdir", "env", "stage", "stages", "artifacts", "preflight", "rule", "stall_after") + slurm_spec.TOP_KEYS
+TOP_KEYS = ("name", "workdir", "env", "stage", "stages", "artifacts", "preflight", "rule", "stall_after") + \
+    slurm_spec.TOP_KEYS + sweep.TOP_KEYS
 STAGE_KEYS = ("name", "run", "wait", "expect", "success_pattern", "fail_pattern", "progress_pattern",
               "metrics_pattern", "timeout", "retries", "expected_duration", "stall_after", "fast_ratio",
               "env") + slurm_spec.STAGE_KEYS
@@ -28,26 +32,28 @@ RULE_KEYS = ("class", "pattern", "severity", "retryable", "remediation")
 SEVERITIES = ("info", "warning", "critical")
 DEFAULT_WAIT_TIMEOUT = 72 * 3600.0   # "every wait ends": a wait without a timeout gets three days
 MAX_RETRIES = 10
-FORMAT_HINT = "fix the job file; every key is described in the README section \"The job file\" (examples/job.toml)"
-
+FORMAT_HINT = "fix the job file; every key is described in docs/jobs.md, \"The job file\" (examples/job.toml)"
 
 class JobError(UsageError):
-    def __init__(self, problems: List[str], source: str = "job"):
+    def __init__(self, problems: List[str], source: str = "job", hint: Optional[str] = None):
         self.problems = problems
         if len(problems) == 1:
             message = "%s: %s" % (source, problems[0])
         else:
             message = "%s: %d problems:\n  %s" % (source, len(problems), "\n  ".join(problems))
-        super().__init__(message, FORMAT_HINT)
+        super().__init__(message, hint or FORMAT_HINT)
 
 
 def parse_text(text: str, source: str = "job") -> Dict[str, Any]:
     """JSON (what the client sends); TOML when the text is not JSON and tomllib exists (3.11+)."""
+    check_text(text, source)
     stripped = text.lstrip()
     if not stripped:
         raise JobError(["the job is empty"], source)
     try:
         data = json.loads(text)
+    except RecursionError:                # 200,000 nested [ : the parser's own stack
+        raise JobError([joblimits.too_deep()], source, joblimits.LIMIT_HINT)
     except ValueError as exc:
         if stripped.startswith("{") or source.endswith(".json"):
             raise JobError(["not valid JSON: %s" % exc], source)
@@ -64,8 +70,24 @@ def _parse_toml(text: str, source: str) -> Any:
         raise JobError(["not JSON, and this Python (< 3.11) has no TOML reader"], source)
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise JobError([joblimits.too_deep()], source, joblimits.LIMIT_HINT)
     except ValueError as exc:
         raise JobError(["not valid TOML: %s" % exc], source)
+
+
+def check_text(text: str, source: str = "job") -> None:
+    """JobError for a job text no parser should get (joblimits.text_problem)."""
+    problem = joblimits.text_problem(text)
+    if problem is not None:
+        raise JobError([problem[0]], source, problem[1])
+
+
+def check_structure(job: Any, source: str = "job") -> None:
+    """JobError for too deep, a NUL byte, inf/nan anywhere (joblimits.structure_problems)."""
+    problems = joblimits.structure_problems(job, _show)
+    if problems:
+        raise JobError([p for p, _ in problems], source, problems[0][1])
 
 
 def spec_sha256(spec: Dict[str, Any]) -> str:
@@ -87,6 +109,7 @@ def validate(job: Any, source: str = "job", home_dir: Optional[str] = None) -> D
     v = _Validator()
     if not isinstance(job, dict):
         raise JobError(["the job must be an object, got %s" % type(job).__name__], source)
+    check_structure(job, source)
     spec = v.top(job, home_dir or os.path.expanduser("~"))
     if v.problems:
         raise JobError(v.problems, source)
@@ -96,6 +119,7 @@ def validate(job: Any, source: str = "job", home_dir: Optional[str] = None) -> D
 class _Validator:
     def __init__(self) -> None:
         self.problems: List[str] = []
+        self.job_env: Dict[str, str] = {}
 
     def bad(self, path: str, what: str) -> None:
         self.problems.append("%s: %s" % (path, what))
@@ -119,6 +143,12 @@ class _Validator:
             re.compile(value)
         except re.error as exc:
             self.bad(path, "not a valid regular expression (%s): %s" % (exc, _show(value)))
+            return None
+        # Imported here: the triage package's imports only for jobs that give a pattern.
+        from boxagent.triage.regexsafe import unsafe_reason
+        why = unsafe_reason(value)
+        if why is not None:
+            self.bad(path, "the pattern %s %s" % (_show(value), why))
             return None
         return value
 
@@ -161,15 +191,28 @@ class _Validator:
             self.bad(path, "expected a table of NAME = \"value\" strings, got %s" % _show(value))
             return {}
         out = {}
+        sweep.check_env(value, path, self.bad)
         for key, val in value.items():
             if not ENV_KEY_RE.match(str(key)):
                 self.bad("%s.%s" % (path, key), "not a valid environment variable name")
             elif not isinstance(val, str):
                 self.bad("%s.%s" % (path, key), "expected a string (quote it: %s = \"%s\"), got %s"
                          % (key, val, _show(val)))
+            elif utf8_len(key) + 1 + utf8_len(val) > MAX_ENV_VALUE_BYTES:
+                self.bad("%s.%s" % (path, key), "the value is %d KiB; at most %d KiB a variable "
+                         "(the kernel refuses 128 KiB): put it in a file and pass its path"
+                         % (utf8_len(val) >> 10, MAX_ENV_VALUE_BYTES >> 10))
             else:
                 out[key] = val
         return out
+
+    def env_total(self, stage_env: Dict[str, str], path: str) -> None:
+        """The job's env and this stage's together, as execve gets them."""
+        merged = dict(self.job_env, **stage_env)
+        total = sum(utf8_len(k) + utf8_len(v) + 2 for k, v in merged.items())
+        if total > MAX_ENV_BYTES:
+            self.bad(path, "env and the job's env are %d KiB together; at most %d KiB"
+                     % (total >> 10, MAX_ENV_BYTES >> 10))
 
     def str_list(self, value: Any, path: str) -> List[str]:
         if not isinstance(value, list):
@@ -193,7 +236,7 @@ class _Validator:
         else:
             spec["name"] = job["name"]
         spec["workdir"] = self.workdir(job.get("workdir"), home_dir)
-        spec["env"] = self.env(job.get("env", {}), "env")
+        spec["env"] = self.job_env = self.env(job.get("env", {}), "env")
         spec["stage"] = self.stages(job)
         spec["artifacts"] = self.artifacts(job.get("artifacts", {}))
         if "preflight" in job:
@@ -202,6 +245,10 @@ class _Validator:
         if "stall_after" in job:
             spec["stall_after"] = self.duration(job["stall_after"], "stall_after")
         spec.update(slurm_spec.check_job(job, self.bad))
+        spec.update(sweep.check_job(job, self.bad, lambda key: bool(ENV_KEY_RE.match(key))))
+        too_long = sweep.name_room(spec.get("name") or "", spec.get("matrix")) if "group" not in spec else None
+        if too_long:
+            self.bad("name", too_long)
         return spec
 
     def workdir(self, value: Any, home_dir: str) -> Optional[str]:
@@ -223,6 +270,10 @@ class _Validator:
         raw = job.get(key)
         if not isinstance(raw, list) or not raw:
             self.bad(key, "expected a non-empty list of stages ([[stage]] tables), got %s" % _show(raw))
+            return []
+        if len(raw) > MAX_STAGES:
+            self.bad(key, "%d stages; at most %d (split the work into several jobs, or loop "
+                          "inside one stage's script)" % (len(raw), MAX_STAGES))
             return []
         out, seen = [], {}
         for i, st in enumerate(raw):
@@ -253,6 +304,9 @@ class _Validator:
             self.bad(path, "needs exactly one of `run` (a command) or `wait` (a table)")
         elif "run" in st:
             out["run"] = self.string(st["run"], path + ".run")
+            if out["run"] is not None and utf8_len(out["run"]) > MAX_RUN_BYTES:
+                self.bad(path + ".run", "the command is %d KiB; at most %d KiB (put it in a "
+                         "script and run that)" % (utf8_len(out["run"]) >> 10, MAX_RUN_BYTES >> 10))
         else:
             out["wait"] = self.wait(st["wait"], path + ".wait")
         out["expect"] = self.str_list(st.get("expect", []), path + ".expect")
@@ -271,6 +325,7 @@ class _Validator:
                 self.bad("%s.%s" % (path, key), "a wait stage without wait.log has no log to match")
         self.stage_numbers(st, out, path)
         out["env"] = self.env(st.get("env", {}), path + ".env")
+        self.env_total(out["env"], path + ".env")
         if "slurm" in st:
             out["slurm"] = slurm_spec.table(st["slurm"], path + ".slurm", self.bad)
         if "wait" in out and "timeout" not in out:

@@ -8,7 +8,7 @@ These classes document the contracts; implementations need not inherit from them
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 Spec = Dict[str, Any]
 
@@ -75,10 +75,16 @@ class BoxReader:
         raise NotImplementedError
 
     def since(self, anchor: Optional[Dict[str, Any]], now: float, paths: List[str],
-              run: Optional[str] = None, stage: Optional[str] = None) -> Dict[str, Any]:
+              run: Optional[str] = None, stage: Optional[str] = None,
+              gpus: Optional[List[int]] = None) -> Dict[str, Any]:
         """What happened between the anchor and now, read from the box now: oom_kill_delta (None =
-        unknown), disks (statvfs of `paths` and the watched dirs), gpu_faults, cgroup_version.
-        OOM kills in the window are attributed to run/stage (no second alert for them)."""
+        unknown), disks (statvfs of `paths` and the watched dirs), gpu_faults (on `gpus` only,
+        when the run holds its own), cgroup_version. OOM kills in the window are attributed to
+        run/stage (no second alert for them)."""
+        raise NotImplementedError
+
+    def gpus(self) -> List[Tuple[int, Optional[str]]]:
+        """The box's usable GPUs, (NVML index, UUID): what runs can be given."""
         raise NotImplementedError
 
     def cpu_quota_cores(self) -> Optional[float]:

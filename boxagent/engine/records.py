@@ -17,8 +17,8 @@ STAGE_FIELDS = ("name", "kind", "state", "attempt", "tries", "exit_code", "signa
                 "duration_s", "marker", "log", "cause", "warnings", "retry_at", "proc", "launched_at",
                 "boot_id", "progress", "metrics", "last_success_s", "anchor")
 RUN_FIELDS = ("name", "state", "spec_sha256", "workdir", "created_at", "queued_at", "seq", "started_at",
-              "ended_at", "current_stage", "cause", "failed_stage", "resumes", "gpus", "group", "matrix",
-              "pending_events")
+              "ended_at", "current_stage", "cause", "failed_stage", "resumes", "gpus", "gpu_uuids", "group",
+              "matrix", "pending_events")
 _LISTS = ("warnings", "pending_events")
 
 
@@ -181,8 +181,11 @@ class Run:
         return _event("run_queued", "info", self.name, None, S.RUN_SUMMARY[S.QUEUED] % self.name,
                       stages=n_stages, workdir=self.workdir)
 
-    def start(self, now: float) -> Spec:
-        spec = self._to(S.RUNNING, None, None)
+    def start(self, now: float, gpus: Optional[List[int]] = None, uuids: Optional[List[Optional[str]]] = None) -> Spec:
+        """queued -> running, on these GPUs (NVML indices; None: the whole box)."""
+        self.gpus, self.gpu_uuids = gpus, uuids
+        extra = {"gpus": gpus} if gpus is not None else {}
+        spec = self._to(S.RUNNING, None, None, **extra)
         self.started_at, self.ended_at = now, None
         return spec
 
@@ -192,6 +195,7 @@ class Run:
             st.reset()
         spec = self._to(S.QUEUED, "run %s queued again (resume from its last marker)" % self.name, None,
                         resumed=True)
+        self.gpus = self.gpu_uuids = None          # it gets GPUs again when it starts
         self.queued_at, self.ended_at, self.seq = now, None, seq
         self.cause = self.failed_stage = self.current_stage = None
         self.resumes += 1

@@ -15,19 +15,20 @@ from typing import Any, Callable, Dict, List, Optional
 from boxagent.engine import states as S
 from boxagent.engine.attempt import RELAUNCH, Attempt
 from boxagent.engine.facts import build_facts, newest_mtime
-from boxagent.engine.jobspec import JobError, spec_sha256, stage_kind, validate
 from boxagent.engine.launch import launch_record, stage_env
 from boxagent.engine.ports import AttemptRef, BoxReader, Journal, StageProcesses
 from boxagent.engine.records import Run, Stage
+from boxagent.engine.requests import Requests
+from boxagent.engine.slots import Gpu, Start, plan, stage_env as gpu_env
 from boxagent.engine.store import RunStore
-from boxagent.engine.verdict import decide
+from boxagent.engine.verdict import decide, preflight_cause
 from boxagent.base.units import iso_utc
 from boxagent.triage import StageWatch, build_rules, diagnose
 
 LAST_LINES = 20
 
 
-class Scheduler:
+class Scheduler(Requests):
     def __init__(self, store: RunStore, journal: Journal, procs: StageProcesses, box: BoxReader,
                  finisher: Any, settings: Dict[str, Any], config: Dict[str, Any],
                  profile_rules: List[Dict[str, Any]], env_hints: Dict[str, str], boot_id: Optional[str],
@@ -64,72 +65,6 @@ class Scheduler:
             st = next((s for s in run.stages if s.state == S.RUNNING), None)
             if run.state == S.RUNNING and st is not None:
                 self._adopt(run, self._sspec(run.name, st.name), st, now)
-
-    # -- requests from the inbox
-    def submit(self, req: Dict[str, Any], now: float) -> None:
-        try:
-            spec = validate(req.get("spec"), "submit")
-        except JobError as exc:
-            self.log("dropped an invalid submit request: %s" % exc.message)
-            return
-        name, sha = spec["name"], spec_sha256(spec)
-        old = self.runs.get(name)
-        if old is not None:
-            if old.spec_sha256 == sha:
-                return                                  # identical re-submit: nothing to do
-            if old.state in S.LIVE or not req.get("replace"):
-                self.journal.emit({"type": "submit_refused", "severity": "warning", "run": name,
-                                   "summary": "a different job was submitted under the name of run %s (%s); "
-                                              "refused" % (name, old.state)}, now)
-                return
-            self.store.archive(name, now)
-            for table in (self.runs, self.specs, self.artifacts, self._rules):
-                table.pop(name, None)
-        run = Run.new(spec, sha, now, self._next_seq(), [stage_kind(s) for s in spec["stage"]])
-        self.store.create(run, spec, self.config)
-        self.runs[name], self.specs[name] = run, spec
-        self.artifacts[name] = {"files": 0, "bytes": 0, "manifest": None}
-        self.journal.commit(run, [run.created(len(spec["stage"]))], now)
-
-    def _next_seq(self) -> int:
-        return 1 + max([r.seq for r in self.runs.values()] or [0])
-
-    def cancel(self, name: str, now: float, mono: float) -> None:
-        run = self.runs.get(name)
-        if run is None or run.state not in S.LIVE:
-            return
-        att = self.active.get(name)
-        if att is not None:
-            att.stop("cancel", self._grace("stop_grace"), mono)   # it ends through the normal path
-            return
-        if run.state == S.RUNNING and (name in self.finalizing or run.all_done()):
-            # Every stage succeeded: cancelling now would throw that away for a manifest.
-            self.log("run %s: cancel ignored: every stage is done and its manifest is being built" % name)
-            return
-        specs = [st.cancel_waiting(now) for st in run.stages
-                 if st.state == S.PENDING and run.state == S.RUNNING and st.retry_at][:1]
-        self.journal.commit(run, specs + [run.cancel_idle(now)], now)
-
-    def resume(self, name: str, now: float) -> None:
-        run = self.runs.get(name)
-        if run is None or run.state not in S.RESUMABLE:
-            return
-        alive = self.live_attempt_of(run)
-        if alive is not None:
-            # A stage never runs twice: not while the previous attempt's processes live on.
-            self.log("run %s: resume refused: attempt %d of stage %s still has live processes"
-                     % (name, alive.attempt, alive.name))
-            self.journal.emit({"type": "resume_refused", "severity": "warning", "run": name, "stage": alive.name,
-                               "summary": "resume of run %s refused: attempt %d of stage %s still runs"
-                                          % (name, alive.attempt, alive.name)}, now)
-            return
-        self.journal.commit(run, [run.requeue(now, self._next_seq())], now)
-
-    def live_attempt_of(self, run: Run) -> Optional[Stage]:
-        for st in run.stages:
-            if st.attempt and st.kind == "run" and self.procs.command_alive(AttemptRef(run.name, st.name, st.attempt)):
-                return st
-        return None
 
     # -- every fast tick
     def tick(self, now: float, mono: float) -> None:
@@ -169,22 +104,37 @@ class Scheduler:
         for run in running:
             if run.name not in self.active and run.name not in self.finalizing:
                 self.advance(run, now)
-        if not any(r.state == S.RUNNING for r in self.runs.values()):
-            queued = sorted((r for r in self.runs.values() if r.state == S.QUEUED), key=lambda r: r.seq)
-            if queued:
-                self.start_run(queued[0], now)
+        queued = sorted((r for r in self.runs.values() if r.state == S.QUEUED), key=lambda r: r.seq)
+        if not queued:
+            return
+        running = [r for r in self.runs.values() if r.state == S.RUNNING]
+        cap = self.config.get("max_parallel")
+        inventory = self.box.gpus()
+        box = None if inventory is None else [Gpu(i, uuid) for i, uuid in inventory]
+        for start in plan(queued, running, self.specs, box, cap if isinstance(cap, int) else None):
+            self.start_run(start, now)
 
-    def start_run(self, run: Run, now: float) -> None:
-        spec = self.specs[run.name]
-        specs = [run.start(now)]
-        failures = self.box.preflight(spec["preflight"], now, spec["workdir"]) if spec.get("preflight") else []
+    def start_run(self, start: Start, now: float) -> None:
+        run, spec, gpus = start.run, self.specs[start.run.name], start.gpus
+        specs = [run.start(now, [g.index for g in gpus] if gpus is not None else None,
+                           [g.uuid for g in gpus] if gpus is not None else None)]
+        failures = [{"summary": start.refused, "evidence": [start.refused],
+                     "remediation": "lower the job's `gpus`, or run it on a box with more GPUs"}] if start.refused else []
+        if not failures and spec.get("preflight"):
+            failures = self.box.preflight(spec["preflight"], now, spec["workdir"])
         if failures:
             cause = preflight_cause(failures)
             specs.append(run.end_badly(S.FAILED, now, cause, None, failed_stage=None, evidence=cause["evidence"],
                                        summary="run %s failed its preflight: %s" % (run.name, cause["summary"])))
-        self.journal.commit(run, specs, now)
+        self._commit(run, specs, now)
         if not failures:
             self.advance(run, now)
+
+    def _commit(self, run: Run, specs: List[Dict[str, Any]], now: float) -> None:
+        """Commit a run's transition; the run's end may end its sweep too (one unit with it)."""
+        if run.group and run.state not in S.LIVE:
+            specs = specs + self._group_end(run)
+        self.journal.commit(run, specs, now)
 
     def advance(self, run: Run, now: float) -> None:
         """Start the next stage, skip marked ones, finish a half-done end, or finish the run."""
@@ -211,7 +161,7 @@ class Scheduler:
             # failed / cancelled / interrupted in a running run: the daemon died between the
             # stage's transition and the run's. Finish it now.
             cause = st.cause or {"class": "nonzero_exit", "summary": "the stage %s" % st.state, "evidence": []}
-            self.journal.commit(run, skipped + [run.end_badly(st.state, now, cause, st.name)], now)
+            self._commit(run, skipped + [run.end_badly(st.state, now, cause, st.name)], now)
             return
         else:
             if skipped:
@@ -248,8 +198,9 @@ class Scheduler:
 
     def _launch(self, att: Attempt, run: Run) -> None:
         spec = self.specs[run.name]
+        gpus = None if run.gpus is None else [Gpu(i, u) for i, u in zip(run.gpus, run.gpu_uuids or [None] * len(run.gpus))]
         env = stage_env(spec, att.sspec, run.name, att.ref.attempt, self.store.home.root,
-                        self.box.cpu_quota_cores(), self.env_hints)
+                        self.box.cpu_quota_cores(), self.env_hints, gpu_env(gpus))
         log = self.store.log_path(run.name, att.stage, att.ref.attempt)
         self.procs.launch(att.ref, launch_record(att.sspec, spec["workdir"], env, log), att.launched_at)
 
@@ -295,7 +246,7 @@ class Scheduler:
             att.watch.finish(now)
             att.watch.close()
         workdir = self.specs[att.run]["workdir"]
-        reading = self.box.since(st.anchor, now, [workdir], att.run, att.stage)
+        reading = self.box.since(st.anchor, now, [workdir], att.run, att.stage, run.gpus)
         facts = build_facts(att.sspec, st.to_dict(), workdir, info, att.watch, now, att.stop_reason,
                             bool(info.get("vanished")), boot_changed, reading)
         verdict = decide(facts, int(att.sspec.get("retries") or 0), st.tries, self._grace("retry_backoff"),
@@ -316,7 +267,7 @@ class Scheduler:
         specs = [st.end_badly(verdict.state, now, verdict.cause, exit_code, sig, live.get("progress"), detail,
                               live.get("metrics")),
                  run.end_badly(verdict.state, now, verdict.cause, st.name)]
-        self.journal.commit(run, specs, now)
+        self._commit(run, specs, now)
 
     def _succeeded(self, run: Run, st: Stage, facts: Dict[str, Any], verdict: Any, live: Dict[str, Any],
                    now: float) -> None:
@@ -369,7 +320,7 @@ class Scheduler:
         if job.error:
             extra.update(manifest_error=job.error, evidence=["the manifest could not be built: %s" % job.error])
         duration = round(now - run.started_at, 3) if run.started_at else None
-        self.journal.commit(run, [run.succeed(now, stages=len(run.stages), duration_s=duration, artifacts={
+        self._commit(run, [run.succeed(now, stages=len(run.stages), duration_s=duration, artifacts={
             "files": totals.get("files", 0), "bytes": totals.get("bytes", 0), "sha256": sha}, **extra)], now)
 
     # -- preemption
@@ -389,7 +340,7 @@ class Scheduler:
             if run.state == S.RUNNING and not run.all_done():
                 # (a run whose stages are all done stays running: the next daemon builds its manifest)
                 cause = diagnose({"cancelled": True} if reason == "cancel" else {"preempted": True})
-                self.journal.commit(run, [run.end_badly(new, now, cause, None)], now)
+                self._commit(run, [run.end_badly(new, now, cause, None)], now)
 
     # -- what the loop and status ask
     def next_deadline(self, now: float, mono: float) -> float:
@@ -420,18 +371,17 @@ class Scheduler:
     def running_pairs(self) -> List[tuple]:
         return [(a.run, a.stage) for a in self.active.values()]
 
+    def gpu_holders(self) -> Dict[int, tuple]:
+        """GPU index -> (run, running stage or None) for every running run on its own GPUs."""
+        out: Dict[int, tuple] = {}
+        for run in self.runs.values():
+            if run.state == S.RUNNING and run.gpus:
+                att = self.active.get(run.name)
+                for i in run.gpus:
+                    out[i] = (run.name, att.stage if att is not None else None)
+        return out
+
     def live(self, run: str) -> Optional[Dict[str, Any]]:
         """The running stage's live blocks (progress, metrics) for status.json."""
         att = self.active.get(run)
         return att.watch.status_block() if att is not None and att.watch is not None else None
-
-
-def preflight_cause(failures: List[Dict[str, Any]]) -> Dict[str, Any]:
-    evidence: List[str] = []
-    for f in failures:
-        evidence.extend(str(e) for e in (f.get("evidence") or [f.get("summary", "")]))
-    return {"class": "preflight_failed",
-            "summary": "; ".join(str(f.get("summary", "preflight check failed")) for f in failures),
-            "remediation": "; ".join(str(f["remediation"]) for f in failures if f.get("remediation"))
-            or "fix the box (or relax `preflight`) and resume the run",
-            "retryable": False, "evidence": evidence}

@@ -37,7 +37,7 @@ class ShimProcesses:
             if not is_full(exc):
                 raise
             return      # nothing claims it: the scheduler launches it again after the grace
-        argv = procs.agent_argv() + ["exec-stage", "--home", self.home.root, "--run", ref.run,
+        argv = procs.agent_argv(bare=True) + ["exec-stage", "--home", self.home.root, "--run", ref.run,
                                      "--stage", ref.stage, "--attempt", str(ref.attempt)]
         try:
             # The shim's own stderr (a traceback, never the command's output) goes where the

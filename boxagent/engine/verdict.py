@@ -38,3 +38,14 @@ def _diagnose(facts: Dict[str, Any], log: Callable[[str], None]) -> Dict[str, An
         log("diagnose() failed (the stage fails with a plain cause): %s: %s\n%s"
             % (type(exc).__name__, exc, traceback.format_exc()))
         return facts_mod.fallback_cause(facts)
+
+
+def preflight_cause(failures: List[Dict[str, Any]]) -> Dict[str, Any]:
+    evidence: List[str] = []
+    for f in failures:
+        evidence.extend(str(e) for e in (f.get("evidence") or [f.get("summary", "")]))
+    return {"class": "preflight_failed",
+            "summary": "; ".join(str(f.get("summary", "preflight check failed")) for f in failures),
+            "remediation": "; ".join(str(f["remediation"]) for f in failures if f.get("remediation"))
+            or "fix the box (or relax `preflight`) and resume the run",
+            "retryable": False, "evidence": evidence}

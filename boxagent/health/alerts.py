@@ -48,6 +48,18 @@ def _attribution(running: List[Tuple[str, str]]) -> Dict[str, Any]:
     return {"run": run, "stage": stage, "running": [list(r) for r in running]}
 
 
+def _gpu_holder(holders: Optional[Dict[int, Tuple[str, Optional[str]]]], gpu: Any,
+                who: Dict[str, Any]) -> Dict[str, Any]:
+    """A GPU's alert belongs to the run holding that GPU; with runs on their own GPUs, a GPU no
+    run holds belongs to none (the others are not blamed)."""
+    if not holders:
+        return who
+    if gpu in holders:
+        run, stage = holders[gpu]
+        return {"run": run, "stage": stage, "running": [[run, stage]]}
+    return {"run": None, "stage": None, "running": []}
+
+
 class AlertBook:
     """Active alerts by key, plus the counters the hysteresis needs."""
 
@@ -65,15 +77,16 @@ class AlertBook:
 
     # -- public ------------------------------------------------------------------------------
     def evaluate(self, health: Dict[str, Any], faults: List[Dict[str, Any]],
-                 running: List[Tuple[str, str]], now: float) -> List[Dict[str, Any]]:
+                 running: List[Tuple[str, str]], now: float,
+                 holders: Optional[Dict[int, Tuple[str, Optional[str]]]] = None) -> List[Dict[str, Any]]:
         who = _attribution(running)
         self._expire(now)
         specs = self._memory(health.get("memory") or {}, now, who)
         specs += self._disks(health.get("disks") or [], now, who)
         for gpu in health.get("gpus") or []:
-            specs += self._gpu(gpu, now, who)
+            specs += self._gpu(gpu, now, _gpu_holder(holders, gpu.get("index"), who))
         for fault in faults:
-            specs += self._fault(fault, now, who)
+            specs += self._fault(fault, now, _gpu_holder(holders, fault.get("gpu"), who))
         return specs
 
     def alerts(self) -> List[Dict[str, Any]]:

@@ -121,12 +121,14 @@ class HealthMonitor:
                 "kernel_log": bool(k and k.readable), "kernel_log_error": k.error if k else None,
                 "kernel_log_other_gpus": self.faults.other_gpus}
 
-    def alert_events(self, sample: Dict[str, Any], running: List[Tuple[str, str]]) -> List[Dict[str, Any]]:
+    def alert_events(self, sample: Dict[str, Any], running: List[Tuple[str, str]],
+                     holders: Optional[Dict[int, Tuple[str, Optional[str]]]] = None) -> List[Dict[str, Any]]:
         """Event specs for alert transitions since the last call (hysteresis inside).
-        `running` is [(run, stage)] to attribute e.g. an oom_kill to."""
+        `running` is [(run, stage)] to attribute e.g. an oom_kill to; `holders` maps a GPU to
+        the run holding it, so a GPU's fault names that run and blames no other."""
         faults, self._pending = self._pending, []
         now = self._last_ts if self._last_ts is not None else time.time()
-        return self.alerts.evaluate(sample or {}, faults, list(running or []), now)
+        return self.alerts.evaluate(sample or {}, faults, list(running or []), now, holders)
 
     def active_alerts(self) -> List[Dict[str, Any]]:
         """status.json `alerts`: [{key, type, severity, since, summary}]."""

@@ -22,19 +22,26 @@ class HealthPart(Part):
     name = "health"
 
     def __init__(self, monitor: HealthMonitor, watched: Callable[[], Watched],
-                 running: Callable[[], List[Tuple[str, str]]]):
+                 running: Callable[[], List[Tuple[str, str]]],
+                 holders: Callable[[], Dict[int, Tuple[str, Optional[str]]]] = lambda: {}):
         self.monitor = monitor
         self.watched = watched          # [(path, role)]: the state dir and the live runs' workdirs
-        self.running = running          # [(run, stage)]: who an alert belongs to
+        self.running = running          # [(run, stage)]: who a box-wide alert belongs to
+        self.holders = holders          # GPU index -> (run, stage): who a GPU's alert belongs to
         self.last: Optional[Dict[str, Any]] = None
 
     # -- the Part
     def sample(self, now: float) -> List[Dict[str, Any]]:
         self.last = self.monitor.sample(now, self.watched())
-        return self.monitor.alert_events(self.last, self.running())
+        return self.monitor.alert_events(self.last, self.running(), self.holders())
 
     def status_block(self) -> Dict[str, Any]:
-        return {"health": self.last, "alerts": self.monitor.active_alerts(), "history": self.monitor.history()}
+        health = self.last
+        if health is not None:
+            holders = self.holders()
+            health = dict(health, gpus=[dict(g, run=(holders.get(g.get("index")) or (None,))[0])
+                                        for g in health.get("gpus") or []])
+        return {"health": health, "alerts": self.monitor.active_alerts(), "history": self.monitor.history()}
 
     def stop(self, timeout: float) -> None:
         self.monitor.close()
@@ -44,7 +51,9 @@ class HealthPart(Part):
         return {"at": now, "oom_kill": self.monitor.oom_kill_count()}
 
     def since(self, anchor: Optional[Dict[str, Any]], now: float, paths: List[str],
-              run: Optional[str] = None, stage: Optional[str] = None) -> Dict[str, Any]:
+              run: Optional[str] = None, stage: Optional[str] = None,
+              gpus: Optional[List[int]] = None) -> Dict[str, Any]:
+        """`gpus`: the run's own GPUs (None: the whole box); faults on others are not its story."""
         anchor = anchor or {}
         extra = [(p, "workdir") for p in paths if p]
         self.last = block = self.monitor.sample(now, self.watched() + extra)
@@ -54,8 +63,19 @@ class HealthPart(Part):
         if delta:
             self.monitor.alerts.claim_oom(oom)
         t0 = anchor.get("at") if isinstance(anchor.get("at"), (int, float)) else now
+        faults = self.monitor.gpu_faults_since(t0)
+        if gpus is not None:
+            faults = [f for f in faults if f.get("gpu") in gpus]
         return {"oom_kill_delta": delta, "oom_kill": oom, "cgroup_version": mem.get("cgroup"),
-                "disks": list(block.get("disks") or []), "gpu_faults": self.monitor.gpu_faults_since(t0)}
+                "disks": list(block.get("disks") or []), "gpu_faults": faults}
+
+    def gpus(self) -> Optional[List[Tuple[int, Optional[str]]]]:
+        """The usable GPUs of the last sample, (index, uuid): what runs can be given (None
+        before the first sample: not known yet, which is not "none")."""
+        if self.last is None:
+            return None
+        return [(g["index"], g.get("uuid")) for g in (self.last or {}).get("gpus") or []
+                if isinstance(g, dict) and isinstance(g.get("index"), int) and not g.get("lost")]
 
     def cpu_quota_cores(self) -> Optional[float]:
         return self.monitor.cpu_quota_cores()

@@ -23,9 +23,9 @@ CLASS_RANK = ("gpu_hardware", "crlf_script", "driver_too_old", "torch_arch_misma
 TRANSIENT = frozenset(("nccl", "network_transient", "preempted", "machine_restart"))
 
 REMEDIATION = {
-    "cgroup_oom": "the container's memory limit (cgroup memory.max) was hit: size DataLoader "
-                  "workers against memory.max, not the CPU count; share big tensors (memmap); "
-                  "lower batch or prefetch",
+    "cgroup_oom": "the container's memory limit (memory.max on cgroup v2, "
+                  "memory.limit_in_bytes on v1) was hit: size DataLoader workers against that "
+                  "limit, not the CPU count; share big tensors (memmap); lower batch or prefetch",
     "cuda_oom": "GPU memory ran out: smaller batch (or gradient accumulation), check for other "
                 "jobs on the GPU, try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; not "
                 "transient, a retry fails the same way",
@@ -152,8 +152,10 @@ BUILTIN_RULES = [
        r"aborted|NCCL (timeout|watchdog)|ProcessGroupNCCL.*([Tt]imeout|timed out)|"
        r"DistBackendError|RendezvousTimeoutError|RendezvousConnectionError|"
        r"Gloo connectFullMesh failed",
-       keywords=["NCCL error", "Error", "collective operation", "NCCL communicator",
-                 "NCCL timeout", "NCCL watchdog", "ProcessGroupNCCL", "connectFullMesh"]),
+       keywords=["NCCL error", "ncclInternalError", "ncclSystemError", "ncclUnhandledCudaError",
+                 "ncclRemoteError", "collective operation", "NCCL communicator", "NCCL timeout",
+                 "NCCL watchdog", "ProcessGroupNCCL", "DistBackendError", "Rendezvous",
+                 "connectFullMesh"]),
     _r("network_transient", r"Connection(Reset|Refused|Aborted)?Error|Connection (timed out|"
        r"reset by peer|refused)|ReadTimeout|ConnectTimeout|Temporary failure in name "
        r"resolution|Name or service not known|Could not resolve host|Max retries exceeded|"
@@ -162,10 +164,14 @@ BUILTIN_RULES = [
        r"Error|429 Too Many Requests|Service Unavailable|Bad Gateway|Gateway Time-?out|"
        r"wandb: (ERROR )?Network error|CommError|couldn't connect to 'https|"
        r"unable to access '[^']*': (Could not|Failed|Recv failure|GnuTLS|OpenSSL)",
-       keywords=["Connection", "Timeout", "name resolution", "service not known",
-                 "resolve host", "Max retries", "Error", "RemoteDisconnected", "IncompleteRead",
-                 "EOF occurred", "Too Many Requests", "Unavailable", "Gateway",
-                 "Network error", "couldn't connect", "unable to access"]),
+       keywords=["ConnectionError", "ConnectionResetError", "ConnectionRefusedError",
+                 "ConnectionAbortedError", "Connection timed out", "Connection reset by peer",
+                 "Connection refused", "ReadTimeout", "ConnectTimeout", "name resolution",
+                 "service not known", "resolve host", "Max retries", "MaxRetryError",
+                 "RemoteDisconnected", "IncompleteRead", "ChunkedEncodingError", "SSLError",
+                 "EOF occurred", "HTTPError: 5", "Server Error", "Too Many Requests",
+                 "Unavailable", "Gateway", "Network error", "CommError", "couldn't connect",
+                 "unable to access"]),
     _r("hangup", r"^Hangup$|[0-9]+ Hangup +[^ ]|Received (SIGHUP|1 death signal)|SIGHUP "
        r"received|Signal 1 \(SIGHUP\)|signal: hangup",
        keywords=["Hangup", "SIGHUP", "death signal", "signal: hangup"]),
@@ -198,8 +204,8 @@ BUILTIN_RULES = [
        r"can't open file .*No such file or directory|: command not found$|: error: "
        r"(unrecognized arguments|the following arguments are required|argument )|"
        r"Segmentation fault",
-       keywords=["Error", "can't open file", "command not found",
-                 ": error: ", "Segmentation fault"]),
+       keywords=["SyntaxError: ", "IndentationError: ", "TabError: ", "can't open file",
+                 "command not found", ": error: ", "Segmentation fault"]),
     # The generic exception line counts only after a traceback header, so a metric printed
     # as "MeanSquaredError: 0.12" or a line like "ErrorRate: 3" is never a crash.
     _r("code_error", r"^([A-Za-z_][A-Za-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(Error|Exception|"

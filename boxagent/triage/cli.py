@@ -38,15 +38,46 @@ def register(sub) -> None:
                    help="regex with named groups done/total for progress lines")
     p.add_argument("--engine", choices=("auto", "grep", "python"), default="auto",
                    help="candidate-line search: grep -F for big files (auto), or pure python")
+    p.add_argument("--workdir", default=None,
+                   help="the job's working directory: its filesystem is checked (bytes and inodes)")
+    p.add_argument("--path", action="append", default=[], metavar="P",
+                   help="also check the filesystem of P (repeatable): tells a full disk from "
+                        "full inodes")
     p.set_defaults(func=_cmd)
 
 
 def _cmd(args) -> int:
     rep = report(args.log, args.exit_code, load_rules(args.rules), args.engine,
-                 args.progress_pattern, probe_disks=True)
+                 args.progress_pattern, probe_disks=True, workdir=args.workdir,
+                 check_paths=args.path, cgroup_version=_cgroup_version())
     sys.stdout.write(json.dumps(rep, indent=2, sort_keys=True) + "\n" if args.json
                      else render_text(rep))
     return EXIT_RUN_FAILED if rep["cause"] is not None else EXIT_OK
+
+
+def _cgroup_version() -> Optional[str]:
+    """This box's cgroup version (health finds it), for the remediation's words."""
+    from boxagent.base.roots import Roots
+    from boxagent.health.cgroup import find_cgroup
+    roots = Roots.from_env()
+    try:
+        version = find_cgroup(roots.proc, roots.cgroup).version
+    except OSError:
+        return None
+    return version if version in ("v1", "v2") else None
+
+
+def checked_disks(paths: List[str]) -> List[Dict[str, Any]]:
+    """statvfs of each path a person named (--path, --workdir); a missing one is bad input."""
+    out = []
+    for p in paths:
+        if not os.path.exists(p):
+            raise UsageError("no such file or directory: %s" % p,
+                             "--path and --workdir name a directory on the filesystem to check")
+        d = E.probe_disk(p)
+        if d is not None:
+            out.append(dict(d, role="given"))
+    return out
 
 
 def load_rules(path: Optional[str]) -> List[Dict[str, Any]]:
@@ -92,12 +123,18 @@ def _parse_rules(path: str, raw: bytes) -> Any:
 
 def report(path: str, exit_code: Optional[int] = None, job_rules: Optional[List[Dict[str, Any]]] = None,
            engine: str = "auto", progress_pattern: Optional[str] = None,
-           probe_disks: bool = False) -> Dict[str, Any]:
-    """The triage report of one log file (what --json prints); "-" reads stdin."""
+           probe_disks: bool = False, workdir: Optional[str] = None,
+           check_paths: Optional[List[str]] = None, cgroup_version: Optional[str] = None) -> Dict[str, Any]:
+    """The triage report of one log file (what --json prints); "-" reads stdin. Offline:
+    nothing but the log is known, except the filesystems of `workdir` and `check_paths`
+    (statvfs here), the paths named in ENOSPC lines when `probe_disks`, and the box's
+    `cgroup_version` when the caller knows it."""
     if path == "-":
-        return _report_stdin(exit_code, job_rules, engine, progress_pattern)
+        return _report_stdin(exit_code, job_rules, engine, progress_pattern, workdir,
+                             check_paths, cgroup_version)
     if not os.path.isfile(path):
         raise UsageError("no such log file: %s" % path, "give the path of a log file")
+    disks = checked_disks(([workdir] if workdir else []) + list(check_paths or []))
     try:
         rs = build_rules(None, job_rules or [])
         scan = scan_file(path, rs, engine, progress_pattern)
@@ -107,7 +144,8 @@ def report(path: str, exit_code: Optional[int] = None, job_rules: Optional[List[
         raise UsageError(str(exc))
     facts = {"exit_code": exit_code, "hits": scan["hits"], "last_lines": scan["last_lines"],
              "progress_line_no": scan["progress_line_no"], "probe_disks": probe_disks,
-             "workdir": os.path.dirname(os.path.abspath(path)), "log": path}
+             "workdir": workdir or os.path.dirname(os.path.abspath(path)), "log": path,
+             "disks": disks, "offline": True, "cgroup_version": cgroup_version}
     cause, warnings = None, []
     if exit_code is None:
         top = E.top_hit(facts)
@@ -123,12 +161,14 @@ def report(path: str, exit_code: Optional[int] = None, job_rules: Optional[List[
 
 
 def _report_stdin(exit_code: Optional[int], job_rules: Optional[List[Dict[str, Any]]], engine: str,
-                  progress_pattern: Optional[str]) -> Dict[str, Any]:
+                  progress_pattern: Optional[str], workdir: Optional[str],
+                  check_paths: Optional[List[str]], cgroup_version: Optional[str]) -> Dict[str, Any]:
     """`kubectl logs POD | rgt-client triage -`: spooled to a temp file, then the same scan."""
     with tempfile.NamedTemporaryFile(prefix="rgt-triage-stdin-") as tmp:
         shutil.copyfileobj(getattr(sys.stdin, "buffer", sys.stdin), tmp, 1 << 20)
         tmp.flush()
-        rep = report(tmp.name, exit_code, job_rules, engine, progress_pattern, probe_disks=False)
+        rep = report(tmp.name, exit_code, job_rules, engine, progress_pattern, probe_disks=False,
+                     workdir=workdir, check_paths=check_paths, cgroup_version=cgroup_version)
     rep["log"] = "-"
     return rep
 

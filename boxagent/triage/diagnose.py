@@ -33,6 +33,10 @@ facts keys (all optional):
   {summary}], timeout_s, workdir, probe_disks (statvfs the paths named in ENOSPC lines:
   the CLI only, never the daemon - an NFS mount may hang), assume_failed (the CLI without
   --exit-code when the log itself shows a critical failure).
+  Added for the box's words and offline triage: cgroup_version ("v1" | "v2" | None: the box's
+  cgroup, so the cgroup_oom remediation names memory.max or memory.limit_in_bytes), offline
+  (True from `triage LOG`: nothing on the box was looked at, so an unknown oom_kill counter
+  is "not checked", never "not readable").
 """
 from __future__ import annotations
 
@@ -63,8 +67,15 @@ def diagnose(facts: Dict[str, Any]) -> Cause:
     for step in steps:
         cause = step(facts)
         if cause is not None:
-            return cause
+            return _in_box_words(cause, facts)
     return _nonzero(facts)
+
+
+def _in_box_words(cause: Cause, f: Dict[str, Any]) -> Cause:
+    """The cgroup_oom remediation names the limit file of the box's cgroup version."""
+    if cause["class"] == "cgroup_oom" and cause["remediation"] == REMEDIATION["cgroup_oom"]:
+        cause["remediation"] = E.cgroup_oom_remediation(f.get("cgroup_version"))
+    return cause
 
 
 # -- facts the daemon knows
@@ -169,7 +180,7 @@ def _vanished(f: Dict[str, Any]) -> Optional[Cause]:
         return _log_cause(f, hit, prefix="the process vanished; ")
     ev = ["the process is gone without an exit status", "boot_id unchanged"]
     delta = f.get("oom_kill_delta")
-    ev.append("cgroup oom_kill unchanged" if delta == 0 else "cgroup oom_kill counter unknown")
+    ev.append("cgroup oom_kill unchanged" if delta == 0 else E.oom_unknown(f))
     ev.append("no hangup seen")
     last = f.get("last_lines") or []
     if last:
@@ -185,7 +196,7 @@ def _killed_line(f: Dict[str, Any], hit: Dict[str, Any], what: str) -> Cause:
     if f.get("oom_kill_delta") == 0:
         ev.append("cgroup oom_kill counter did not move: not the OOM killer")
         return _cause("killed", "%s by SIGKILL from outside (not an OOM kill)" % what, ev)
-    ev.append("cgroup oom_kill counter not readable: most likely the OOM killer")
+    ev.append("%s: most likely the OOM killer; check %s" % (E.oom_unknown(f), E.oom_checks(f)))
     return _cause("cgroup_oom", "%s, most likely by the OOM killer (memory limit)" % what, ev)
 
 
@@ -202,14 +213,25 @@ def _signalled(f: Dict[str, Any]) -> Optional[Cause]:
         hit = E.top_hit(f, ("cgroup_oom",))
         if hit is not None:
             return _killed_line(f, hit, "killed")
-        known = f.get("oom_kill_delta") == 0
-        return _cause("killed", "killed by SIGKILL from outside" + (
-            "" if known else " (or the OOM killer: the cgroup counter was not readable)"),
-            [how, "cgroup oom_kill counter did not move" if known else
-             "cgroup oom_kill counter unknown"])
+        return _sigkill(f, how)
     if sig in ("SIGTERM", "SIGINT", "SIGQUIT"):
         return _cause("killed", "stopped by %s from outside" % sig, [how])
     return None
+
+
+def _sigkill(f: Dict[str, Any], how: Optional[str]) -> Cause:
+    """SIGKILL and no "Killed" line: nobody asks for a SIGKILL, the OOM killer sends most."""
+    if f.get("oom_kill_delta") == 0:
+        return _cause("killed", "killed by SIGKILL from outside (not the OOM killer: the cgroup "
+                      "oom_kill counter did not move)", [how, "cgroup oom_kill counter did not move"])
+    limit, _ = E.cgroup_files(f.get("cgroup_version"))
+    return _cause("killed", "killed by SIGKILL: usually the OOM killer, when nobody sent it "
+                  "(%s)" % E.oom_unknown(f),
+                  [how, E.oom_unknown(f), "the OOM killer is the usual sender of a SIGKILL "
+                   "nobody asked for"],
+                  "check for an OOM kill: %s; if it was one, size the job against the memory "
+                  "limit (%s); if not, find who sent the signal (a platform watchdog, a person, "
+                  "a script)" % (E.oom_checks(f), limit))
 
 
 # -- the log

@@ -135,7 +135,41 @@ def disk_verdict(facts: Dict[str, Any], lines: List[str]) -> Tuple[str, List[str
         return "disk_full", ["no filesystem is full now (space freed since?): %s bytes %s%%, "
                              "inodes %s%% used" % (d.get("path"), d.get("bytes_used_pct"),
                                                    d.get("inodes_used_pct"))]
+    if facts.get("offline"):
+        return "disk_full", ["filesystem not checked (offline triage): give --path DIR (or "
+                             "--workdir) to tell a full disk from full inodes"]
     return "disk_full", ["filesystem state unknown"]
+
+
+# -- memory: the box's cgroup vocabulary
+def cgroup_files(version: Optional[str]) -> Tuple[str, str]:
+    """(the memory limit file, the file with the oom_kill counter) as the box names them."""
+    if version == "v2":
+        return "memory.max", "memory.events"
+    if version == "v1":
+        return "memory.limit_in_bytes", "memory.oom_control"
+    return ("memory.max on cgroup v2, memory.limit_in_bytes on v1",
+            "memory.events on cgroup v2, memory.oom_control on v1")
+
+
+def cgroup_oom_remediation(version: Optional[str]) -> str:
+    limit, _ = cgroup_files(version)
+    return ("the container's memory limit (%s) was hit: size DataLoader workers against that "
+            "limit, not the CPU count; share big tensors (memmap); lower batch or prefetch" % limit)
+
+
+def oom_checks(facts: Dict[str, Any]) -> str:
+    """How a person tells whether the OOM killer sent a SIGKILL."""
+    _, counter = cgroup_files(facts.get("cgroup_version"))
+    return ("`dmesg -T | grep -i -e oom -e killed` and the cgroup's oom_kill counter (%s)"
+            % counter)
+
+
+def oom_unknown(facts: Dict[str, Any]) -> str:
+    """Why the cgroup oom_kill counter says nothing: nobody looked (offline), or unreadable."""
+    if facts.get("offline"):
+        return "cgroup oom_kill counter not checked (offline triage)"
+    return "cgroup oom_kill counter not readable"
 
 
 # -- signals

@@ -13,8 +13,10 @@ import math
 import re
 from typing import Dict, Optional, Tuple
 
-from boxagent.triage.rules import candidate_lines, derive_keywords
-from boxagent.triage.text import decode, last_segment, match_text
+from boxagent.triage.anchors import Finder, candidate_lines
+from boxagent.triage.regexsafe import unsafe_reason
+from boxagent.triage.rules import derive_keywords
+from boxagent.triage.text import decode, last_segment, match_text, user_text
 
 MAX_METRICS = 8
 EXAMPLE = "'loss=(?P<loss>[0-9.eE+-]+)'"
@@ -33,7 +35,7 @@ def pattern_problem(pattern: object) -> Optional[str]:
                 "show the value under)" % EXAMPLE)
     if len(rx.groupindex) > MAX_METRICS:
         return "at most %d named groups (one chart each), got %d" % (MAX_METRICS, len(rx.groupindex))
-    return None
+    return unsafe_reason(pattern)
 
 
 def compile_metrics_pattern(pattern: Optional[str]) -> "Optional[re.Pattern[str]]":
@@ -67,7 +69,8 @@ class MetricsTracker:
         self.rx = rx
         self.names: Tuple[str, ...] = tuple(sorted(rx.groupindex, key=rx.groupindex.__getitem__))
         kws = derive_keywords(rx.pattern)
-        self.anchors = tuple(k.encode("utf-8") for k in kws) if kws else ()
+        self.finder = Finder(k.encode("utf-8") for k in kws) if kws else None
+        self.anchors = self.finder.literals if self.finder else ()
         self.last: Dict[str, float] = {}
         self.updated_at: Optional[float] = None
         self.lines = 0          # lines that gave at least one value
@@ -75,7 +78,7 @@ class MetricsTracker:
     def feed_block(self, data: bytes, first_line_no: int, now: Optional[float]) -> None:
         """Complete lines from the tailer; only lines holding one of the pattern's literals
         are matched (the same C-speed prefilter the rules use)."""
-        for _line_no, raw in candidate_lines(data, self.anchors, first_line_no, not self.anchors):
+        for _line_no, raw in candidate_lines(data, self.finder, first_line_no):
             self.feed_text(match_text(raw), now)
 
     def feed_partial(self, part: bytes, now: Optional[float]) -> None:
@@ -85,7 +88,7 @@ class MetricsTracker:
 
     def feed_text(self, text: str, now: Optional[float]) -> bool:
         found = False
-        for m in self.rx.finditer(text):      # \r segments in order: the last match is the newest
+        for m in self.rx.finditer(user_text(text)):   # \r segments in order: the last is the newest
             for name, raw in m.groupdict().items():
                 value = number(raw)
                 if value is not None:

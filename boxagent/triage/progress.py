@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from boxagent.triage.text import clip
+from boxagent.triage.regexsafe import unsafe_reason
+from boxagent.triage.text import clip, user_text
 
 # tqdm: " 45%|####5     | 4500/10000 [01:23<01:40, 54.2it/s]"; Keras: "450/1000 [====>...]"
 _BAR = re.compile(r"(?P<done>\d+)/(?P<total>\d+) \[(?:(?P<elapsed>\d+(?::\d+)+)<"
@@ -32,6 +33,9 @@ def compile_progress_pattern(pattern: Optional[str]) -> Optional["re.Pattern[str
         rx = re.compile(pattern)
     except re.error as exc:
         raise ValueError("progress_pattern is not a valid regular expression: %s" % exc)
+    why = unsafe_reason(pattern)
+    if why is not None:
+        raise ValueError("progress_pattern %s" % why)
     if "done" not in rx.groupindex:
         raise ValueError("progress_pattern needs a named group `done` (and optionally `total`),"
                          " e.g. 'step (?P<done>\\d+)/(?P<total>\\d+)'")
@@ -47,10 +51,12 @@ def _hms(text: Optional[str]) -> Optional[float]:
     return s
 
 
-def parse(text: str, custom: Optional["re.Pattern[str]"] = None) -> Optional[Dict[str, Any]]:
-    """One line's progress (done, total, fraction, remaining_s) or None."""
+def parse(text: str, custom: Optional["re.Pattern[str]"] = None,
+          epoch_base: int = 1) -> Optional[Dict[str, Any]]:
+    """One line's progress (done, total, fraction, remaining_s) or None. epoch_base: the
+    number of a log's first epoch (1, or 0 once the tracker saw an `Epoch 0/N`)."""
     if custom is not None:
-        m = custom.search(text)
+        m = custom.search(user_text(text))
         if not m:
             return None
         gd = m.groupdict()
@@ -62,7 +68,7 @@ def parse(text: str, custom: Optional["re.Pattern[str]"] = None) -> Optional[Dic
         p = _make(m.group("done"), m.group("total"), _hms(m.group("remaining")))
         e = _EPOCH.search(text)
         if e and p is not None:
-            p = _with_epoch(p, e)
+            p = _with_epoch(p, e, epoch_base)
         return p
     for rx in (_BRACKET, _STEP, _EPOCH):
         m = rx.search(text)
@@ -96,14 +102,20 @@ def _make(done: Optional[str], total: Optional[str], remaining: Optional[float])
     return {"done": d, "total": t, "fraction": frac, "remaining_s": remaining}
 
 
-def _with_epoch(bar: Dict[str, Any], e: "re.Match[str]") -> Dict[str, Any]:
-    """`Epoch 3/10 ... 450/1000 [..]`: the whole run's fraction, not just this epoch's bar."""
+def _with_epoch(bar: Dict[str, Any], e: "re.Match[str]", base: int) -> Dict[str, Any]:
+    """`Epoch 3/10: 50%|... 450/1000 [..`: the whole run's fraction. The bar is epoch 3's own
+    while it runs: 2 epochs are done (2.5/10), 3 only once its bar is full. (Counting epoch 3
+    as done while it ran showed `0% (1/3)` at the start and `83% (6/6)` in the last epoch.)"""
     ep, total = int(e.group("done")), int(e.group("total"))
     if not total or ep > total or bar["fraction"] is None:
         return bar
-    frac = (max(ep - 1, 0) + bar["fraction"]) / total if ep >= 1 else bar["fraction"] / total
-    return {"done": ep, "total": total, "fraction": round(min(frac, 1.0), 4),
-            "remaining_s": None}
+    if ep < base:                          # `Epoch 0/3` read as 1-based: the tracker learns
+        return dict(bar, epoch=ep)
+    finished = ep - base                   # epochs before this one
+    done = finished + (1 if bar["fraction"] >= 1.0 else 0)
+    frac = (finished + bar["fraction"]) / total
+    return {"done": done, "total": total, "fraction": round(min(frac, 1.0), 4),
+            "remaining_s": None, "epoch": ep}
 
 
 class ProgressTracker:
@@ -114,13 +126,18 @@ class ProgressTracker:
         self.custom = custom
         self.latest: Optional[Dict[str, Any]] = None
         self.line_no: Optional[int] = None       # the line the latest progress came from
+        self.epoch_base = 1                      # 0 once an `Epoch 0/N` bar was seen
         self._samples: List[Tuple[float, float]] = []
         self._keep, self._gap = keep, min_gap_s
 
     def update(self, text: str, line_no: Optional[int], now: Optional[float]) -> bool:
-        p = parse(text, self.custom)
+        p = parse(text, self.custom, self.epoch_base)
         if p is None:
             return False
+        if p.pop("epoch", None) == 0 and self.epoch_base == 1:
+            self.epoch_base = 0                # `Epoch 0/3`: this log counts epochs from 0
+            p = parse(text, self.custom, 0)
+            p.pop("epoch", None)
         p["last_line"] = clip(text.strip(), 200)
         self.latest, self.line_no = p, line_no
         if now is not None and p["fraction"] is not None:

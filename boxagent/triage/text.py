@@ -14,6 +14,10 @@ import re
 from typing import Optional
 
 MAX_LINE = 8192          # bytes of a line kept for matching: its head, and its last segment
+# Characters of a line a USER pattern (job/profile rule, success/fail/progress/wait pattern)
+# sees: its first and its last 2 KB. Python's re cannot be interrupted, and a pattern the
+# submit check lets through may still be quadratic (`(a|ab)*c`: ~1 s on 5000 "ab"s).
+USER_LINE_MAX = 4096
 SHOW_CHARS = 300         # a line shown as evidence is cut to this
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
@@ -87,6 +91,14 @@ def match_text(raw: bytes) -> str:
     if "\r" in text:
         text = text.rstrip("\r").replace("\r", "\n")
     return text
+
+
+def user_text(text: str) -> str:
+    """match_text() cut to USER_LINE_MAX characters: head and tail, a line break between."""
+    if len(text) <= USER_LINE_MAX:
+        return text
+    half = USER_LINE_MAX // 2
+    return text[:half] + "\n" + text[-(half - 1):]
 
 
 def last_segment(raw: bytes) -> bytes:

@@ -14,12 +14,15 @@ from typing import Any, Deque, Dict, List, Optional, Tuple
 from boxagent.triage.hits import HitStore
 from boxagent.triage.metrics import MetricsTracker, compile_metrics_pattern
 from boxagent.triage.progress import ProgressTracker, compile_progress_pattern
-from boxagent.triage.rules import RuleSet, ScanState, build_rules, candidate_lines, derive_keywords
+from boxagent.triage.regexsafe import unsafe_reason
+from boxagent.triage.anchors import Finder, candidate_lines
+from boxagent.triage.rules import RuleSet, ScanState, build_rules, derive_keywords
 from boxagent.triage.tailer import DEFAULT_CHUNK, Block, Tailer
-from boxagent.triage.text import decode, last_segment, match_text, show, show_match
+from boxagent.triage.text import decode, last_segment, match_text, show, show_match, user_text
 from boxagent.base.units import format_duration
 
 KEEP_TAIL = 50            # lines kept for last_lines()
+BUSY_CPU_FRACTION = 0.2   # CPU-seconds per second of silence (a fifth of a core): not stalled
 PROGRESS_LOOKBACK = 2000  # lines searched backwards in a block for the latest progress
 
 
@@ -29,11 +32,11 @@ class LinePattern:
     def __init__(self, pattern: str):
         self.rx = re.compile(pattern, re.M)
         kws = derive_keywords(pattern)
-        self.anchors = tuple(k.encode("utf-8") for k in kws) if kws else ()
+        self.finder = Finder(k.encode("utf-8") for k in kws) if kws else None
 
     def first(self, block: bytes, first_line_no: int) -> Optional[Tuple[int, str]]:
-        for line_no, raw in candidate_lines(block, self.anchors, first_line_no, not self.anchors):
-            text = match_text(raw)
+        for line_no, raw in candidate_lines(block, self.finder, first_line_no):
+            text = user_text(match_text(raw))
             m = self.rx.search(text)
             if m:
                 return line_no, show_match(text, m.start())
@@ -57,8 +60,9 @@ class StageWatch:
         self.rules = _as_ruleset(rules)
         self.started_at = started_at
         self.tailer = Tailer(log_path, chunk, start_offset)
-        self.success = LinePattern(success_pattern) if success_pattern else None
-        self.fail = LinePattern(fail_pattern) if fail_pattern else None
+        self.pattern_errors: List[str] = []      # patterns refused here (written before the check)
+        self.success = self._line_pattern("success_pattern", success_pattern)
+        self.fail = self._line_pattern("fail_pattern", fail_pattern)
         self.progress_error: Optional[str] = None
         try:
             custom = compile_progress_pattern(progress_pattern)
@@ -84,6 +88,17 @@ class StageWatch:
         self._tail: Deque[str] = collections.deque(maxlen=KEEP_TAIL)
         self._stall_since: Optional[float] = None
         self._silent_since: Optional[float] = None
+
+    def _line_pattern(self, key: str, pattern: Optional[str]) -> Optional[LinePattern]:
+        """A success/fail pattern, or None. A spec on disk from before the submit-time check
+        may hold a catastrophic one: it is never run (it would freeze the daemon's loop)."""
+        if not pattern:
+            return None
+        why = unsafe_reason(pattern)
+        if why is not None:
+            self.pattern_errors.append("%s %s" % (key, why))
+            return None
+        return LinePattern(pattern)
 
     # -- reading
     def poll(self, now: float) -> List[Dict[str, Any]]:
@@ -201,10 +216,12 @@ class StageWatch:
 
     # -- stall
     def stall_check(self, now: float, stall_after: float, artifacts_mtime: Optional[float],
-                    gpu_busy: Optional[bool]) -> List[Dict[str, Any]]:
-        """Event specs: `stalled` when the log, the artifacts and the GPU all stood still for
-        stall_after (never a kill); `log_silent` when only the log is silent while artifacts
-        advance (buffered stdout?); `stall_cleared` when output comes back. Once per episode."""
+                    gpu_busy: Optional[bool], cpu_s: Optional[float] = None) -> List[Dict[str, Any]]:
+        """Event specs: `stalled` when the log, the artifacts, the GPU and the CPU all stood still
+        for stall_after (never a kill); `log_silent` when only the log is silent while artifacts
+        advance or the stage burns CPU (buffered stdout?); `stall_cleared` when output comes
+        back. Once per episode. cpu_s: the CPU seconds (user + system) the stage's process
+        group used over the last stall_after seconds, None when unknown."""
         if not stall_after or self.finished:
             return []
         last_log = self.last_output_at if self.last_output_at is not None else self.started_at
@@ -213,15 +230,23 @@ class StageWatch:
         idle = now - last_log
         if idle < stall_after:
             return self._cleared(now)
-        if artifacts_mtime is not None and now - artifacts_mtime < stall_after:
-            if self._silent_since is None:
-                self._silent_since = now
+        art_busy = artifacts_mtime is not None and now - artifacts_mtime < stall_after
+        cpu_busy = cpu_s is not None and cpu_s >= BUSY_CPU_FRACTION * stall_after
+        if art_busy or (cpu_busy and not gpu_busy):
+            if self._silent_since is not None:
+                return []
+            self._silent_since = now
+            if art_busy:
                 return [self._silent_spec(idle, now - artifacts_mtime)]
-            return []
+            return [self._busy_spec(idle, cpu_s or 0.0, stall_after, gpu_busy)]
         if gpu_busy or self._stall_since is not None:
             return []
         self._stall_since = last_log
-        return [self._stall_spec(idle, artifacts_mtime, gpu_busy, now)]
+        spec = self._stall_spec(idle, artifacts_mtime, gpu_busy, now)
+        if cpu_s is not None:
+            spec["evidence"].insert(3, "the stage used %.0f CPU-seconds in the last %s" % (
+                cpu_s, format_duration(stall_after)))
+        return [spec]
 
     def _cleared(self, now: float) -> List[Dict[str, Any]]:
         since, self._stall_since, self._silent_since = self._stall_since, None, None
@@ -239,6 +264,21 @@ class StageWatch:
                              "an artifact changed %s ago" % format_duration(art_age)],
                 "remediation": "run python with -u or PYTHONUNBUFFERED=1 (rgt sets it for its "
                                "stages); flush prints; tqdm writes to stderr"}
+
+    def _busy_spec(self, idle: float, cpu_s: float, window: float,
+                   gpu_busy: Optional[bool]) -> Dict[str, Any]:
+        """Silent but busy on CPU: a box without a GPU (or a CPU phase) with block-buffered
+        stdout looked stalled until the process's own CPU time was asked."""
+        return {"type": "log_silent", "severity": "info",
+                "summary": "log silent, the process busy on CPU — buffered stdout? (%s without "
+                           "output)" % format_duration(idle),
+                "evidence": ["no new log bytes for %s" % format_duration(idle),
+                             "the stage used %.0f CPU-seconds in the last %s" % (cpu_s, format_duration(window)),
+                             "GPU idle" if gpu_busy is False else "no GPU activity known (no NVML)"],
+                "cpu_s": round(cpu_s, 1),
+                "remediation": "run python with -u or PYTHONUNBUFFERED=1 (rgt sets it for its "
+                               "stages; a program it starts may buffer anyway); flush prints; if "
+                               "it should print and does not, py-spy dump --pid PID shows where it is"}
 
     def _stall_spec(self, idle: float, artifacts_mtime: Optional[float], gpu_busy: Optional[bool],
                     now: float) -> Dict[str, Any]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -163,3 +164,139 @@ def test_resubmit_identical_is_a_noop_and_different_is_refused(box):
     assert len(archived) == 1 and archived[0].startswith("dup.")
     assert (box.workdir / "count").read_text() == "x\n"
     assert run["stages"][0]["state"] == "succeeded"
+
+
+# -- input limits: each refused at submit (exit 2, Error + Hint, nothing written) -------------
+def _refused(box, text, name=None, timeout=30):
+    """Submit `text` (stdin, or a file called `name`): exit 2, Error + Hint, nothing written."""
+    if name:
+        path = box.tmp / name
+        path.write_text(text)
+        out = box.agent("submit", str(path), timeout=timeout)
+    else:
+        out = box.agent("submit", "-", stdin=text, timeout=timeout)
+    assert out.returncode == 2, (out.returncode, out.stderr[-500:])
+    assert out.stderr.startswith("Error: ") and "\nHint: " in out.stderr
+    assert "Traceback" not in out.stderr and "internal error" not in out.stderr
+    assert not (box.home / "runs").exists() or os.listdir(box.home / "runs") == []
+    assert not (box.home / "inbox").exists() or not [n for n in os.listdir(box.home / "inbox") if n.endswith(".json")]
+    return out.stderr
+
+
+def _stage_job(workdir="/tmp/w", **stage):
+    return {"name": "lim", "workdir": workdir, "stage": [dict({"name": "s", "run": "true"}, **stage)]}
+
+
+def test_job_over_1_mib_is_refused_before_parsing(box):
+    big = json.dumps(_stage_job(run="echo " + "x" * (jobspec.MAX_JOB_BYTES)))
+    err = _refused(box, big)
+    assert "at most 1024 KiB" in err
+
+
+@pytest.mark.parametrize("fmt", ["json", "toml_arrays", "toml_dotted_keys"])
+def test_200000_deep_nesting_is_refused_not_a_recursion_error(box, fmt):
+    n = 200000
+    if fmt == "json":
+        text, name = '{"name": "x", "stage": %s%s}' % ("[" * n, "]" * n), None
+    elif fmt == "toml_arrays":
+        text, name = 'name = "x"\nx = %s%s\n' % ("[" * n, "]" * n), "deep.toml"
+    else:                                  # tomllib is quadratic in a dotted key: hours, not depth
+        text, name = 'name = "x"\n%s = 1\n' % ".".join(["a"] * n), "dotted.toml"
+    if name and sys.version_info < (3, 11):
+        pytest.skip("TOML jobs need Python >= 3.11 on the box")
+    err = _refused(box, text, name, timeout=20)
+    assert "nested deeper than 32" in err or "dots outside strings" in err
+
+
+def test_nesting_of_33_levels_is_refused_with_its_path():
+    job = _stage_job()
+    deep = job["stage"][0]["env"] = {}
+    for _ in range(40):
+        deep["a"] = {}
+        deep = deep["a"]
+    with pytest.raises(jobspec.JobError) as exc:
+        jobspec.validate(job)
+    assert exc.value.problems[0].startswith("stage[0].env.a.a.") and "nested deeper than 32" in exc.value.problems[0]
+
+
+def test_100000_stages_are_refused_quickly(box):
+    job = {"name": "many", "workdir": "/tmp/w", "stage": [{"name": "s%d" % i, "run": "true"} for i in range(100000)]}
+    with pytest.raises(jobspec.JobError) as exc:
+        jobspec.validate(job)
+    assert exc.value.problems == ["stage: 100000 stages; at most 1000 (split the work into several "
+                                  "jobs, or loop inside one stage's script)"]
+    job["stage"] = job["stage"][:jobspec.MAX_STAGES + 1]      # what fits in a 1 MiB job text
+    assert "at most 1000" in _refused(box, json.dumps(job))
+    job["stage"] = job["stage"][:jobspec.MAX_STAGES]
+    assert jobspec.validate(job)["stage"][-1]["name"] == "s999"
+
+
+def test_env_value_of_100_mb_is_refused():
+    with pytest.raises(jobspec.JobError) as exc:
+        jobspec.validate(dict(_stage_job(), env={"BLOB": "x" * (100 << 20)}))
+    assert exc.value.problems == ["env.BLOB: the value is 102400 KiB; at most 64 KiB a variable (the "
+                                  "kernel refuses 128 KiB): put it in a file and pass its path"]
+
+
+def test_env_value_over_64_kib_is_refused_at_submit(box):
+    err = _refused(box, json.dumps(_stage_job(env={"BLOB": "x" * (65 << 10)})))
+    assert "stage[0].env.BLOB: the value is 65 KiB; at most 64 KiB" in err
+
+
+def test_env_of_job_and_stage_together_over_256_kib_is_refused():
+    env = dict(("V%d" % i, "x" * (60 << 10)) for i in range(3))
+    job = dict(_stage_job(env=dict(("S%d" % i, "y" * (60 << 10)) for i in range(2))), env=env)
+    with pytest.raises(jobspec.JobError) as exc:
+        jobspec.validate(job)
+    assert exc.value.problems == ["stage[0].env: env and the job's env are 300 KiB together; at most 256 KiB"]
+
+
+def test_run_command_over_64_kib_is_refused(box):
+    err = _refused(box, json.dumps(_stage_job(run="echo " + "x" * (64 << 10))))
+    assert "stage[0].run: the command is 64 KiB; at most 64 KiB (put it in a script" in err
+
+
+NUL_CASES = [
+    ("run", _stage_job(run="python train.py\x00--lr 1")),
+    ("env_name", dict(_stage_job(), env={"A\x00B": "1"})),
+    ("env_value", _stage_job(env={"A": "x\x00y"})),
+    ("workdir", _stage_job(workdir="/tmp/w\x00x")),
+    ("expect", _stage_job(expect=["ckpt/\x00best.pt"])),
+    ("glob", dict(_stage_job(), artifacts={"include": ["ckpt/*\x00.pt"]})),
+    ("wait_log", {"name": "lim", "stage": [{"name": "w", "wait": {"log": "a\x00.log", "pattern": "done"}}]}),
+]
+
+
+@pytest.mark.parametrize("where,job", NUL_CASES, ids=[c[0] for c in NUL_CASES])
+def test_nul_byte_is_refused_not_killed_from_outside_later(box, where, job):
+    err = _refused(box, json.dumps(job))
+    assert "NUL byte" in err
+
+
+@pytest.mark.parametrize("text,name", [
+    ('{"name": "x", "stage": [{"name": "s", "run": "true", "timeout": Infinity}]}', None),
+    ('{"name": "x", "stage": [{"name": "s", "run": "true", "timeout": NaN}]}', None),
+    ('{"name": "x", "stage": [{"name": "s", "run": "true", "fast_ratio": -Infinity}]}', None),
+    ('name = "x"\n[[stage]]\nname = "s"\nrun = "true"\ntimeout = inf\n', "inf.toml"),
+    ('name = "x"\n[[stage]]\nname = "s"\nrun = "true"\nexpected_duration = nan\n', "nan.toml"),
+], ids=["json_inf", "json_nan", "json_minus_inf", "toml_inf", "toml_nan"])
+def test_non_finite_number_is_refused(box, text, name):
+    if name and sys.version_info < (3, 11):
+        pytest.skip("TOML jobs need Python >= 3.11 on the box")
+    err = _refused(box, text, name)
+    assert "expected a finite number" in err
+
+
+def test_limits_through_rgt_client_run(rgt_local, tmp_path, client_config):
+    """`rgt-client run` validates with the agent's code before it connects anywhere."""
+    cases = {"deep.toml": 'name = "x"\nx = %s%s\n' % ("[" * 200000, "]" * 200000),
+             "dotted.toml": 'name = "x"\n%s = 1\n' % ".".join(["a"] * 200000),
+             "inf.toml": 'name = "x"\n[[stage]]\nname = "s"\nrun = "true"\ntimeout = inf\n',
+             "nul.json": json.dumps(_stage_job(run="a\x00b")),
+             "big.json": json.dumps(_stage_job(run="x" * (2 << 20))),
+             "stages.json": json.dumps({"name": "x", "stage": [{"name": "s%d" % i, "run": "t"} for i in range(1001)]})}
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        res = rgt_local("run", "no-such-host", str(tmp_path / name))
+        assert res.exit_code == 2, (name, res.output[-300:])
+        assert "Error: " in res.output and "Hint: " in res.output, (name, res.output[-300:])

@@ -78,12 +78,18 @@ class FakeProcs:
 class FakeBox:
     def __init__(self) -> None:
         self.oom_delta = 0
+        self.inventory: List[tuple] = []
+        self.faults: List[Dict[str, Any]] = []
+
+    def gpus(self):
+        return list(self.inventory)
 
     def anchor(self, now):
         return {"at": now, "oom_kill": 0}
 
-    def since(self, anchor, now, paths, run=None, stage=None):
-        return {"oom_kill_delta": self.oom_delta, "disks": [], "gpu_faults": [], "cgroup_version": "v2"}
+    def since(self, anchor, now, paths, run=None, stage=None, gpus=None):
+        faults = [f for f in self.faults if gpus is None or f["gpu"] in gpus]
+        return {"oom_kill_delta": self.oom_delta, "disks": [], "gpu_faults": faults, "cgroup_version": "v2"}
 
     def cpu_quota_cores(self):
         return None

@@ -2,6 +2,8 @@
 suspiciously fast."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from boxagent.triage import StageWatch, fast_spec, success_warnings
@@ -31,7 +33,7 @@ def test_not_progress():
 
 def test_keras_epoch_and_bar_give_the_whole_runs_fraction():
     p = parse("Epoch 3/10: 50%|#####     | 500/1000 [00:10<00:10]")
-    assert p["done"] == 3 and p["total"] == 10 and p["fraction"] == pytest.approx(0.25)
+    assert p["done"] == 2 and p["total"] == 10 and p["fraction"] == pytest.approx(0.25)   # 2 epochs done
 
 
 def test_tqdm_remaining_time_is_the_eta():
@@ -134,3 +136,67 @@ def test_success_warnings_for_faults_during_a_good_stage():
                                     "line": "loss=nan"}]})
     assert any("NaN" in x for x in w) and any("Xid 31" in x for x in w)
     assert any("OOM killer" in x for x in w)
+
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _progress_while_written(tmp_path, name):
+    """(progress after each tqdm redraw) as the daemon sees a real tqdm log being written.
+    The logs were captured from tqdm 4.70 (`for epoch in ...: for _ in tqdm(range(n),
+    desc=f"Epoch {epoch}/{E}", file=f, mininterval=0)`), 1-based and 0-based epochs."""
+    data = (DATA / name).read_bytes()
+    p = tmp_path / name
+    p.write_bytes(b"")
+    w = StageWatch(str(p))
+    out, pos, now = [], 0, 0.0
+    cuts = [i for i in range(1, len(data) + 1) if data[i - 1:i] in (b"\r", b"\n")] + [len(data)]
+    for cut in cuts:
+        with open(p, "ab") as fh:
+            fh.write(data[pos:cut])
+        pos, now = cut, now + 1
+        w.poll(now)
+        pr = w.progress
+        if pr and (not out or out[-1] != (pr["done"], pr["total"], pr["fraction"])):
+            out.append((pr["done"], pr["total"], pr["fraction"]))
+    return out
+
+
+def test_per_epoch_tqdm_bars_count_an_epoch_done_only_when_its_bar_is_full(tmp_path):
+    seen = _progress_while_written(tmp_path, "tqdm_epochs_1based.log")
+    assert seen[0] == (0, 6, 0.0)                         # was (1, 6, 0.0): "0% (1/6)"
+    assert (0, 6, pytest.approx(2 / 18, abs=1e-3)) in seen
+    assert (1, 6, pytest.approx(1 / 6, abs=1e-3)) in seen  # epoch 1's bar full
+    assert (5, 6, pytest.approx(5 / 6, abs=1e-3)) in seen  # epoch 6 starting: was "83% (6/6)"
+    assert seen[-1] == (6, 6, 1.0)
+    assert all(d <= 6 * f + 1e-3 for d, _, f in seen)     # done never runs ahead of the fraction
+
+
+def test_epochs_counted_from_zero(tmp_path):
+    seen = _progress_while_written(tmp_path, "tqdm_epochs_0based.log")
+    assert seen[0] == (0, 3, 0.0)
+    assert (1, 3, pytest.approx(1 / 3, abs=1e-3)) in seen   # `Epoch 0/3: 100%`
+    assert (2, 3, pytest.approx(2.5 / 3, abs=1e-3)) in seen  # `Epoch 2/3: 50%`: the last epoch
+    assert seen[-1] == (3, 3, 1.0)
+
+
+def test_silent_but_busy_on_cpu_without_a_gpu_is_buffered_stdout_not_a_stall(tmp_path):
+    """A CPU-only box, a process with block-buffered stdout working hard: it was called
+    stalled because nothing but the log, the artifacts and the GPU was asked."""
+    w, _ = _watch(tmp_path)
+    specs = w.stall_check(400.0, 300, None, None, cpu_s=290.0)       # ~1 core over 5 min
+    assert [s["type"] for s in specs] == ["log_silent"]
+    assert "busy on CPU — buffered stdout?" in specs[0]["summary"] and specs[0]["cpu_s"] == 290.0
+    assert w.stall_check(500.0, 300, None, None, cpu_s=290.0) == []   # once per episode
+    stalled = w.stall_check(700.0, 300, None, None, cpu_s=1.0)       # then it went quiet
+    assert [s["type"] for s in stalled] == ["stalled"]
+    assert any("1 CPU-seconds in the last 5m00s" in e for e in stalled[0]["evidence"])
+
+
+def test_an_idle_process_is_still_stalled_and_unknown_cpu_changes_nothing(tmp_path):
+    w, _ = _watch(tmp_path)
+    assert [s["type"] for s in w.stall_check(400.0, 300, None, None, cpu_s=3.0)] == ["stalled"]
+    w, _ = _watch(tmp_path)
+    assert [s["type"] for s in w.stall_check(400.0, 300, None, False)] == ["stalled"]
+    w, _ = _watch(tmp_path)
+    assert w.stall_check(400.0, 300, None, True, cpu_s=290.0) == []   # GPU busy: as before
