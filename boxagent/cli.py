@@ -23,6 +23,12 @@ COMMAND_MODULES = (
 )
 
 
+# A part's command imports only that part's module (a `triage` call is then ~0.1 s faster).
+PART_COMMANDS = {"probe": "boxagent.health.cli", "triage": "boxagent.triage.cli",
+                 "notify-set": "boxagent.notify.cli", "notify-test": "boxagent.notify.cli",
+                 "manifest": "boxagent.artifacts.cli", "pull-info": "boxagent.artifacts.cli",
+                 "pull-stream": "boxagent.artifacts.cli", "report-data": "boxagent.runlog.cli"}
+
 # The core's commands: `status` & co. then import only the core (a CLI call is ~3x faster than
 # with every part's imports, which matters for the client's one-round-trip `status`).
 CORE_COMMANDS = ("start", "daemon", "stop", "configure", "submit", "cancel", "resume", "status", "logs",
@@ -60,8 +66,8 @@ def build_parser(modules: tuple = COMMAND_MODULES) -> Any:
         try:
             importlib.import_module(name).register(sub)
         except Exception as exc:  # noqa: BLE001
-            if name == COMMAND_MODULES[0]:
-                raise
+            if name == COMMAND_MODULES[0] or len(modules) == 1:
+                raise       # the core, or the one part this command is: nothing to go on with
             # A broken optional part must not take `status`, `stop` or `resume` down with it.
             sys.stderr.write("Warning: the %s commands are unavailable: %s: %s\n" % (name, type(exc).__name__, exc))
     return parser
@@ -73,8 +79,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         # The stage shim lives as long as the stage: skip the other parts' imports (memory, start time).
         from boxagent.engine.shim import main as shim_main
         return shim_main(args_in[1:])
-    core_only = _command_word(args_in) in CORE_COMMANDS
-    parser = build_parser(COMMAND_MODULES[:1] if core_only else COMMAND_MODULES)
+    word = _command_word(args_in)
+    if word in CORE_COMMANDS:
+        parser = build_parser(COMMAND_MODULES[:1])
+    elif word in PART_COMMANDS:
+        parser = build_parser((PART_COMMANDS[word],))
+    else:
+        parser = build_parser(COMMAND_MODULES)
     args = parser.parse_args(args_in)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)

@@ -1,4 +1,4 @@
-"""`rgt-client notify-set HOST FILE` and `rgt-client notify-test HOST` (issue 6).
+"""`rgt-client notify-set HOST FILE` and `rgt-client notify-test HOST`.
 
 The TOML file of `[[notify]]` tables is parsed and validated here, before the box is touched,
 then crosses ssh on stdin as JSON (never in argv: `ps` on either end would show the tokens).

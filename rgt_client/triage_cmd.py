@@ -1,4 +1,4 @@
-"""`rgt-client triage LOG [--exit-code N] [--json]` (issue 5): the box agent's own rules and
+"""`rgt-client triage LOG [--exit-code N] [--json]`: the box agent's own rules and
 diagnosis, run here on a log the user already has (a pulled log, a run rgt did not launch).
 Same report, same text, same exit codes as `rgt-agent triage` on the box.
 """
@@ -31,8 +31,10 @@ from rgt_client.errors import ClientError
 def triage(log: str, exit_code: int | None, as_json: bool, rules_file: str | None,
            progress_pattern: str | None, engine: str, workdir: str | None,
            paths: tuple[str, ...]) -> None:
-    """Classes found in LOG (with line numbers) and the cause, with its remediation.
-    LOG may be - for stdin (`kubectl logs POD | rgt-client triage -`).
+    """Classes found in LOG (with line numbers) and the cause, with its remediation, the line
+    that decided it and the matches it overruled (why an earlier error, a warning or a
+    launcher's report did not decide). LOG may be - for stdin (`kubectl logs POD |
+    rgt-client triage -`).
 
     Exit codes: 0 no failure found (or --exit-code 0: warnings only), 4 a failure (the cause
     is printed), 2 bad input.

@@ -114,11 +114,16 @@ def configure(home: Home, text: str) -> str:
 
 # -- runs
 def read_job_text(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
+    """At most one byte past the job size limit: a huge stdin is refused, never read whole."""
+    from boxagent.engine.joblimits import MAX_JOB_BYTES
     try:
-        with open(path, "rb") as fh:
-            return fh.read().decode("utf-8")
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_JOB_BYTES + 1)
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_JOB_BYTES + 1)
+        # Past the limit the size check refuses it; a character cut at the edge is not the news.
+        return data.decode("utf-8", "replace" if len(data) > MAX_JOB_BYTES else "strict")
     except OSError as exc:
         raise UsageError("cannot read the job file %s: %s" % (path, exc.strerror), "check the path")
     except UnicodeDecodeError:
@@ -130,6 +135,10 @@ def submit(home: Home, text: str, source: str, replace: bool = False) -> Dict[st
     sweep ([matrix]: one run per combination). All or nothing: on any error nothing is queued."""
     from boxagent.engine import jobspec, sweep
     spec = jobspec.validate(jobspec.parse_text(text, source), source)
+    if not os.path.isdir(spec["workdir"]):
+        # Accepted, it would only fail at start as a bare exit 127 with a generic fix.
+        raise UsageError("workdir %s does not exist on this box" % spec["workdir"],
+                         "create it first (mkdir -p %s), or fix the job's `workdir`" % spec["workdir"])
     _check_gpu_count(home, spec)
     specs = sweep.expand(spec)
     with inbox.submit_lock(home):

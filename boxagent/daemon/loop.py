@@ -247,6 +247,8 @@ class Daemon:
                 self._tick_failed(exc)
             mono = time.monotonic()
             due = min(self.tick_s, next_slow - mono, self.scheduler.next_deadline(time.time(), mono))
+            if self.scheduler.behind():
+                due = 0.0                         # a log to catch up on: the next slice now
             self.waker.wait(max(MIN_SLEEP_S, due))   # a deadline already past must not spin the loop
 
     def _tick_failed(self, exc: Exception) -> None:

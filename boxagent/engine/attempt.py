@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from typing import Any, Dict, Optional
 
 from boxagent.engine.ports import AttemptRef, StageProcesses
@@ -27,6 +28,7 @@ class Attempt:
         self.stop_reason: Optional[str] = None   # cancel | timeout | preempt
         self.kill_at: Optional[float] = None     # monotonic deadline to escalate TERM -> KILL
         self.killed = False
+        self.cpu_mark: Optional[tuple] = None     # (wall time, CPU seconds) when the log fell silent
 
     @property
     def run(self) -> str:
@@ -37,8 +39,18 @@ class Attempt:
         return self.ref.stage
 
     # -- what the scheduler asks every tick
-    def poll_log(self, now: float) -> list:
-        return self.watch.poll(now) if self.watch is not None else []
+    def poll_log(self, now: float, until: float) -> list:
+        """Read the log's new bytes in bounded slices until it is caught up or the monotonic
+        clock passes `until`; the rest waits for the next pass."""
+        specs: list = []
+        while self.watch is not None:
+            specs += self.watch.poll(now)
+            if not self.watch.behind() or time.monotonic() >= until:
+                break
+        return specs
+
+    def behind(self) -> bool:
+        return self.watch is not None and self.watch.behind()
 
     def overdue(self, now: float) -> bool:
         timeout = self.sspec.get("timeout")
@@ -94,6 +106,23 @@ class Attempt:
         if self.kill_at is not None and mono >= self.kill_at and not self.killed:
             self.killed = True
             self.procs.signal(self.ref, signal.SIGKILL)
+
+    def cpu_while_silent(self, now: float, window: float) -> Optional[float]:
+        """CPU seconds used while the log has been silent, scaled to `window` seconds (None until
+        there is a mark to measure from). A mark is taken once the log is silent half a window."""
+        last = (self.watch.last_output_at if self.watch is not None else None) or self.started_at
+        silent = now - last
+        if silent < window / 2:
+            self.cpu_mark = None
+            return None
+        cpu = self.procs.cpu_seconds(self.ref)
+        if cpu is None:
+            return None
+        if self.cpu_mark is None:
+            self.cpu_mark = (now, cpu)
+            return None
+        at, before = self.cpu_mark
+        return (cpu - before) * window / (now - at) if now > at else None
 
     def deadline(self, now: float, mono: float) -> Optional[float]:
         """Seconds until this attempt needs the loop without any wakeup (timeout, KILL)."""

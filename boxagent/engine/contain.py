@@ -88,6 +88,20 @@ def signal_all(roots: Roots, contain: Optional[Dict[str, Any]], pgid: Optional[i
     return n
 
 
+def cpu_seconds(roots: Roots, pids: List[int]) -> float:
+    """User + system CPU seconds these processes have used (a busy process whose stdout is
+    block-buffered looks silent, not stalled)."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total = 0
+    for pid in pids:
+        fields = roots.stat(pid)
+        try:
+            total += int(fields[11]) + int(fields[12]) if fields else 0
+        except (IndexError, ValueError):
+            pass
+    return total / float(ticks or 100)
+
+
 def describe(roots: Roots, pids: List[int], limit: int = 5) -> List[str]:
     """'pid (command line)' for a person."""
     out = []

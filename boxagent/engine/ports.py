@@ -47,6 +47,10 @@ class StageProcesses:
         """Signal every process of the attempt's command (its group, and what left the group)."""
         raise NotImplementedError
 
+    def cpu_seconds(self, ref: AttemptRef) -> Optional[float]:
+        """CPU seconds the attempt's live processes have used (None: unknown)."""
+        raise NotImplementedError
+
     def leftovers(self, ref: AttemptRef) -> List[str]:
         """'pid (command)' of processes the ended attempt left running."""
         raise NotImplementedError

@@ -10,6 +10,7 @@ running run fails the run), running stages are re-adopted at load, markers are s
 from __future__ import annotations
 
 import signal
+import time
 from typing import Any, Callable, Dict, List, Optional
 
 from boxagent.engine import states as S
@@ -26,6 +27,9 @@ from boxagent.base.units import iso_utc
 from boxagent.triage import StageWatch, build_rules, diagnose
 
 LAST_LINES = 20
+# Log scanning per loop pass, all stages together: a 1 GB log is read in slices between which the
+# loop writes status and handles requests, so the heartbeat keeps its pace.
+SCAN_BUDGET_S = 0.1
 
 
 class Scheduler(Requests):
@@ -76,11 +80,17 @@ class Scheduler(Requests):
             self._schedule(now)
 
     def check_running(self, now: float, mono: float) -> None:
+        until = time.monotonic() + SCAN_BUDGET_S
         for att in list(self.active.values()):
-            self._check(att, now, mono)
+            self._check(att, now, mono, until)
 
-    def _check(self, att: Attempt, now: float, mono: float) -> None:
-        for spec in att.poll_log(now):
+    def behind(self) -> bool:
+        """A stage log still holds unread bytes: the loop should come back at once, not after
+        its idle tick (it keeps its heartbeat between slices)."""
+        return any(att.behind() for att in self.active.values())
+
+    def _check(self, att: Attempt, now: float, mono: float, until: float) -> None:
+        for spec in att.poll_log(now, until):
             self._emit_for(att, spec, now)
         att.escalate(mono)
         if att.overdue(now):
@@ -365,7 +375,8 @@ class Scheduler(Requests):
             if not after or att.watch is None:
                 continue
             mtime = newest_mtime(spec["workdir"], att.sspec.get("expect") or [])
-            for ev in att.watch.stall_check(now, after, mtime, gpu_busy):
+            cpu_s = att.cpu_while_silent(now, after)
+            for ev in att.watch.stall_check(now, after, mtime, gpu_busy, cpu_s=cpu_s):
                 self._emit_for(att, ev, now)
 
     def running_pairs(self) -> List[tuple]:

@@ -111,6 +111,11 @@ class ShimProcesses:
         shim_pid = info.get("shim_pid")
         return [p for p in contain.members(self.roots, info.get("contain"), info.get("pgid")) if p != shim_pid]
 
+    def cpu_seconds(self, ref: AttemptRef) -> Optional[float]:
+        """CPU seconds the attempt's live processes have used, None when they are not known."""
+        pids = self.members(ref)
+        return contain.cpu_seconds(self.roots, pids) if pids else None
+
     def leftovers(self, ref: AttemptRef) -> List[str]:
         """'pid (command)' of the processes an ended attempt left running."""
         return contain.describe(self.roots, self.members(ref))

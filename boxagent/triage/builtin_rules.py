@@ -93,6 +93,17 @@ SUMMARY = {
 
 _C, _W, _I = "critical", "warning", "info"
 
+# Python's built-in exceptions that name a bug or a bad input (not the ones other classes own:
+# connection/timeout errors, MemoryError, FloatingPointError, EOFError).
+BUILTIN_EXCEPTIONS = (
+    "Exception", "ArithmeticError", "AssertionError", "AttributeError",
+    "FileExistsError", "FileNotFoundError", "ImportError", "IndexError", "IsADirectoryError",
+    "KeyError", "LookupError", "ModuleNotFoundError", "NameError", "NotADirectoryError",
+    "NotImplementedError", "OSError", "OverflowError", "PermissionError", "RecursionError",
+    "RuntimeError", "StopIteration", "SystemError", "TypeError", "UnboundLocalError",
+    "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError", "ValueError",
+    "ZeroDivisionError")
+
 
 def _r(cls, pattern, severity=_C, **extra):
     rule = {"class": cls, "pattern": pattern, "severity": severity,
@@ -111,11 +122,16 @@ BUILTIN_RULES = [
        keywords=["off the bus", "GPU is lost", "GPU_IS_LOST", "device handle"]),
     _r("gpu_hardware", r"uncorrectable ECC error|cudaErrorECCUncorrectable|ECC_UNCORRECTABLE",
        keywords=["ECC error", "ECCUncorrectable", "ECC_UNCORRECTABLE"]),
-    _r("crlf_script", r"\$'[^']*\\r': command not found|unexpected token .\$'[^']*\\r'",
-       keywords=["\\r': command", "unexpected token"]),
+    # bash quotes a word holding a CR as $'…\r' in every locale (`行 2: $'\r': 未找到命令`), and
+    # env names the interpreter with its \r whatever language the rest of the message is in
+    # (`/usr/bin/env: “bash\r”: 没有那个文件或目录`): match those, not the English words
+    # around them.
+    _r("crlf_script", r"\$'[^']*\\r'", keywords=[": $'\\r': ", "unexpected token",
+                                                  "': No such file"]),
     _r("crlf_script", r"set: -[^:A-Za-z0-9]?: invalid option|\\r[^:]{0,3}: No such file or "
-       r"directory|(\^M|[^A-Za-z0-9 ]): bad interpreter",
-       keywords=["invalid option", ": No such file or directory", ": bad interpreter"]),
+       r"directory|bin/env: [^ :]*\\r[^ :]*: |(\^M|[^A-Za-z0-9 ]): bad interpreter",
+       keywords=["invalid option", ": No such file or directory", "bin/env: ",
+                 ": bad interpreter"]),
     _r("driver_too_old", r"CUDA driver version is insufficient|cudaErrorInsufficientDriver|"
        r"CUDA failure 804|forward compatibility was attempted on non supported HW|"
        r"driver on your system is too old|[Pp]lease update your (GPU |NVIDIA )?driver|"
@@ -126,33 +142,42 @@ BUILTIN_RULES = [
     _r("torch_arch_mismatch", r"no kernel image is available for execution|"
        r"cudaErrorNoKernelImageForDevice|is not compatible with the current PyTorch "
        r"installation", keywords=["kernel image", "NoKernelImage", "current PyTorch"]),
+    # torch.save's zip writer reports a short write as "PytorchStreamWriter failed writing
+    # file …: file write failed" or "unexpected pos N vs M": a full volume, nearly always.
     _r("disk_full", r"No space left on device|ENOSPC|\[Errno 28\]|basic_ios::clear: iostream "
-       r"error|unexpected pos [0-9]+ vs [0-9]+|Disk quota exceeded|EDQUOT",
+       r"error|unexpected pos [0-9]+ vs [0-9]+|PytorchStreamWriter failed writing file|"
+       r"Disk quota exceeded|EDQUOT",
        keywords=["No space left", "ENOSPC", "[Errno 28]", "iostream error", "unexpected pos",
-                 "quota exceeded", "EDQUOT"]),
+                 "PytorchStreamWriter failed writing", "quota exceeded", "EDQUOT"]),
     _r("truncated_checkpoint", r"PytorchStreamReader failed|unexpected EOF, expected [0-9]+ "
        r"more bytes|EOFError: Ran out of input|UnpicklingError|SafetensorError|BadZipFile|"
        r"file signature not found|image file is truncated",
        keywords=["PytorchStreamReader", "unexpected EOF", "EOFError", "UnpicklingError",
                  "SafetensorError", "BadZipFile", "file signature", "is truncated"]),
+    # torch < 1.0 (THC) said "THCudaCheck FAIL … error=2 : out of memory" and "cuda runtime
+    # error (2) : out of memory": CUDA error 2 is cudaErrorMemoryAllocation.
     _r("cuda_oom", r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|"
        r"CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation|RESOURCE_EXHAUSTED: Out of memory|"
-       r"HIP out of memory",
+       r"HIP out of memory|error=2 : out of memory|cuda runtime error \(2\)",
        keywords=["out of memory", "Out of memory", "OutOfMemoryError", "STATUS_ALLOC_FAILED",
-                 "cudaErrorMemoryAllocation"]),
-    # A bare "Killed" is bash reporting SIGKILL: usually the OOM killer; diagnose() checks the
-    # cgroup counter before blaming memory.
-    _r("cgroup_oom", r"^Killed$|[0-9]+ Killed +[^ ]|killed by signal: Killed|Out of memory: "
-       r"Kill|oom-kill|oom_kill_process|Memory cgroup out of memory|exitcode *: -9\b|"
-       r"Signal 9 \(SIGKILL\)",
-       keywords=["Killed", "Out of memory", "out of memory", "oom-kill", "oom_kill_process",
-                 "exitcode", "(SIGKILL)"]),
-    _r("nccl", r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|"
+                 "cudaErrorMemoryAllocation", "runtime error (2)"]),
+    # A SIGKILL nobody asked for is usually the OOM killer, however the layer above words it:
+    # bash's "Killed", zsh's "[1]  12 killed  python …", torchrun's "exitcode: -9",
+    # mp.spawn's "terminated with signal SIGKILL", subprocess's "died with <Signals.SIGKILL:
+    # 9>". diagnose() checks the cgroup counter before blaming memory.
+    _r("cgroup_oom", r"^Killed$|[0-9]+ Killed +[^ ]|^\[[0-9]+\] *[-+]? +[0-9]+ +killed  +[^ ]|"
+       r"zsh: killed +[^ ]|killed by signal: Killed|Out of memory: Kill|oom-kill|"
+       r"oom_kill_process|Memory cgroup out of memory|exitcode *: -9\b|Signal 9 \(SIGKILL\)|"
+       r"terminated with signal SIGKILL|<Signals\.SIGKILL: 9>|exit status -9\b",
+       keywords=["Killed", "killed  ", "zsh: killed", "Out of memory", "out of memory", "oom-kill",
+                 "oom_kill_process", "exitcode", "(SIGKILL)", "signal SIGKILL", "SIGKILL: 9",
+                 "exit status -9"]),
+    _r("nccl", r"NCCL [Ee]rror|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|"
        r"ncclRemoteError|Watchdog caught collective operation timeout|NCCL communicator was "
        r"aborted|NCCL (timeout|watchdog)|ProcessGroupNCCL.*([Tt]imeout|timed out)|"
        r"DistBackendError|RendezvousTimeoutError|RendezvousConnectionError|"
        r"Gloo connectFullMesh failed",
-       keywords=["NCCL error", "ncclInternalError", "ncclSystemError", "ncclUnhandledCudaError",
+       keywords=["NCCL error", "NCCL Error", "ncclInternalError", "ncclSystemError", "ncclUnhandledCudaError",
                  "ncclRemoteError", "collective operation", "NCCL communicator", "NCCL timeout",
                  "NCCL watchdog", "ProcessGroupNCCL", "DistBackendError", "Rendezvous",
                  "connectFullMesh"]),
@@ -163,7 +188,9 @@ BUILTIN_RULES = [
        r"EOF occurred in violation of protocol|HTTPError: 5[0-9][0-9]|5[0-9][0-9] Server "
        r"Error|429 Too Many Requests|Service Unavailable|Bad Gateway|Gateway Time-?out|"
        r"wandb: (ERROR )?Network error|CommError|couldn't connect to 'https|"
-       r"unable to access '[^']*': (Could not|Failed|Recv failure|GnuTLS|OpenSSL)",
+       r"unable to access '[^']*': (Could not|Failed|Recv failure|GnuTLS|OpenSSL)|"
+       r"The read operation timed out|Network is unreachable|No route to host|"
+       r"LocalEntryNotFoundError",
        keywords=["ConnectionError", "ConnectionResetError", "ConnectionRefusedError",
                  "ConnectionAbortedError", "Connection timed out", "Connection reset by peer",
                  "Connection refused", "ReadTimeout", "ConnectTimeout", "name resolution",
@@ -171,26 +198,63 @@ BUILTIN_RULES = [
                  "RemoteDisconnected", "IncompleteRead", "ChunkedEncodingError", "SSLError",
                  "EOF occurred", "HTTPError: 5", "Server Error", "Too Many Requests",
                  "Unavailable", "Gateway", "Network error", "CommError", "couldn't connect",
-                 "unable to access"]),
+                 "unable to access", "read operation timed out", "Network is unreachable",
+                 "No route to host", "LocalEntryNotFoundError"]),
+    # torchrun forwards the signal it got to its workers ("Sending process N closing signal
+    # SIGHUP") and raises SignalException ("Process N got signal: 1"). Its SIGTERMs to the
+    # surviving workers after one failed are no signal from outside: not matched.
     _r("hangup", r"^Hangup$|[0-9]+ Hangup +[^ ]|Received (SIGHUP|1 death signal)|SIGHUP "
-       r"received|Signal 1 \(SIGHUP\)|signal: hangup",
-       keywords=["Hangup", "SIGHUP", "death signal", "signal: hangup"]),
-    _r("killed", r"^Terminated$|[0-9]+ Terminated +[^ ]|Received (SIGTERM|15 death signal)|"
-       r"Signal 15 \(SIGTERM\)|signal: terminated|^KeyboardInterrupt$",
-       keywords=["Terminated", "SIGTERM", "death signal", "signal: terminated",
-                 "KeyboardInterrupt"]),
-    _r("divergence", r"FloatingPointError|[Ll]oss is (nan|NaN|inf)|NaN or Inf found|"
-       r"non-finite loss|returned nan values|[Dd]etected (NaN|nan|inf)",
-       keywords=["FloatingPointError", "oss is nan", "oss is NaN", "oss is inf", "NaN or Inf",
-                 "non-finite loss", "nan values", "etected NaN", "etected nan", "etected inf"]),
+       r"received|Signal 1 \(SIGHUP\)|signal: hangup|closing signal SIGHUP|got signal: 1\b",
+       keywords=["Hangup", "SIGHUP", "death signal", "signal: hangup", "got signal: 1"]),
+    _r("killed", r"^Terminated$|[0-9]+ Terminated +[^ ]|Received (SIGTERM|SIGINT|15 death "
+       r"signal|2 death signal)|Signal 15 \(SIGTERM\)|signal: terminated|^KeyboardInterrupt$|"
+       r"closing signal SIGINT|got signal: (2|15)\b",
+       keywords=["Terminated", "SIGTERM", "SIGINT", "death signal", "signal: terminated",
+                 "KeyboardInterrupt", "got signal: 2", "got signal: 15"]),
+    # A model quantity that "is/became NaN" (a guard's message: "Loss became infinite or NaN",
+    # "Network outputs is NAN! Stop Training"), and fp16's dynamic loss scale that cannot go
+    # lower (DeepSpeed: "Current loss scale already at minimum"): every step overflows.
+    _r("divergence", r"FloatingPointError|([Ll]oss|[Oo]utputs?|[Ll]ogits|[Gg]radients?) (is|are|"
+       r"became|become|has become) (nan|NaN|NAN|inf|infinite)|NaN or Inf found|"
+       r"non-finite loss|returned nan values|[Dd]etected (NaN|nan|inf)|"
+       r"loss scale already at minimum",
+       keywords=["FloatingPointError"] +
+       [v + " " + x for v in ("is", "are", "became", "become") for x in ("nan", "NaN", "NAN", "inf")] +
+       ["NaN or Inf", "non-finite loss", "nan values", "etected NaN", "etected nan",
+        "etected inf", "loss scale already at minimum"]),
     # loss=nan in a progress line: a warning (training may recover); the crash it causes is
     # what fails the stage.
     _r("divergence", r"[Ll]oss(=| = |: |': |\": | )(nan|NaN|inf)\b|grad_norm(=|: |': )(nan|inf)\b",
        _W, keywords=[p + v for p in ("oss=", "oss = ", "oss: ", "oss': ", "oss\": ", "oss ")
                      for v in ("nan", "NaN", "inf")] +
        ["grad_norm" + p + v for p in ("=", ": ", "': ") for v in ("nan", "inf")]),
+    # fp16 overflow skips are normal while the loss scale calibrates (65536 -> 8192); a scale
+    # pushed below 10 means nearly every step overflows: the run is diverging.
+    _r("divergence", r"OVERFLOW!.*reducing to [0-9](\.[0-9]+)?( |,|$)|reducing loss scale to "
+       r"[0-9](\.[0-9]+)?( |,|$)", _W, keywords=["reducing to ", "reducing loss scale to "]),
     _r("code_error", r"Traceback \(most recent call last\)", _I, tag="traceback",
        keywords=["Traceback (most recent call last)"]),
+    # Structure, not causes (tags read by triage/incidents.py): a chained traceback, and the
+    # tracebacks of a dying object's __del__, of an atexit hook or of a thread, which are not
+    # what stopped the process.
+    _r("code_error", r"During handling of the above exception|The above exception was the "
+       r"direct cause", _I, tag="chain", keywords=["During handling of the above",
+                                                    "The above exception was"]),
+    _r("code_error", r"Exception ignored in|Error in atexit\._run_exitfuncs", _I, tag="ignored",
+       keywords=["Exception ignored in", "Error in atexit._run_exitfuncs"]),
+    _r("code_error", r"Exception in thread ", _I, tag="thread", keywords=["Exception in thread "]),
+    # A launcher reporting that its child failed: the child's own error, printed before, is
+    # the cause (torchrun's ChildFailedError, accelerate's CalledProcessError of python).
+    _r("code_error", r"ChildFailedError|CalledProcessError: Command '?\[?'?[^' ]*(python|"
+       r"accelerate|torchrun|deepspeed)[^' ]*'|ProcessExitedException: process [0-9]+ "
+       r"terminated with exit code|failed \(exitcode: [0-9]+\)", tag="wrapper",
+       keywords=["ChildFailedError", "CalledProcessError: Command", "terminated with exit code",
+                 "failed (exitcode: "]),
+    # How a process died, printed after (or instead of) the error that killed it.
+    _r("code_error", r"Segmentation fault|terminate called (after throwing|without an active "
+       r"exception)|Aborted \(core dumped\)|Fatal Python error: ", tag="crash",
+       keywords=["Segmentation fault", "terminate called", "Aborted (core dumped)",
+                 "Fatal Python error: "]),
     _r("code_error", r"CUDA error: device-side assert triggered|device-side assertion",
        keywords=["device-side assert"],
        remediation="an index out of range on the GPU (often labels >= num_classes): rerun "
@@ -202,12 +266,16 @@ BUILTIN_RULES = [
                    "requirements, and keep the image's torch"),
     _r("code_error", r"^(SyntaxError|IndentationError|TabError): |"
        r"can't open file .*No such file or directory|: command not found$|: error: "
-       r"(unrecognized arguments|the following arguments are required|argument )|"
-       r"Segmentation fault",
+       r"(unrecognized arguments|the following arguments are required|argument )",
        keywords=["SyntaxError: ", "IndentationError: ", "TabError: ", "can't open file",
-                 "command not found", ": error: ", "Segmentation fault"]),
+                 "command not found", ": error: "]),
+    # Python's own exception names need no traceback header around them: a paste that starts
+    # mid-traceback still ends in "NameError: …". Other names do (see below).
+    _r("code_error", r"^(" + "|".join(BUILTIN_EXCEPTIONS) + r"): |^AssertionError$",
+       keywords=[n + ":" for n in BUILTIN_EXCEPTIONS] + ["AssertionError"]),
     # The generic exception line counts only after a traceback header, so a metric printed
     # as "MeanSquaredError: 0.12" or a line like "ErrorRate: 3" is never a crash.
-    _r("code_error", r"^([A-Za-z_][A-Za-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(Error|Exception|"
-       r"Failure)(: |:$|$)", needs_traceback=True, keywords=["Error", "Exception", "Failure"]),
+    _r("code_error", r"^([A-Za-z_][A-Za-z0-9_]*\.)*(Exception|[A-Z][A-Za-z0-9_]*(Error|"
+       r"Exception|Failure))(: |:$|$)", needs_traceback=True,
+       keywords=["Error", "Exception", "Failure"]),
 ]

@@ -207,6 +207,11 @@ def _render_outcome(rep: Dict[str, Any]) -> List[str]:
     out = []
     if cause:
         out.append("cause: %s - %s" % (cause["class"], cause["summary"]))
+        if cause.get("decided_by"):
+            out.append("  decided by: %s" % cause["decided_by"])
+        if cause.get("overruled"):
+            out.append("  overruled:")
+            out += ["    - %s" % o for o in cause["overruled"]]
         out.append("  retryable: %s" % ("yes" if cause["retryable"] else "no"))
         out.append("  remediation: %s" % cause["remediation"])
         if cause.get("evidence"):

@@ -1,4 +1,8 @@
-"""diagnose(facts) -> cause {class, summary, remediation, retryable, evidence[]}.
+"""diagnose(facts) -> cause {class, summary, remediation, retryable, evidence[], decided_by,
+overruled[]}: `decided_by` is the one line or fact that decided the class ("line 41:
+RuntimeError: …", "cgroup oom_kill counter +1 during the stage"); `overruled` says which
+other matches were set aside and why ("line 12: ChildFailedError … is torchrun's report of a
+failed rank: looked through to line 9").
 
 The precedence (first that applies wins; each step names its deciding evidence first):
   1. cancelled                      the user asked
@@ -13,9 +17,12 @@ The precedence (first that applies wins; each step names its deciding evidence f
   9. signals                        SIGHUP -> hangup; SIGKILL/SIGTERM/SIGINT -> killed
                                     (a bare "Killed" line with an unreadable counter ->
                                     cgroup_oom, said as likely); crash signals -> the log
- 10. the log's classes              most severe, job > profile > built-in, most specific
-                                    class (CLASS_RANK), after the last progress line first;
-                                    disk_full vs inodes_full from the filesystems
+ 10. the log                        decide.py: the failure episode (after the last progress
+                                    line), job/profile rules, a GPU fault, then the LAST
+                                    error (the FIRST one behind a launcher's report or across
+                                    ranks); wrappers and crash lines looked through; a
+                                    warning only without an error; disk_full vs inodes_full
+                                    from the filesystems (or the log's own `df`)
  11. exit 0 but: fail_pattern, expect missing, success_pattern missing
  12. nonzero_exit                   nothing more specific is known
 
@@ -44,19 +51,25 @@ from typing import Any, Callable, Dict, List, Optional
 
 from boxagent.triage import evidence as E
 from boxagent.triage.builtin_rules import REMEDIATION, SUMMARY, TRANSIENT
-from boxagent.triage.text import clip
+from boxagent.triage.text import clip, strip_prefixes
 from boxagent.triage.success import fast_spec, success_warnings  # noqa: F401 (re-export)
 
 Cause = Dict[str, Any]
+NATIVE_CRASH = ("run it again with PYTHONFAULTHANDLER=1 to see where; check the torch/CUDA "
+                "extension versions")
 HARDWARE_XIDS = frozenset((48, 63, 64, 74, 79, 92, 94, 95, 119, 120))
 
 
 def _cause(cls: str, summary: str, evidence: List[str], remediation: Optional[str] = None,
-           retryable: Optional[bool] = None) -> Cause:
-    return {"class": cls, "summary": summary,
-            "remediation": remediation or REMEDIATION.get(cls, REMEDIATION["nonzero_exit"]),
-            "retryable": (cls in TRANSIENT) if retryable is None else bool(retryable),
-            "evidence": [str(e) for e in evidence if e][:12]}
+           retryable: Optional[bool] = None, decision: Optional[E.Decision] = None) -> Cause:
+    c = {"class": cls, "summary": summary,
+         "remediation": remediation or REMEDIATION.get(cls, REMEDIATION["nonzero_exit"]),
+         "retryable": (cls in TRANSIENT) if retryable is None else bool(retryable),
+         "evidence": [str(e) for e in evidence if e][:12]}
+    if decision is not None:
+        c["decided_by"] = decision.decided_by
+        c["overruled"] = list(decision.overruled)
+    return c
 
 
 def diagnose(facts: Dict[str, Any]) -> Cause:
@@ -67,8 +80,24 @@ def diagnose(facts: Dict[str, Any]) -> Cause:
     for step in steps:
         cause = step(facts)
         if cause is not None:
-            return _in_box_words(cause, facts)
-    return _nonzero(facts)
+            return _explained(_in_box_words(cause, facts), facts)
+    return _explained(_in_box_words(_nonzero(facts), facts), facts)
+
+
+def _explained(cause: Cause, f: Dict[str, Any]) -> Cause:
+    """decided_by and overruled on every cause: a cause decided by a fact (a counter, a
+    signal, the boot id) names it, and says so when it overrules what the log alone says."""
+    if "decided_by" in cause:
+        return cause
+    ev = cause.get("evidence") or []
+    cause["decided_by"] = ev[0] if ev else cause["summary"]
+    cause["overruled"] = []
+    d = E.decide(f)
+    if d is not None and d.kind != "noise" and d.hit.get("class") != cause["class"] \
+            and not any(d.hit.get("line", "") in str(e) for e in ev):
+        cause["overruled"].append("%s (%s) overruled: %s" % (
+            d.decided_by, d.hit.get("class"), cause["decided_by"]))
+    return cause
 
 
 def _in_box_words(cause: Cause, f: Dict[str, Any]) -> Cause:
@@ -171,13 +200,15 @@ def _vanished(f: Dict[str, Any]) -> Optional[Cause]:
     if f.get("hangup"):
         return _cause("hangup", "the process vanished with its terminal (SIGHUP)",
                       ["SIGHUP seen / launched in the foreground of a session that ended"])
-    hit = E.top_hit(f)
+    d = E.decide(f)
+    hit = d.hit if d is not None and d.kind != "noise" else None
     if hit is not None and hit["class"] == "hangup":
-        return _cause("hangup", "the process vanished after a hangup", [E.hit_line(hit)])
+        return _cause("hangup", "the process vanished after a hangup", [E.hit_line(hit)],
+                      decision=d)
     if hit is not None and hit["class"] == "cgroup_oom":
-        return _killed_line(f, hit, "the process vanished: killed")
-    if hit is not None and hit.get("severity") == "critical":
-        return _log_cause(f, hit, prefix="the process vanished; ")
+        return _killed_line(f, hit, "the process vanished: killed", d)
+    if d is not None and d.kind == "error":
+        return _log_cause(f, d, prefix="the process vanished; ")
     ev = ["the process is gone without an exit status", "boot_id unchanged"]
     delta = f.get("oom_kill_delta")
     ev.append("cgroup oom_kill unchanged" if delta == 0 else E.oom_unknown(f))
@@ -189,15 +220,23 @@ def _vanished(f: Dict[str, Any]) -> Optional[Cause]:
                   " no hangup seen)", ev)
 
 
-def _killed_line(f: Dict[str, Any], hit: Dict[str, Any], what: str) -> Cause:
-    """A "Killed" line: the OOM killer unless the cgroup counter says it was not."""
+def _killed_line(f: Dict[str, Any], hit: Optional[Dict[str, Any]], what: str,
+                 d: Optional[E.Decision] = None) -> Cause:
+    """A SIGKILL (a "Killed" line, exit 137, torchrun's exitcode -9): the OOM killer unless
+    the cgroup counter says it was not. A person's kill -9 leaves no trace in the log; the
+    memory killer is by far the more common sender, so it is named, with how to confirm."""
     sig, how = E.signal_of(f)
-    ev = E.class_evidence(f, hit) + ([how] if how else [])
+    ev = (E.class_evidence(f, hit) if hit is not None else []) + ([how] if how else [])
     if f.get("oom_kill_delta") == 0:
         ev.append("cgroup oom_kill counter did not move: not the OOM killer")
-        return _cause("killed", "%s by SIGKILL from outside (not an OOM kill)" % what, ev)
+        return _cause("killed", "%s by SIGKILL from outside (not the OOM killer: the cgroup "
+                      "oom_kill counter did not move)" % what, ev,
+                      decision=d)
     ev.append("%s: most likely the OOM killer; check %s" % (E.oom_unknown(f), E.oom_checks(f)))
-    return _cause("cgroup_oom", "%s, most likely by the OOM killer (memory limit)" % what, ev)
+    return _cause("cgroup_oom", "%s, most likely by the OOM killer (memory limit): %s"
+                  % (what, E.oom_unknown(f)), ev,
+                  "confirm it: %s; then: %s" % (E.oom_checks(f), E.cgroup_oom_remediation(
+                      f.get("cgroup_version"))), decision=d)
 
 
 # -- death by signal
@@ -210,32 +249,20 @@ def _signalled(f: Dict[str, Any]) -> Optional[Cause]:
         return _cause("hangup", "hung up (SIGHUP): the terminal or session it ran in went away",
                       [how or "SIGHUP"] + ([E.hit_line(hit)] if hit else []))
     if sig == "SIGKILL":
+        d = E.decide(f)
+        if d is not None and d.kind == "error" and d.hit["class"] in ("killed", "hangup"):
+            return _log_cause(f, d)            # the log says who: a person, a launcher
         hit = E.top_hit(f, ("cgroup_oom",))
-        if hit is not None:
-            return _killed_line(f, hit, "killed")
-        return _sigkill(f, how)
+        return _killed_line(f, hit, "killed", d if hit is not None and d is not None
+                            and d.hit is hit else None)
     if sig in ("SIGTERM", "SIGINT", "SIGQUIT"):
         return _cause("killed", "stopped by %s from outside" % sig, [how])
     return None
 
 
-def _sigkill(f: Dict[str, Any], how: Optional[str]) -> Cause:
-    """SIGKILL and no "Killed" line: nobody asks for a SIGKILL, the OOM killer sends most."""
-    if f.get("oom_kill_delta") == 0:
-        return _cause("killed", "killed by SIGKILL from outside (not the OOM killer: the cgroup "
-                      "oom_kill counter did not move)", [how, "cgroup oom_kill counter did not move"])
-    limit, _ = E.cgroup_files(f.get("cgroup_version"))
-    return _cause("killed", "killed by SIGKILL: usually the OOM killer, when nobody sent it "
-                  "(%s)" % E.oom_unknown(f),
-                  [how, E.oom_unknown(f), "the OOM killer is the usual sender of a SIGKILL "
-                   "nobody asked for"],
-                  "check for an OOM kill: %s; if it was one, size the job against the memory "
-                  "limit (%s); if not, find who sent the signal (a platform watchdog, a person, "
-                  "a script)" % (E.oom_checks(f), limit))
-
-
 # -- the log
-def _log_cause(f: Dict[str, Any], hit: Dict[str, Any], prefix: str = "") -> Cause:
+def _log_cause(f: Dict[str, Any], d: E.Decision, prefix: str = "") -> Cause:
+    hit = d.hit
     cls = hit["class"]
     ev = E.class_evidence(f, hit)
     if cls == "disk_full":
@@ -243,7 +270,7 @@ def _log_cause(f: Dict[str, Any], hit: Dict[str, Any], prefix: str = "") -> Caus
         cls, disk_ev = E.disk_verdict(f, lines)
         ev = ev[:1] + disk_ev + ev[1:]
     elif cls == "cgroup_oom" and hit.get("source") == "builtin":
-        return _killed_line(f, hit, "killed")
+        return _killed_line(f, hit, "killed", d)
     sig, how = E.signal_of(f)
     if how:
         ev.append(how)
@@ -251,11 +278,12 @@ def _log_cause(f: Dict[str, Any], hit: Dict[str, Any], prefix: str = "") -> Caus
         ev.append("exit code %d" % f["exit_code"])
     summary = SUMMARY.get(cls, cls)
     if cls == "code_error" or cls not in SUMMARY or hit.get("source") != "builtin":
-        summary = "%s: %s" % ("crashed" if cls == "code_error" else cls, clip(hit.get("line", ""), 160))
+        summary = "%s: %s" % ("crashed" if cls == "code_error" else cls,
+                              clip(strip_prefixes(hit.get("line", "")), 160))
     remediation = hit.get("remediation") if cls == hit["class"] else None
     retry = hit.get("retryable") if cls == hit["class"] and hit.get("source") != "builtin" else None
     return _cause(cls, "%s%s (line %s)" % (prefix, summary, hit.get("line_no")), ev,
-                  remediation, retry)
+                  remediation, retry, d)
 
 
 def _failed_run(f: Dict[str, Any]) -> bool:
@@ -268,11 +296,13 @@ def _failed_run(f: Dict[str, Any]) -> bool:
 def _from_log(f: Dict[str, Any]) -> Optional[Cause]:
     if not _failed_run(f) and not f.get("fail_line"):
         return None
-    hit = E.top_hit(f)
-    if hit is not None:
-        return _log_cause(f, hit)
+    d = E.decide(f)
+    if d is not None and d.kind in ("error", "warning", "noise"):
+        return _log_cause(f, d)
     if not _failed_run(f):
         return None
+    if d is not None:                      # a launcher's report or a crash line, alone
+        return _child_failed(f, d) if d.kind == "wrapper" else _crash_line(f, d)
     tbs = E.tracebacks(f)
     ec = f.get("exit_code")
     if tbs:
@@ -284,6 +314,23 @@ def _from_log(f: Dict[str, Any]) -> Optional[Cause]:
         return _cause("code_error", "the command is not executable (exit code 126)",
                       _exit_ev(f) + _tail_ev(f), "chmod +x the script, or run it with bash/python")
     return None
+
+
+def _child_failed(f: Dict[str, Any], d: E.Decision) -> Cause:
+    """Only a launcher's report (torchrun's ChildFailedError, accelerate's CalledProcessError):
+    the child died without an error of its own in the log."""
+    status = E.child_status([d.hit.get("line", "")] + list(f.get("last_lines") or []))
+    return _cause("nonzero_exit", "the launcher reports its child failed%s; the child printed "
+                  "no error of its own (line %s)" % (" (%s)" % status if status else "",
+                                                       d.hit.get("line_no")),
+                  [E.hit_line(d.hit)] + _tail_ev(f) + _exit_ev(f), NATIVE_CRASH if
+                  status and "crash" in status else None, decision=d)
+
+
+def _crash_line(f: Dict[str, Any], d: E.Decision) -> Cause:
+    return _cause("nonzero_exit", "crashed: %s (line %s) - a native crash: an extension, a "
+                  "library or the driver" % (clip(d.hit.get("line", ""), 120), d.hit.get("line_no")),
+                  [E.hit_line(d.hit)] + _tail_ev(f) + _exit_ev(f), NATIVE_CRASH, decision=d)
 
 
 def _tail_ev(f: Dict[str, Any]) -> List[str]:
@@ -309,7 +356,7 @@ def _exit_zero(f: Dict[str, Any]) -> Optional[Cause]:
         disk = E.top_hit(f, ("disk_full",))
         ev = ["missing or empty: %s" % p for p in missing[:5]]
         if disk is not None:
-            c = _log_cause(f, disk)
+            c = _log_cause(f, E.Decision.of(disk))
             c["evidence"] = (c["evidence"] + ev)[:12]
             return c
         return _cause("expect_missing", "expected outputs missing or empty: %s"
@@ -324,9 +371,7 @@ def _nonzero(f: Dict[str, Any]) -> Cause:
     sig, how = E.signal_of(f)
     if sig in E.CRASH_SIGNALS:
         return _cause("nonzero_exit", "crashed with %s (a native crash: an extension, a "
-                      "library or the driver)" % sig, [how] + _tail_ev(f),
-                      "run it again with PYTHONFAULTHANDLER=1 to see where; check the torch/"
-                      "CUDA extension versions")
+                      "library or the driver)" % sig, [how] + _tail_ev(f), NATIVE_CRASH)
     ec = f.get("exit_code")
     if isinstance(ec, int) and ec != 0:
         return _cause("nonzero_exit", "exited with code %d" % ec, _exit_ev(f) + _tail_ev(f))

@@ -1,4 +1,5 @@
-"""Pieces of evidence diagnose() weighs: the deciding log hit, the disks, the signal."""
+"""Pieces of evidence diagnose() weighs: the deciding log hit (decide.py), the disks (the
+box's own, or a `df` the log printed), the signal."""
 from __future__ import annotations
 
 import os
@@ -7,19 +8,23 @@ import signal as _signal
 from typing import Any, Dict, List, Optional, Tuple
 
 from boxagent.triage.builtin_rules import CLASS_RANK
+from boxagent.triage.decide import Decision, decide, hits_of  # noqa: F401 (hits_of: re-export)
 from boxagent.triage.rules import SEVERITY_RANK, SOURCE_RANK
 
 FULL_PCT = 98.0                      # a filesystem this full counts as full (reserved blocks)
 _PATH = re.compile(r"(/[A-Za-z0-9._@+~=,%-]+(?:/[A-Za-z0-9._@+~=,%-]*)*)")
 CRASH_SIGNALS = ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE", "SIGILL", "SIGSYS", "SIGTRAP")
+# `df -h` / `df -i` output a job (or the person pasting its log) printed near the failure
+_DF_HEAD = re.compile(r"^Filesystem +(Size|[0-9]*[KMG]?-blocks|Inodes) ")
+_DF_ROW = re.compile(r"^(\S+) +\S+ +\S+ +\S+ +([0-9]+)% +(/\S*)\s*$")
+_STATUS = re.compile(r"exit status (-?[0-9]+)|exitcode *: *(-?[0-9]+)|exit code (-?[0-9]+)")
+# Windows NTSTATUS codes a dead child reports as its exit status
+_NTSTATUS = {3221225477: "0xC0000005: an access violation, a native crash",
+             3221226505: "0xC0000409: a stack buffer overrun, a native crash",
+             3221225725: "0xC00000FD: a stack overflow, a native crash"}
 
 
 # -- log hits
-def hits_of(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """facts.hits, keeping only well-formed entries (the daemon hands over what it has)."""
-    return [h for h in facts.get("hits") or [] if isinstance(h, dict) and isinstance(h.get("class"), str)]
-
-
 def class_rank(cls: str) -> int:
     return CLASS_RANK.index(cls) if cls in CLASS_RANK else -1
 
@@ -47,10 +52,12 @@ def failure_hits(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def top_hit(facts: Dict[str, Any], classes: Optional[Tuple[str, ...]] = None) -> Optional[Dict[str, Any]]:
-    hits = failure_hits(facts)
-    if classes is not None:
-        hits = [h for h in hits if h["class"] in classes]
-    return min(hits, key=hit_key) if hits else None
+    """The deciding hit (decide.py); with `classes`, the latest failure hit of those."""
+    if classes is None:
+        d = decide(facts)
+        return d.hit if d is not None and d.kind != "noise" else None
+    hits = [h for h in failure_hits(facts) if h["class"] in classes]
+    return max(hits, key=lambda h: int(h.get("line_no") or 0)) if hits else None
 
 
 def tracebacks(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -111,10 +118,43 @@ def _relevance(d: Dict[str, Any], paths: List[str]) -> int:
     return max([len(root) for p in paths if (p.rstrip("/") + "/").startswith(root)] or [0])
 
 
+def log_df(lines: List[str]) -> List[Dict[str, Any]]:
+    """Filesystems as a `df -h` / `df -i` printed in the log shows them (role "log df")."""
+    out: Dict[str, Dict[str, Any]] = {}
+    key = None
+    for line in lines:
+        line = str(line or "").strip()
+        head = _DF_HEAD.match(line)
+        if head:
+            key = "inodes_used_pct" if head.group(1) == "Inodes" else "bytes_used_pct"
+            continue
+        row = _DF_ROW.match(line) if key else None
+        if row is None:
+            key = None if not line else key
+            continue
+        d = out.setdefault(row.group(3), {"path": row.group(3), "role": "log df",
+                                          "bytes_used_pct": None, "inodes_used_pct": None})
+        d[key] = float(row.group(2))
+    return list(out.values())
+
+
+def _log_df_verdict(disks: List[Dict[str, Any]]) -> Tuple[str, List[str]]:
+    """ENOSPC while the log's own df shows bytes free on every filesystem it lists: the
+    inodes ran out (a quota says "Disk quota exceeded" instead)."""
+    d = disks[0]
+    return "inodes_full", ["the log's own df shows bytes free (%s: %.0f%% used), yet the write "
+                           "got ENOSPC: most likely the inodes ran out; `df -i` to confirm"
+                           % (d.get("path"), _pct(d, "bytes_used_pct") or 0)]
+
+
 def disk_verdict(facts: Dict[str, Any], lines: List[str]) -> Tuple[str, List[str]]:
-    """disk_full or inodes_full, decided with the filesystems' byte and inode use."""
+    """disk_full or inodes_full, decided with the filesystems' byte and inode use: the box's
+    own (facts.disks, a probe), else a df the log printed."""
     paths = paths_in(lines) + [p for p in (facts.get("workdir"),) if p]
     disks = [d for d in facts.get("disks") or [] if isinstance(d, dict)]
+    from_log = not disks and not facts.get("probe_disks")
+    if from_log:
+        disks = log_df([str(x) for x in facts.get("last_lines") or []])
     if facts.get("probe_disks"):
         known = set(d.get("path") for d in disks)
         for p in paths:
@@ -130,6 +170,8 @@ def disk_verdict(facts: Dict[str, Any], lines: List[str]) -> Tuple[str, List[str
         if i is not None and i >= FULL_PCT:
             return "inodes_full", ["%s: %.0f%% of inodes used while bytes are %s used"
                                    % (d.get("path"), i, "%.0f%%" % b if b is not None else "?")]
+    if disks and from_log and all(_pct(d, "bytes_used_pct") is not None for d in disks):
+        return _log_df_verdict(disks)
     if disks:
         d = disks[0]
         return "disk_full", ["no filesystem is full now (space freed since?): %s bytes %s%%, "
@@ -173,6 +215,21 @@ def oom_unknown(facts: Dict[str, Any]) -> str:
 
 
 # -- signals
+def child_status(lines: List[str]) -> Optional[str]:
+    """What a launcher's report says of its child's exit ("exit status -9", "exitcode: 1")."""
+    for line in lines:
+        m = _STATUS.search(str(line or ""))
+        if m is None:
+            continue
+        code = int(next(g for g in m.groups() if g is not None))
+        if code < 0:
+            return "killed by %s" % signal_name(-code)
+        if code in _NTSTATUS:
+            return "exit status %d = %s" % (code, _NTSTATUS[code])
+        return "exit status %d" % code
+    return None
+
+
 def signal_name(num: Optional[int]) -> str:
     try:
         return _signal.Signals(int(num)).name  # type: ignore[arg-type]

@@ -6,6 +6,10 @@ done`), errors after the last progress line, the loss turned NaN, GPU faults or 
 during the stage, and a suspiciously fast finish. A job's fail_pattern is what turns such a
 line into a failure (the daemon's side).
 
+divergence_spec(hit) -> the `divergence` event spec (warning) for a live run whose log shows
+a NaN/inf loss or a collapsing loss scale: StageWatch.poll() returns it once per attempt, at
+the first such line, and the daemon emits it like every poll() spec (run and stage added).
+
 fast_spec(facts) -> the `suspiciously_fast` event spec or None: duration_s under fast_ratio
 (default 0.5) of expected_duration_s (or, without it, of previous_duration_s: the stage's
 last successful duration).
@@ -16,6 +20,9 @@ import re
 from typing import Any, Dict, List, Optional
 
 from boxagent.triage import evidence as E
+from boxagent.triage.builtin_rules import REMEDIATION
+from boxagent.triage.text import clip
+from boxagent.triage.incidents import build
 from boxagent.base.units import format_duration
 
 # What an NCCL/CUDA failure looks like in the last lines of a log.
@@ -55,8 +62,10 @@ def _after(f: Dict[str, Any], h: Dict[str, Any]) -> Optional[bool]:
 
 
 def _traceback_after_progress(f: Dict[str, Any]) -> Optional[str]:
-    """A traceback after the last progress line (or anywhere, when there is no progress)."""
-    tbs = [h for h in E.tracebacks(f) if _after(f, h) is not False]
+    """A traceback after the last progress line (or anywhere, when there is no progress);
+    not one of a thread or of a dying object's __del__: the process outlived those."""
+    side = set(id(h) for i in build(E.hits_of(f)) if i.noise for h in i.hits)
+    tbs = [h for h in E.tracebacks(f) if _after(f, h) is not False and id(h) not in side]
     if not tbs:
         return None
     tb = tbs[-1]
@@ -83,6 +92,15 @@ def _divergence(f: Dict[str, Any]) -> Optional[str]:
         return None
     return "the loss became NaN/inf (first at line %s): check the result before using it" % (
         div[0].get("line_no"))
+
+
+def divergence_spec(hit: Dict[str, Any]) -> Dict[str, Any]:
+    """The alert for the first divergence line of a running stage (it may still recover: a
+    warning, never a kill)."""
+    return {"type": "divergence", "severity": "warning", "key": "divergence",
+            "summary": "the loss became NaN/inf (line %s): %s" % (
+                hit.get("line_no"), clip(str(hit.get("line", "")), 160)),
+            "evidence": [E.hit_line(hit)], "remediation": REMEDIATION["divergence"]}
 
 
 def _gpu_faults(f: Dict[str, Any]) -> Optional[str]:

@@ -82,6 +82,15 @@ class Tailer:
         self._reset_pending = True
 
     # -- reading
+    def behind(self) -> bool:
+        """More bytes wait to be read (one fstat)."""
+        if self._fd is None:
+            return False
+        try:
+            return os.fstat(self._fd).st_size > self.offset
+        except OSError:
+            return False
+
     def read(self) -> Optional[Block]:
         """The complete lines that arrived (at most `chunk` new bytes), or None."""
         if self._fd is None and not self._open():

@@ -12,6 +12,7 @@ import re
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from boxagent.triage.hits import HitStore
+from boxagent.triage.success import divergence_spec
 from boxagent.triage.metrics import MetricsTracker, compile_metrics_pattern
 from boxagent.triage.progress import ProgressTracker, compile_progress_pattern
 from boxagent.triage.regexsafe import unsafe_reason
@@ -87,6 +88,8 @@ class StageWatch:
         self.store = HitStore()
         self._tail: Deque[str] = collections.deque(maxlen=KEEP_TAIL)
         self._stall_since: Optional[float] = None
+        self._diverged: Optional[Dict[str, Any]] = None     # the first NaN/inf loss line
+        self._diverged_told = False
         self._silent_since: Optional[float] = None
 
     def _line_pattern(self, key: str, pattern: Optional[str]) -> Optional[LinePattern]:
@@ -101,9 +104,15 @@ class StageWatch:
         return LinePattern(pattern)
 
     # -- reading
+    def behind(self) -> bool:
+        """The log holds more than one poll read: poll again soon (a daemon catching up on a
+        long log reads it in bounded slices, between which it keeps its heartbeat)."""
+        return not self.finished and self.tailer.behind()
+
     def poll(self, now: float) -> List[Dict[str, Any]]:
         """Read the new bytes (one bounded read); update patterns, hits, progress.
-        Returns event specs (none today: stalls come from stall_check)."""
+        Returns event specs: `divergence` once, at the first NaN/inf loss line (stalls come
+        from stall_check)."""
         if self.finished:
             return []
         before = (self.tailer.offset, self.tailer.rotations, self.tailer.truncations)
@@ -119,6 +128,9 @@ class StageWatch:
                 # tqdm's set_postfix(loss=...) sits on the redrawn line; a read that stopped at the
                 # chunk limit leaves a fragment of an old line there, whose numbers may be cut short
                 self.metrics.feed_partial(self.tailer.partial(), now)
+        if self._diverged is not None and not self._diverged_told:
+            self._diverged_told = True
+            return [divergence_spec(self._diverged)]
         return []
 
     def finish(self, now: float) -> None:
@@ -140,6 +152,8 @@ class StageWatch:
         data, first = block.data, block.first_line_no
         for h in self.rules.scan(data, first, self._scan):
             self.store.add(h)
+            if h["class"] == "divergence" and self._diverged is None:
+                self._diverged = h
         if self.success is not None and not self.success_seen:
             found = self.success.first(data, first)
             if found:

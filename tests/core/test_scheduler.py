@@ -59,6 +59,9 @@ class FakeProcs:
     def leftovers(self, ref):
         return []
 
+    def cpu_seconds(self, ref):
+        return None
+
     def reap(self):
         pass
 

@@ -95,3 +95,27 @@ def test_triage_reads_stdin_and_negative_exit_codes(agent):
     assert "Hangup" in rep["cause"]["evidence"][1]
     r = CliRunner().invoke(cli, ["triage", "-", "--json"], input=(CORPUS / "cuda_oom__torch2.log").read_bytes())
     assert r.exit_code == 4 and json.loads(r.output)["cause"]["class"] == "cuda_oom"
+
+
+WRAPPED = ("step 10/100 loss 1.2\nTraceback (most recent call last):\n  File \"train.py\", line 9\n"
+           "RuntimeError: [enforce fail at inline_container.cc:337] . unexpected pos 1134 vs 1130\n"
+           "Traceback (most recent call last):\n  File \"/usr/bin/torchrun\", line 8\n"
+           "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n")
+
+
+def test_triage_shows_the_deciding_line_and_what_it_overruled(agent, tmp_path):
+    log = tmp_path / "wrapped.log"
+    log.write_text(WRAPPED)
+    out = agent("triage", str(log), "--exit-code", "1", bare=True)
+    text = out.stdout.decode()
+    assert out.returncode == 4
+    assert "  decided by: line 4: RuntimeError: [enforce fail" in text
+    assert "  overruled:\n    - line 7: torch.distributed.elastic.multiprocessing.errors." \
+           "ChildFailedError: is torchrun's report of a failed rank (ChildFailedError): looked " \
+           "through to line 4" in text
+    r = CliRunner().invoke(cli, ["triage", str(log), "--exit-code", "1", "--json"])
+    cause = json.loads(r.output)["cause"]
+    assert cause["class"] == "disk_full" and cause["decided_by"].startswith("line 4: RuntimeError")
+    assert len(cause["overruled"]) == 1 and "looked through to line 4" in cause["overruled"][0]
+    r = CliRunner().invoke(cli, ["triage", str(log), "--exit-code", "1"])
+    assert "decided by: line 4" in r.output and "looked through to line 4" in r.output

@@ -135,9 +135,12 @@ def test_disk_probe_reads_the_real_filesystem(tmp_path):
 def test_signals_decide_when_the_log_says_nothing(tmp_path):
     quiet = "working\n"
     assert diagnose(_facts(tmp_path, quiet, exit_code=137, oom_kill_delta=0))["class"] == "killed"
-    c = diagnose(_facts(tmp_path, quiet, exit_code=137))
-    assert c["class"] == "killed" and "usually the OOM killer" in c["summary"]
-    assert "counter not readable" in c["summary"] and "dmesg -T" in c["remediation"]
+    for ec in (137, -9):
+        # nobody said who sent the SIGKILL: the memory killer, said as likely, with the check
+        c = diagnose(_facts(tmp_path, quiet, exit_code=ec))
+        assert c["class"] == "cgroup_oom" and "most likely by the OOM killer" in c["summary"], ec
+        assert "counter not readable" in "\n".join(c["evidence"])
+        assert "oom_kill counter" in c["remediation"] and "dmesg -T | grep -i -e oom" in c["remediation"]
     assert diagnose(_facts(tmp_path, quiet, signal=1))["class"] == "hangup"
     assert diagnose(_facts(tmp_path, quiet, signal="SIGTERM"))["class"] == "killed"
     c = diagnose(_facts(tmp_path, quiet, exit_code=139))
@@ -215,3 +218,12 @@ def test_odd_facts_never_raise():
         c = diagnose(f)
         assert c["class"] and c["summary"] and isinstance(c["evidence"], list), f
         assert isinstance(success_warnings(f), list)
+
+
+def test_sigkill_after_a_death_signal_is_a_kill_from_outside(tmp_path):
+    """torchrun got SIGTERM and its workers SIGKILL after the grace: not the memory killer"""
+    text = ("step 9/10\nW1130 12:13:49.388 124326 api.py:723] Received 15 death signal, "
+            "shutting down workers\n")
+    c = diagnose(_facts(tmp_path, text, exit_code=137))
+    assert c["class"] == "killed"
+    assert c["decided_by"].startswith("line 2: W1130") and "Received 15 death signal" in c["decided_by"]

@@ -138,6 +138,22 @@ def test_success_warnings_for_faults_during_a_good_stage():
     assert any("OOM killer" in x for x in w)
 
 
+def test_a_live_run_whose_loss_turns_nan_alerts_once(tmp_path):
+    """the run goes on (it may recover): a warning the daemon emits, never a kill"""
+    p = tmp_path / "stage.log"
+    p.write_text("step 1/100 loss=2.31\n")
+    w = StageWatch(str(p))
+    assert w.poll(1.0) == []
+    with open(p, "a") as fh:
+        fh.write("step 2/100 loss=nan\nstep 3/100 loss=nan\n")
+    specs = w.poll(2.0)
+    assert [s["type"] for s in specs] == ["divergence"] and specs[0]["severity"] == "warning"
+    assert specs[0]["summary"].startswith("the loss became NaN/inf (line 2)")
+    with open(p, "a") as fh:
+        fh.write("step 4/100 loss=nan\n")
+    assert w.poll(3.0) == []
+
+
 DATA = Path(__file__).resolve().parent / "data"
 
 

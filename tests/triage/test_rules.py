@@ -78,7 +78,39 @@ EXAMPLES = [
     ("code_error", "python: can't open file '/root/trian.py': [Errno 2] No such file or directory"),
     ("code_error", "run.sh: line 3: pyhton: command not found"),
     ("code_error", "train.py: error: the following arguments are required: --data"),
-    ("code_error", "Segmentation fault (core dumped)"),
+    ("code_error", "NameError: name 'flash_attn_varlen_func' is not defined"),
+    ("code_error", "AssertionError"),
+    # wordings of other layers, other eras and other locales
+    ("crlf_script", "datart-server.sh:\u884c2: $'\\r': \u672a\u627e\u5230\u547d\u4ee4"),
+    ("crlf_script", "/usr/bin/env: \u201cbash\\r\u201d: \u6ca1\u6709\u90a3\u4e2a\u6587\u4ef6"),
+    ("crlf_script", "./hat_install.sh: line 4: cd: $'.\\r': No such file or directory"),
+    ("disk_full", "RuntimeError: [enforce fail at inline_container.cc:445] . PytorchStreamWriter "
+                  "failed writing file data/176: file write failed"),
+    ("cuda_oom", "THCudaCheck FAIL file=/pytorch/torch/lib/THC/generic/THCStorage.cu line=58 "
+                 "error=2 : out of memory"),
+    ("cuda_oom", "RuntimeError: cuda runtime error (2) : out of memory at /pytorch/THCStorage.cu:58"),
+    ("cgroup_oom", "[1]  + 26478 killed     python train.py"),
+    ("cgroup_oom", "zsh: killed     python train.py"),
+    ("cgroup_oom", "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated "
+                   "with signal SIGKILL"),
+    ("cgroup_oom", "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' died "
+                   "with <Signals.SIGKILL: 9>."),
+    ("nccl", "RuntimeError: NCCL Error 2: unhandled system error"),
+    ("network_transient", "TimeoutError: The read operation timed out"),
+    ("network_transient", "huggingface_hub.errors.LocalEntryNotFoundError: An error happened while "
+                          "trying to locate the file on the Hub"),
+    ("network_transient", "OSError: [Errno 101] Network is unreachable"),
+    ("hangup", "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 2919043 "
+               "closing signal SIGHUP"),
+    ("hangup", "torch.distributed.elastic.multiprocessing.api.SignalException: Process 2704337 "
+               "got signal: 1"),
+    ("killed", "WARNING:torch.distributed.elastic.agent.server.api:Received 2 death signal, "
+               "shutting down workers"),
+    ("divergence", "Exception: Current loss scale already at minimum - cannot decrease scale "
+                   "anymore. Exiting run."),
+    ("divergence", "ValueError:Network outputs is NAN! Stop Training"),
+    ("divergence", "[2023-06-07 22:24:46,260] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] "
+                   "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 4, reducing to 2"),
 ]
 
 
@@ -115,15 +147,37 @@ def test_keywords_never_hide_a_match():
                 assert any(k in raw for k in rule.keywords), (rule.pattern, raw)
 
 
+def test_a_loss_scale_still_calibrating_is_no_divergence():
+    """fp16's dynamic loss scale halves on overflow while it finds its level: normal"""
+    rs = build_rules()
+    for line in ("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 16384, "
+                 "reducing to 8192",
+                 "[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 134217728.0, "
+                 "reducing to 67108864.0",
+                 "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, but "
+                 "hysteresis is 2. Reducing hysteresis to 1"):
+        assert _classify(rs, line) is None, line
+
+
+def test_torchrun_stopping_its_other_workers_is_no_kill_from_outside():
+    """after one rank fails torchrun SIGTERMs the rest: that says nothing of who killed it"""
+    line = "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 197 closing signal SIGTERM"
+    assert _classify(build_rules(), line) is None
+
+
 def test_innocent_error_words_are_not_a_crash():
     rs = build_rules()
     for line in ("val_error=0.12", "ErrorRate: 3", "MeanSquaredError: 0.1", "errors: 0",
                  "mean_error 0.3 | error_rate 0.01", "no NaN values found", "loss 0.000 killed_features=[]",
                  "Exception handling enabled", "ConnectionPool size 10"):
         assert _classify(rs, line, traceback=False) is None, line
-    # after a traceback header, a real exception line is a crash
+    # after a traceback header, an exception line is a crash; Python's own exception names
+    # are one anywhere (a paste that starts mid-traceback), other names only in a traceback
     assert _classify(rs, "ValueError: shapes (3,) and (4,) not aligned") == "code_error"
-    assert _classify(rs, "ValueError: shapes (3,) and (4,) not aligned", traceback=False) is None
+    assert _classify(rs, "ValueError: shapes (3,) and (4,) not aligned", traceback=False) == "code_error"
+    assert _classify(rs, "ShapeError: (3,) and (4,) not aligned") == "code_error"
+    assert _classify(rs, "ShapeError: (3,) and (4,) not aligned", traceback=False) is None
+    assert _classify(rs, "Exception: bad config") == "code_error"
 
 
 def test_derived_keywords():

@@ -15,10 +15,12 @@ A failure case is right when the cause's class is the expected one. An innocent 
 outcome = "warning" (exit 0, and a class: a run that went wrong without failing, such as
 nan losses) is right when triage calls no failure and warns.
 
-    python -m tests.triage.field.score [INDEX ...]
+    python -m tests.triage.field.score [--split dev|holdout] [INDEX ...]
 
 prints the per-class table and every miss with the class it got, the class expected and
-the deciding evidence line. Exit status: 0 when every case is right, 1 otherwise.
+the deciding evidence line; --split dev / --split holdout scores only the cases developed
+against, or only the ones held out (holdout.toml). Exit status: 0 when every case is right,
+1 otherwise.
 """
 from __future__ import annotations
 
@@ -31,10 +33,12 @@ try:
 except ImportError:  # Python 3.10: the dev extra installs tomli
     import tomli as tomllib  # type: ignore[no-redef]
 
+from boxagent.triage import diagnose, success_warnings
 from boxagent.triage.cli import report
 
 HERE = Path(__file__).resolve().parent
 INDEX = HERE / "index.toml"
+HOLDOUT = HERE / "holdout.toml"
 CAPTURED_INDEX = HERE / "captured" / "index.toml"
 INNOCENT = "none"
 WARNED = "warning"      # outcome of an exit-0 case whose class triage should warn about
@@ -69,9 +73,43 @@ def load_cases(index_paths: Optional[Iterable[Path]] = None) -> List[Dict[str, A
     return cases
 
 
+def holdout_files() -> List[str]:
+    """The cases held out while developing (paths relative to the field index)."""
+    with open(HOLDOUT, "rb") as fh:
+        return list(tomllib.load(fh).get("holdout", []))
+
+
+def split_cases(cases: List[Dict[str, Any]], split: Optional[str]) -> List[Dict[str, Any]]:
+    """All cases (split None), the held-out field cases ("holdout") or the others ("dev")."""
+    if split is None:
+        return cases
+    held = set(str((HERE / f).resolve()) for f in holdout_files())
+    return [c for c in cases if (c["path"] in held) == (split == "holdout")]
+
+
 def triage_case(case: Dict[str, Any]) -> Dict[str, Any]:
-    """The triage report of one case, as `rgt-agent triage LOG --exit-code N --json` has it."""
-    return report(case["path"], case["exit_code"], [], "auto", None, probe_disks=False)
+    """The triage report of one case, as `rgt-agent triage LOG --exit-code N --json` has it; a
+    captured case that recorded the box's own facts (the cgroup's oom_kill counter, statvfs)
+    is judged with them too, as the daemon judges a stage that ends on the box."""
+    rep = report(case["path"], case["exit_code"], [], "auto", None, probe_disks=False)
+    if "oom_kill_delta" not in case and "disk_path" not in case:
+        return rep
+    facts = box_facts(case, rep)
+    if case["exit_code"] == 0:
+        return dict(rep, cause=None, warnings=[str(w) for w in success_warnings(facts)])
+    return dict(rep, cause=diagnose(facts))
+
+
+def box_facts(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:
+    """The facts the daemon would hand diagnose(): the log's, plus what the box said."""
+    facts = {"exit_code": case["exit_code"], "hits": rep["hits"], "last_lines": rep["last_lines"],
+             "progress_line_no": rep["progress_line_no"]}
+    if "oom_kill_delta" in case:
+        facts["oom_kill_delta"] = case["oom_kill_delta"]
+    if "disk_path" in case:
+        facts["disks"] = [{"path": case["disk_path"], "bytes_used_pct": case["disk_bytes_used_pct"],
+                           "inodes_used_pct": case["disk_inodes_used_pct"]}]
+    return facts
 
 
 def judge(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:
@@ -89,14 +127,14 @@ def judge(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:
             "summary": cause.get("summary", "") if cause else "", "warnings": warnings}
 
 
-def score(index_paths: Optional[Iterable[Path]] = None) -> Dict[str, Any]:
+def score(index_paths: Optional[Iterable[Path]] = None, split: Optional[str] = None) -> Dict[str, Any]:
     """Run every case; per-class results, the misses, and the innocent runs that warned.
 
     {"classes": {cls: {"cases", "right", "accuracy"}}, "total": {...}, "misses": [...],
      "innocent_called_failed": [...], "innocent_warned": [...], "results": [...]}
     """
     results = []
-    for case in load_cases(index_paths):
+    for case in split_cases(load_cases(index_paths), split):
         verdict = judge(case, triage_case(case))
         results.append(dict(case, **verdict))
     classes: Dict[str, Dict[str, Any]] = {}
@@ -148,7 +186,10 @@ def _rel(r: Dict[str, Any]) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    result = score([Path(a) for a in args] if args else None)
+    split = None
+    if args[:1] == ["--split"] and len(args) > 1 and args[1] in ("dev", "holdout"):
+        split, args = args[1], args[2:]
+    result = score([Path(a) for a in args] if args else None, split)
     sys.stdout.write(render(result))
     return 0 if not result["misses"] else 1
 

@@ -72,8 +72,6 @@ def test_no_innocent_run_is_called_a_failure():
     assert result["innocent_called_failed"] == [], S.render(result)
 
 
-@pytest.mark.xfail(strict=True, reason="the engine does not meet the field goals yet: run "
-                   "`python -m tests.triage.field.score` for the per-class table and every miss")
 def test_triage_meets_the_field_goals():
     result = S.score()
     print(S.render(result))
