@@ -19,6 +19,7 @@ import click
 
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
+from rgt_client.textsafe import safe_line
 from rgt_client.transport import Target, run_agent
 
 COMMANDS: list = []
@@ -99,7 +100,7 @@ def run_demo(base: Path, epochs: int = 5, max_wait_s: float = 90.0,
         state = _follow(target, sink, max_wait_s, say)
         say("-- final status")
         hs = fetch_status(target, events=5)
-        say(render_status(hs.status or {}, hs.client) if hs.status else str(hs.error))
+        say(render_status(hs.status, hs.client) if hs.status else "   no status: %s" % (hs.error.message if hs.error else "?"))
         _pull_and_verify(target, base, say)
         _write_report(target, base, say)
     finally:
@@ -113,7 +114,8 @@ def run_demo(base: Path, epochs: int = 5, max_wait_s: float = 90.0,
 
 def _follow(target: Target, sink: Path, max_wait_s: float, say: Callable[[str], None]) -> str | None:
     """Stage transitions, stage output and notification lines as they happen, until the run ends."""
-    from rgt_client.ops import fetch_status, find_run
+    from rgt_client.ops import fetch_status
+    from rgt_client.statusdata import find_run
     seen: dict[str, str] = {}
     logs: dict[str, int] = {}
     offset, state, deadline = 0, None, time.monotonic() + max_wait_s
@@ -157,14 +159,14 @@ def _new_lines(path: "str | Path", offset: int) -> "tuple[list[str], int]":
 def _show_log(stage: str, path: str, offset: int, say: Callable[[str], None]) -> int:
     lines, offset = _new_lines(path, offset)
     for line in lines:
-        say("     %s | %s" % (stage, line))
+        say("     %s | %s" % (safe_line(stage), safe_line(line)))
     return offset
 
 
 def _show_notifications(sink: Path, offset: int, say: Callable[[str], None]) -> int:
     lines, offset = _new_lines(sink, offset)
     for line in lines:
-        say("   notify > %s" % _one_line(line))
+        say("   notify > %s" % safe_line(_one_line(line)))
     return offset
 
 

@@ -332,17 +332,21 @@ def _pick_stage(run: Dict[str, Any], stage: Optional[str]) -> Dict[str, Any]:
     return started[-1] if started else run["stages"][0]
 
 
-def tail_lines(path: str, n: int, chunk: int = 65536) -> str:
-    from boxagent.base.fsutil import read_tail
+def tail_lines(path: str, n: int) -> str:
+    """The last n lines as a human reads them (logtail: LF ends a line, a progress bar's CR
+    redraws count as one line, the last; bounded reads); n <= 0: all of them."""
+    from boxagent.daemon import logtail
     try:
         if n <= 0:
-            with open(path, "rb") as fh:
-                return fh.read().decode("utf-8", "replace")
-        data = read_tail(path, n, chunk)
+            import io
+            buf = io.BytesIO()
+            logtail.copy_all(path, buf)
+            data = buf.getvalue()
+        else:
+            data = logtail.tail(path, n)
     except OSError:
         return ""
-    lines = data.splitlines(True)[-n:]
-    return b"".join(lines).decode("utf-8", "replace")
+    return data.decode("utf-8", "replace")
 
 
 def handbook_text(home: Home, name: str) -> str:
