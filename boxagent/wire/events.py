@@ -38,7 +38,9 @@ class EventLog:
         """The event of a spec, with its id and time, not yet written anywhere."""
         extra = self.annotate(spec, now) if self.annotate is not None else None
         if extra:
-            spec = dict(extra, **spec)
+            merged = dict(extra)
+            merged.update(spec)          # the spec's own fields win
+            spec = merged
         return make_event(spec, now, self.host, self._next_id(now))
 
     def append(self, event: Dict[str, Any]) -> None:
