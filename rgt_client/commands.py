@@ -36,15 +36,20 @@ def q(word: str) -> str:
 @click.option("--deps-timeout", type=DURATION, default="120s", show_default=True, help="Bound for --deps.")
 @click.option("--notify", "notify_file", type=click.Path(dir_okay=False), help="Notification TOML to send.")
 @click.option("--sample-every", type=DURATION, help="Health sampling interval on the box (default 10s).")
+@options.cost_options
 @click.pass_context
 def install(ctx: click.Context, host: str, profile: str | None, home: str | None, python: str | None,
-            deps: bool, deps_timeout: float, notify_file: str | None, sample_every: float | None) -> None:
-    """Install or upgrade the agent on HOST and (re)start it. Idempotent."""
+            deps: bool, deps_timeout: float, notify_file: str | None, sample_every: float | None,
+            **cost: str | None) -> None:
+    """Install or upgrade the agent on HOST and (re)start it. Idempotent. The cost flags change
+    only what they name; the box keeps the others (docs/cost.md)."""
+    from rgt_client.costopts import cost_patch
     from rgt_client.install import InstallOptions, install as do_install
     from rgt_client.render_box import install_summary
+    patch = cost_patch(**cost)                       # a bad value stops here, before the box is touched
     t = options.target(ctx, host, home, python)
     rep = do_install(t, InstallOptions(profile=profile, deps=deps, deps_timeout_s=deps_timeout,
-                                        notify_file=notify_file, sample_every=sample_every), say=err)
+                                        notify_file=notify_file, sample_every=sample_every, cost=patch), say=err)
     for line in install_summary(rep):
         click.echo(line)
     _first_contact(rep.profile)

@@ -23,6 +23,8 @@ from rgt_client.textsafe import safe_line
 from rgt_client.transport import Target, run_agent
 
 COMMANDS: list = []
+DEMO_PRICE = 2.49          # per hour, USD: what a rented GPU box might cost
+DEMO_IDLE_S = 2
 
 TRAIN = '''import json, os, sys, time
 epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
@@ -90,8 +92,11 @@ def run_demo(base: Path, epochs: int = 5, max_wait_s: float = 90.0,
     target = Target("local", home=str(home))
     say("== rgt demo in %s" % base)
     say("-- install the agent into a local box (home %s)" % home)
+    # A price, so the status and the messages say what the box costs; a short idle delay, so the
+    # idle warning shows before the demo ends (a real box waits 30 min: docs/cost.md).
     rep = install(target, InstallOptions(profile="local", sample_every=1.0, remember=False,
                                          notify={"notify": [{"url": "file://%s" % sink}]},
+                                         cost={"price_per_hour": DEMO_PRICE, "idle_alert_after_s": DEMO_IDLE_S},
                                          extra_config={"history_every": 1.0}), say=say)
     say("   agent sha256 %s, daemon started" % rep.sha256[:16])
     try:
@@ -101,6 +106,7 @@ def run_demo(base: Path, epochs: int = 5, max_wait_s: float = 90.0,
         say("-- final status")
         hs = fetch_status(target, events=5)
         say(render_status(hs.status, hs.client) if hs.status else "   no status: %s" % (hs.error.message if hs.error else "?"))
+        _show_idle_warning(sink, say)
         _pull_and_verify(target, base, say)
         _write_report(target, base, say)
     finally:
@@ -199,6 +205,29 @@ def _pull_and_verify(target: Target, base: Path, say: Callable[[str], None]) -> 
         return
     say("   %s (%s, %d bytes moved)" % (render_verify(res.verify).replace("\n", "\n   "), res.method,
                                        res.bytes_moved))
+    if res.verify.ok:
+        from rgt_client.pullmark import record_on_box
+        note = record_on_box(target, "demo", res.verify.manifest_sha256)
+        say("   %s" % (note or "recorded on the box: its idle warning now says the results are safe off it"))
+
+
+def _show_idle_warning(sink: Path, say: Callable[[str], None], wait_s: float = 10.0) -> None:
+    """The box now does nothing and bills for it: its idle warning, as a phone shows it."""
+    say("-- the box is idle now, and a rented box bills for that: its warning after %ds" % DEMO_IDLE_S)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        lines, _ = _new_lines(sink, 0)
+        for line in lines:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and msg.get("type") == "box_idle":
+                for text in str(msg.get("text") or "").splitlines():
+                    say(("   notify > %s" % safe_line(text)).rstrip())
+                return
+        time.sleep(0.3)
+    say("   (no idle warning within %ds)" % wait_s)
 
 
 def _write_report(target: Target, base: Path, say: Callable[[str], None]) -> None:

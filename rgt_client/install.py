@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from boxagent.base import errors as agent_errors
 from rgt_client import build_cache, exitcodes, hosts
 from rgt_client.errors import ClientError
 from rgt_client.remote_scripts import START, UPLOAD, parse_result
@@ -30,6 +31,7 @@ class InstallOptions:
     notify_file: str | None = None
     notify: dict[str, Any] | None = None       # secrets.json form, given directly (demo, tests)
     sample_every: float | None = None
+    cost: dict[str, Any] | None = None         # the cost flags as a patch (costopts.cost_patch)
     remember: bool = True
     extra_config: dict[str, Any] = field(default_factory=dict)
 
@@ -152,8 +154,16 @@ def _config(target: Target, profile: dict[str, Any], opts: InstallOptions) -> di
     config: dict[str, Any] = {"profile": profile, "host": target.host}
     if opts.sample_every is not None:
         config["sample_every"] = opts.sample_every
+    if opts.cost is not None:
+        config["cost"] = opts.cost           # the box lays it over its own (only the flags given)
     config.update(opts.extra_config)
     return config
+
+
+def _after(text: str, prefix: str) -> str | None:
+    """The agent's `Error:`/`Hint:` line (box text: sanitised where it is printed)."""
+    lines = [ln[len(prefix):].strip() for ln in text.splitlines() if ln.startswith(prefix)]
+    return lines[-1] if lines else None
 
 
 def _d(v: Any) -> dict[str, Any]:
@@ -163,6 +173,12 @@ def _d(v: Any) -> dict[str, Any]:
 
 def _check_started(report: InstallReport, want_notify: bool) -> None:
     steps, host = _d(report.start.get("steps")), report.target.host
+    refused = _d(steps.get("configure"))
+    if report.start.get("error") and refused.get("rc") == agent_errors.EXIT_USAGE:
+        # the box refused the settings (a budget with no price left on it): nothing was written
+        err = str(refused.get("err") or "")
+        raise ClientError("install on %s: %s" % (host, _after(err, "Error: ") or err[-300:]),
+                          _after(err, "Hint: "), exitcodes.USAGE)
     if report.start.get("error"):
         raise ClientError("install on %s failed: %s" % (host, report.start["error"]),
                           "look at the daemon's log on the box: %s/daemon.log" % report.target.home_shown())

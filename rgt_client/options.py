@@ -47,6 +47,21 @@ def json_flag(help_text: str = "Print the agent's answer as JSON.") -> Callable[
     return click.option("--json", "as_json", is_flag=True, help=help_text)
 
 
+def cost_options(fn: F) -> F:
+    """install's cost flags (docs/cost.md), as text: costopts.cost_patch reads them into the
+    patch the box merges, and says what is wrong with a bad one (Error + Hint, exit 2)."""
+    for flag, name, meta, text in reversed((
+            ("--price", "price", "P", "What the box costs per hour (0 removes it; no price: hours only)."),
+            ("--currency", "currency", "C", "3-letter code of the price and budget (default USD)."),
+            ("--idle-alert-after", "idle_alert_after", "DURATION",
+             "Warn when nothing runs and the GPUs idle this long (default 30m on rented boxes; 0 = off)."),
+            ("--budget", "budget", "B", "Warn at 80% and 100% of this spend, and at an ETA past it (0 removes it)."),
+            ("--stop-deadline", "stop_deadline", "UTC|DURATION",
+             "When the platform stops/releases the box itself, e.g. 2026-12-01T08:00Z or 12h (warned 24h, 2h before)."))):
+        fn = click.option(flag, name, metavar=meta, help=text)(fn)
+    return fn
+
+
 ssh_config = click.option("--ssh-config", envvar="RGT_SSH_CONFIG", type=click.Path(dir_okay=False),
                           help="ssh config file passed as -F to every ssh call (env RGT_SSH_CONFIG).")
 debug = click.option("--debug", is_flag=True, help="Show tracebacks.")

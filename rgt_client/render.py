@@ -7,7 +7,7 @@ import shlex
 from typing import Any, Iterable
 
 from boxagent.base.units import format_bytes, format_duration
-from rgt_client import statusdata
+from rgt_client import render_cost, statusdata
 from rgt_client.errors import ClientError
 from rgt_client.render_run import clip, s, stage_lines
 from rgt_client.textsafe import safe, safe_line
@@ -59,8 +59,9 @@ def render_status(status: dict[str, Any], client: dict[str, Any]) -> str:
     host = client.get("host") or s(status.get("host"))
     lines = _header(status, client)
     lines += _health(status.get("health") or {}, status.get("history") or {})
+    lines += render_cost.status_lines(status.get("cost"))
     lines += _runs(status.get("runs") or [], host, bool(client.get("show_all")), statusdata.alive(status),
-                   status.get("metrics_history") or {})
+                   status.get("metrics_history") or {}, status.get("cost"))
     lines += _alerts(status.get("alerts") or [])
     lines += _notifications(status.get("notifications"))
     if client.get("show_events"):
@@ -69,13 +70,13 @@ def render_status(status: dict[str, Any], client: dict[str, Any]) -> str:
 
 
 def _runs(runs: list[dict[str, Any]], host: str, show_all: bool, live: bool,
-          metrics: dict[str, Any]) -> list[str]:
+          metrics: dict[str, Any], cost: Any = None) -> list[str]:
     if not runs:
         return ["  no runs yet: rgt-client run %s JOB.toml" % shlex.quote(host)]
     shown, hidden = statusdata.runs_to_show(runs, show_all)
     lines: list[str] = []
     for run in shown:
-        lines += _run(run, live, metrics.get(str(run.get("name"))))
+        lines += _run(run, live, metrics.get(str(run.get("name"))), cost)
     if hidden:
         lines.append("… %d older ended run%s not shown: rgt-client status %s --all"
                      % (hidden, "" if hidden == 1 else "s", shlex.quote(host)))
@@ -174,7 +175,7 @@ def _int(v: Any) -> str:
     return "-" if not isinstance(v, (int, float)) else "%.0f" % v
 
 
-def _run(run: dict[str, Any], live: bool, spark: dict[str, Any] | None = None) -> list[str]:
+def _run(run: dict[str, Any], live: bool, spark: dict[str, Any] | None = None, cost: Any = None) -> list[str]:
     lines = ["run %s  %s%s" % (s(run.get("name")), s(run.get("state")),
                                "  workdir %s" % s(run["workdir"]) if run.get("workdir") else "")]
     if run.get("pending_pickup"):
@@ -185,6 +186,9 @@ def _run(run: dict[str, Any], live: bool, spark: dict[str, Any] | None = None) -
     art = run.get("artifacts") or {}
     if art.get("files"):
         lines.append("  artifacts %s files, %s" % (art.get("files"), format_bytes(art.get("bytes"))))
+    paid = render_cost.run_cost(run, cost)
+    if paid:
+        lines.append("  cost      %s" % paid)
     return lines
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from boxagent.base.units import format_bytes
+from rgt_client.render_cost import settings_line
 from rgt_client.render_run import s
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ def install_summary(rep: "InstallReport") -> list[str]:
         lines.append("  daemon   running, pid %s" % s(agent.get("pid")))
     else:   # "started" here once hid a daemon that was not running after the restart
         lines.append("  daemon   %s after the restart: rgt-client status %s" % (s(state).upper(), rep.target.host))
+    lines.append(settings_line(status.get("cost")))
     lines += ["  warning  %s" % s(w) for w in rep.warnings]
     return lines
 

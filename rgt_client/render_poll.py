@@ -10,6 +10,7 @@ from rgt_client import statusdata
 from rgt_client.errors import BoxTooSlow
 from rgt_client.poll import Verdict, WatchEvent
 from rgt_client.render import heartbeat_words, occupancy
+from rgt_client.render_cost import patrol_brief
 from rgt_client.render_run import run_line, s
 from rgt_client.textsafe import safe_line
 
@@ -39,22 +40,20 @@ def patrol_detail(v: Verdict, host: str) -> str:
     """The rest of the host's one line (always exactly one line, whatever the box sent)."""
     if v.error is not None:
         return safe_line(v.error.message)
-    busy = occupancy((v.status.get("health") or {}).get("gpus") or [])
-    return _detail(v, host) + (" · %s" % busy if busy else "")
-
-
-def _detail(v: Verdict, host: str) -> str:
     runs = v.status.get("runs") or []
     if v.word == "AGENT-DOWN":
         brief = ", ".join("%s %s" % (s(r.get("name")), s(r.get("state"))) for r in runs[-5:]) or "none"
         return "%s; %d run(s): %s" % (heartbeat_words(v.status), len(runs), brief)
+    paid = patrol_brief(v.status)
     if v.word in ("RUN-FAILED", "WARNED", "HEALTHY"):
-        return "; ".join(run_line(r, statusdata.alive(v.status)) for r in v.runs) + _alerts(v.status)
+        busy = occupancy((v.status.get("health") or {}).get("gpus") or [])
+        return "; ".join(run_line(r, statusdata.alive(v.status)) for r in v.runs) + (" · %s" % busy if busy else "") \
+            + paid + _alerts(v.status)
     if v.word == "DONE":
         name = v.runs[0].get("name")
-        return "run %s succeeded; pull next: rgt-client pull %s %s" % (s(name), shlex.quote(host),
-                                                                      s(shlex.quote(str(name))))
-    return "no active runs" + _alerts(v.status)
+        return "run %s succeeded; pull next: rgt-client pull %s %s%s" % (s(name), shlex.quote(host),
+                                                                        s(shlex.quote(str(name))), paid)
+    return "no active runs" + paid + _alerts(v.status)
 
 
 def _alerts(status: dict) -> str:

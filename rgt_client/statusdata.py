@@ -26,7 +26,11 @@ _CAUSE = {"class": "s", "summary": "s", "remediation": "s", "retryable": "b", "e
 _STAGE = {"name": "s", "kind": "s", "state": "s", "attempt": "i", "exit_code": "i", "duration_s": "n",
           "log": "s", "progress": _PROGRESS, "cause": _CAUSE, "warnings": ["s"], "metrics": {"*": "f"}}
 _RUN = {"name": "s", "state": "s", "workdir": "s", "created_at": "s", "started_at": "s", "ended_at": "s",
-        "stages": [_STAGE], "artifacts": {"files": "i", "bytes": "n"}, "pending_pickup": "b"}
+        "stages": [_STAGE], "artifacts": {"files": "i", "bytes": "n"}, "pending_pickup": "b",
+        "cost": {"hours": "n", "spent": "n"}}
+_COST = {"price_per_hour": "n", "currency": "s", "since": "s", "hours": "n", "spent": "n", "budget": "n",
+         "budget_used_pct": "n", "idle_alert_after_s": "n", "stop_deadline_at": "s", "stop_deadline_in_s": "n",
+         "idle": {"since": "s", "idle_s": "n", "spent": "n", "reminders_sent": "i", "next_reminder_at": "s"}}
 _GPU = {"index": "i", "name": "s", "util_pct": "n", "memory_used_bytes": "n", "memory_total_bytes": "n",
         "temperature_c": "n", "power_w": "n", "throttle_reasons": ["s"], "lost": "b",
         "xid_last": {"code": "i"}}
@@ -45,6 +49,7 @@ SHAPE = {
     "notifications": {"sent": "i", "pending": "i", "failed": "i", "last_error": "s"},
     "events": [{"at": "s", "severity": "s", "type": "s", "summary": "s"}],
     "metrics_history": {"*": {"stage": "s", "metric": "s", "values": ["f"]}},
+    "cost": _COST,
 }
 _NAMES = {"s": "a string", "n": "a finite number", "f": "a number", "i": "an integer", "b": "true or false"}
 _BIG = 1e18   # past this a number is nonsense, and %d/%.0f of it is slow or overflows

@@ -103,6 +103,7 @@ def configure(home: Home, text: str) -> str:
     except ValueError as exc:
         raise UsageError("config is not valid JSON: %s" % exc, 'send e.g. {"host": "box1"} on stdin')
     from boxagent.base import config as config_mod
+    cfg = config_mod.merge_cost(config_mod.load(home.config), cfg)   # install --price alone keeps the rest
     config_mod.validate(cfg)
     home.ensure()
     atomic_write_json(home.config, cfg, mode=0o600)
