@@ -12,7 +12,8 @@ Side by side, in one run, over the same wall time:
 CPU seconds: the daemon's threads from /proc/PID/task/*/schedstat (ns); the loop from wait4()
 (bash + every command it ran);
 peak RSS = VmHWM of the daemon / ru_maxrss over the loop and its children.
-Goals: agent CPU <= 1/10 of the loop's and < 0.2 % of one core; RSS < 30 MB on a bare interpreter.
+Goals: agent CPU <= 1/10 of the loop's and < 0.2 % of one core; RSS < 30 MB with the optional
+packages (psutil, requests, watchdog, nvidia-ml-py) importable, < 25 MB on a bare interpreter.
 """
 from __future__ import annotations
 

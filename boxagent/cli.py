@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "boxagent.notify.cli",        # notify-set notify-test
     "boxagent.artifacts.cli",     # manifest
     "boxagent.runlog.cli",        # report-data
+    "boxagent.cost.cli",          # pull-verified
 )
 
 

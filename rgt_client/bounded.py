@@ -56,6 +56,7 @@ class AgentStream:
         self.target = target
         self.timed_out = False
         self.flooded = False
+        self.connected = False
         self._tail = bytearray()
         self.proc = transport.spawn(target, transport.agent_command(target, args),
                                     stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -74,6 +75,13 @@ class AgentStream:
             self._timer.start()
 
     def _drain(self) -> None:
+        # The remote preamble's first stderr line says ssh got through: kept apart, so the
+        # tail of a long stderr cannot lose it (an unreachable box never sends it).
+        first = self.proc.stderr.readline(len(transport.CONNECTED))
+        if first == transport.CONNECTED:
+            self.connected = True
+        else:
+            self._tail += first
         drain_tail(self.proc.stderr, self._tail, limit=ERR_FLOOD, on_flood=self._flood)
 
     def _flood(self) -> None:
@@ -136,7 +144,7 @@ class AgentStream:
             raise ClientError("%s did not finish answering in time" % self.target.host,
                               "check the network and the box, then run the same command again",
                               exitcodes.UNREACHABLE)
-        return transport.check_reach(self.target, transport.Result(rc, b"", bytes(self._tail)))
+        return transport.check_reach(self.target, transport.Result(rc, b"", bytes(self._tail), 0.0, self.connected))
 
     def __enter__(self) -> "AgentStream":
         return self

@@ -1,44 +1,18 @@
-"""install run attach (and the helpers the other command modules share): thin click commands
-over plain functions (install.py, ops.py, jobfile.py). Data to stdout, diagnostics to
-stderr, exit codes from exitcodes.py."""
+"""install run attach: thin click commands over plain functions (install.py, ops.py, jobfile.py).
+Data to stdout, diagnostics to stderr, exit codes from exitcodes.py, options from options.py."""
 from __future__ import annotations
 
 import json
 import shlex
-from typing import Any, Callable
+from typing import Any
 
 import click
 
-from rgt_client import exitcodes, hosts
+from rgt_client import exitcodes, options
 from rgt_client.errors import ClientError
-from rgt_client.transport import Target
+from rgt_client.options import DURATION, err, host_options
 
 COMMANDS: list = []
-
-
-class Duration(click.ParamType):
-    name = "DURATION"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> float:
-        from boxagent.base.units import parse_duration
-        try:
-            return parse_duration(value)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-DURATION = Duration()
-
-
-def host_options(fn: Callable) -> Callable:
-    fn = click.option("--python", "python", metavar="PATH",
-                      help="Python on the box (default: what install used, else python3).")(fn)
-    return click.option("--home", metavar="DIR",
-                        help="RGT_HOME on the box (default: what install used, else ~/.rgt).")(fn)
-
-
-def target(ctx: click.Context, host: str, home: str | None = None, python: str | None = None) -> Target:
-    return hosts.target_for(host, ctx.obj.get("ssh_config"), home, python)
 
 
 def _register(cmd: click.Command) -> click.Command:
@@ -48,10 +22,6 @@ def _register(cmd: click.Command) -> click.Command:
 
 def q(word: str) -> str:
     return shlex.quote(word)
-
-
-def err(text: str) -> None:
-    click.echo(text, err=True)
 
 
 # --- install ---------------------------------------------------------------------------------
@@ -66,27 +36,22 @@ def err(text: str) -> None:
 @click.option("--deps-timeout", type=DURATION, default="120s", show_default=True, help="Bound for --deps.")
 @click.option("--notify", "notify_file", type=click.Path(dir_okay=False), help="Notification TOML to send.")
 @click.option("--sample-every", type=DURATION, help="Health sampling interval on the box (default 10s).")
+@options.cost_options
 @click.pass_context
 def install(ctx: click.Context, host: str, profile: str | None, home: str | None, python: str | None,
-            deps: bool, deps_timeout: float, notify_file: str | None, sample_every: float | None) -> None:
-    """Install or upgrade the agent on HOST and (re)start it. Idempotent."""
+            deps: bool, deps_timeout: float, notify_file: str | None, sample_every: float | None,
+            **cost: str | None) -> None:
+    """Install or upgrade the agent on HOST and (re)start it. Idempotent. The cost flags change
+    only what they name; the box keeps the others (docs/cost.md)."""
+    from rgt_client.costopts import cost_patch
     from rgt_client.install import InstallOptions, install as do_install
-    from rgt_client.render_box import box_summary
-    t = target(ctx, host, home, python)
+    from rgt_client.render_box import install_summary
+    patch = cost_patch(**cost)                       # a bad value stops here, before the box is touched
+    t = options.target(ctx, host, home, python)
     rep = do_install(t, InstallOptions(profile=profile, deps=deps, deps_timeout_s=deps_timeout,
-                                        notify_file=notify_file, sample_every=sample_every), say=err)
-    up, status = rep.upload, rep.start.get("status") or {}
-    agent = status.get("agent") or {}
-    click.echo("rgt agent %s on %s: %s, sha256 %s" % (
-        agent.get("version") or "?", host,
-        "installed" if up.get("replaced") else "unchanged", rep.sha256[:16]))
-    click.echo("  home     %s" % up.get("home"))
-    for line in box_summary(up):
+                                        notify_file=notify_file, sample_every=sample_every, cost=patch), say=err)
+    for line in install_summary(rep):
         click.echo(line)
-    click.echo("  profile  %s (%s)" % (rep.profile.get("name"), rep.profile_reason))
-    click.echo("  daemon   %s" % ("running, pid %s" % agent.get("pid") if agent.get("running") else "started"))
-    for w in rep.warnings:
-        click.echo("  warning  %s" % w)
     _first_contact(rep.profile)
     click.echo("next: rgt-client run %s JOB.toml    (or: rgt-client status %s)" % (q(host), q(host)))
 
@@ -114,11 +79,13 @@ def _first_contact(profile: dict[str, Any]) -> None:
 @click.option("--name", help="Run name for a one-stage job (then CMD follows --).")
 @click.option("--workdir", metavar="DIR", help="Working directory on the box for a one-stage job.")
 @click.option("--timeout", "stage_timeout", metavar="DURATION", help="Bound for the one stage.")
-@click.option("--json", "as_json", is_flag=True, help="Print the agent's answer as JSON.")
+@click.option("--replace", is_flag=True,
+              help="Reuse the name of a finished run with a changed job (the old run is archived on the box).")
+@options.json_flag()
 @host_options
 @click.pass_context
 def run(ctx: click.Context, host: str, args: tuple[str, ...], name: str | None, workdir: str | None,
-        stage_timeout: str | None, as_json: bool, home: str | None, python: str | None) -> None:
+        stage_timeout: str | None, replace: bool, as_json: bool, home: str | None, python: str | None) -> None:
     """Submit a job: `run HOST JOB.toml`, or `run HOST --name N [--workdir D] -- CMD...`."""
     from rgt_client import jobfile
     if name:
@@ -130,24 +97,47 @@ def run(ctx: click.Context, host: str, args: tuple[str, ...], name: str | None, 
         raise ClientError("run needs a job file, or --name and a command after --",
                           "rgt-client run HOST job.toml   |   rgt-client run HOST --name N -- python train.py",
                           exitcodes.USAGE)
-    _submit(ctx, host, job, as_json, home, python)
+    _submit(ctx, host, job, as_json, home, python, replace)
 
 
 def _submit(ctx: click.Context, host: str, job: dict[str, Any], as_json: bool, home: str | None,
-            python: str | None) -> None:
+            python: str | None, replace: bool = False) -> None:
     from rgt_client.ops import submit
-    out = submit(target(ctx, host, home, python), job)
+    from rgt_client.render_run import s
+    t = options.target(ctx, host, home, python)
+    options.say_home(t)
+    out, notes = submit(t, job, replace=replace)
+    for note in notes:
+        err("Note: %s" % s(note))
     if as_json:
         click.echo(json.dumps(out, indent=1))
         return
-    name = out.get("run") or job.get("name")
+    name = str(job.get("name"))   # ours, validated: the box's echo of it is not needed
+    state = s(out.get("state") or "queued")
+    if isinstance(out.get("runs"), list):
+        _sweep_lines(host, name, out["runs"])
+        return
     if out.get("duplicate"):
-        click.echo("run %s is already on %s with this exact job (%s): nothing changed" % (name, host, out.get("state")))
+        click.echo("run %s is already on %s with this exact job (%s): nothing changed" % (name, host, state))
+        if out.get("state") in ("failed", "cancelled", "interrupted"):
+            click.echo("  resume: rgt-client resume %s %s" % (q(host), q(name)))
     else:
-        click.echo("submitted run %s to %s (%s)" % (name, host, out.get("state") or "queued"))
+        click.echo("submitted run %s to %s (%s)%s" % (name, host, state, ", replacing the old run" if replace else ""))
     click.echo("  check:  rgt-client status %s --run %s" % (q(host), q(name)))
     click.echo("  follow: rgt-client watch %s %s" % (q(host), q(name)))
     click.echo("  logs:   rgt-client logs %s %s --follow" % (q(host), q(name)))
+
+
+def _sweep_lines(host: str, group: str, runs: list[Any]) -> None:
+    """A [matrix] job became runs GROUP-1..N on the box."""
+    from rgt_client.render_run import s
+    fresh = [s(r.get("run")) for r in runs if isinstance(r, dict) and not r.get("duplicate")]
+    click.echo("submitted sweep %s to %s: %d run(s)%s" % (group, host, len(fresh),
+                                                           " (%s .. %s)" % (fresh[0], fresh[-1]) if fresh else ""))
+    if len(fresh) < len(runs):
+        click.echo("  %d identical run(s) were already there: nothing changed for them" % (len(runs) - len(fresh)))
+    click.echo("  check:  rgt-client status %s" % q(host))
+    click.echo("  cancel: rgt-client cancel %s %s      # every run of the sweep" % (q(host), q(group)))
 
 
 @_register
@@ -161,7 +151,7 @@ def _submit(ctx: click.Context, host: str, job: dict[str, Any], as_json: bool, h
 @click.option("--file", "file", metavar="PATH", help="Wait until this file exists and is non-empty.")
 @click.option("--timeout", "wait_timeout", metavar="DURATION", help="Give the wait a bound (default 3 days).")
 @click.option("--workdir", metavar="DIR", help="Working directory the paths are relative to.")
-@click.option("--json", "as_json", is_flag=True)
+@options.json_flag()
 @host_options
 @click.pass_context
 def attach(ctx: click.Context, host: str, name: str, pid: int | None, log: str | None, done: str | None,

@@ -1,4 +1,5 @@
-"""status logs cancel resume handbook watch patrol: thin click commands over ops.py/poll.py."""
+"""status logs cancel resume handbook watch patrol: thin click commands over ops.py/poll.py, text
+from render*.py. Data to stdout; a host's error to stderr (patrol's one line per host is its data)."""
 from __future__ import annotations
 
 import json
@@ -6,8 +7,8 @@ import sys
 
 import click
 
-from rgt_client import exitcodes
-from rgt_client.commands import DURATION, err, host_options, target
+from rgt_client import options
+from rgt_client.options import DURATION, err, host_options
 
 COMMANDS: list = []
 
@@ -20,61 +21,73 @@ def _register(cmd: click.Command) -> click.Command:
 @_register
 @click.command()
 @click.argument("hosts", nargs=-1, required=True)
-@click.option("--json", "as_json", is_flag=True, help="The agent's status.json structure plus a `client` block.")
+@options.json_flag("The agent's status.json structure plus a `client` block.")
 @click.option("--run", "run_name", metavar="NAME", help="Only this run.")
-@click.option("--events", type=int, metavar="N", help="Include the last N events.")
+@click.option("--all", "show_all", is_flag=True, help="Every run (default: the active ones and the last 5 ended).")
+@click.option("--events", type=click.IntRange(min=0), metavar="N", help="Include the last N events.")
 @host_options
 @click.pass_context
-def status(ctx: click.Context, hosts: tuple[str, ...], as_json: bool, run_name: str | None,
+def status(ctx: click.Context, hosts: tuple[str, ...], as_json: bool, run_name: str | None, show_all: bool,
            events: int | None, home: str | None, python: str | None) -> None:
     """Status of HOST(s): one ssh round trip per host, hosts in parallel."""
-    from rgt_client.ops import fetch_many, only_run
-    from rgt_client.render import render_status
-    results = fetch_many([target(ctx, h, home, python) for h in hosts], events)
-    if run_name:
-        for hs in results:
-            only_run(hs, run_name)
-    if as_json:
+    from rgt_client.agentcall import status_events
+    from rgt_client.ops import fetch_many
+    targets = [options.target(ctx, h, home, python) for h in hosts]
+    results = fetch_many(targets, status_events(events, as_json), run_name)
+    if as_json:   # streamed: json.dumps of a 4 MiB answer held ~140 MB of text at once
         data = [hs.as_json() for hs in results]
-        click.echo(json.dumps(data[0] if len(data) == 1 else data, indent=1, ensure_ascii=False))
+        out = sys.stdout
+        json.dump(data[0] if len(data) == 1 else data, out, indent=1, ensure_ascii=False)
+        out.write("\n")
     else:
-        for i, hs in enumerate(results):
-            if i:
-                click.echo("")
+        from rgt_client.render import error_lines, render_status
+        shown = 0
+        for hs in results:
             if hs.error is not None:
-                click.echo("%s · Error: %s" % (hs.target.host, hs.error.message))
-                if hs.error.hint:
-                    click.echo("  Hint: %s" % hs.error.hint)
+                for line in error_lines(hs.target.host, hs.error):
+                    err(line)
                 continue
-            click.echo(render_status(hs.status or {}, dict(hs.client, show_events=events is not None)))
+            if shown:
+                click.echo("")
+            shown += 1
+            click.echo(render_status(hs.status or {}, dict(hs.client, show_events=events is not None,
+                                                           show_all=show_all)))
     ctx.exit(max(hs.code for hs in results))
 
 
 def _run_cmd(ctx: click.Context, host: str, args: list[str], run: str, home: str | None,
-             python: str | None) -> None:
-    from rgt_client.ops import agent_run_command
-    res = agent_run_command(target(ctx, host, home, python), args, run)
-    sys.stdout.buffer.write(res.stdout)
-    sys.stdout.flush()
-    if res.stderr:
-        sys.stderr.write(res.err)
-    ctx.exit(res.rc if res.rc in (0, 1, 2, 3, 4) else exitcodes.ERROR)
+             python: str | None, writes: bool = False) -> None:
+    """An agent command about RUN whose text answer is shown as it is (sanitised: box text)."""
+    from rgt_client.agentcall import client_hint
+    from rgt_client.ops import run_command
+    from rgt_client.textsafe import safe
+    t = options.target(ctx, host, home, python)
+    if writes:
+        options.say_home(t)
+    ans = run_command(t, args, run, args[0])
+    text = safe(ans.text)
+    # cancel/resume answer in the agent's words (`rgt-agent start`); the handbook's commands
+    # are meant for the box, as written
+    click.echo(client_hint(text, host) if writes else text, nl=False)
+    if ans.rc != 0:
+        raise ans.error(args[0])
+    ctx.exit(ans.code)
 
 
-def _simple(name: str, doc: str) -> click.Command:
+def _simple(name: str, doc: str, writes: bool) -> click.Command:
     @click.command(name=name, help=doc)
     @click.argument("host")
     @click.argument("run")
     @host_options
     @click.pass_context
     def cmd(ctx: click.Context, host: str, run: str, home: str | None, python: str | None) -> None:
-        _run_cmd(ctx, host, [name, run], run, home, python)
+        _run_cmd(ctx, host, [name, run], run, home, python, writes)
     return _register(cmd)
 
 
-cancel = _simple("cancel", "Cancel RUN on HOST: TERM its stage's process group, KILL after a grace; no marker.")
-resume = _simple("resume", "Resume an interrupted or failed RUN from its last marker.")
-handbook = _simple("handbook", "Print RUN's HANDBOOK.md: the exact commands to check, resume and pull it.")
+cancel = _simple("cancel", "Cancel RUN on HOST: TERM its stage's process group, KILL after a grace; no marker.", True)
+resume = _simple("resume", "Resume an interrupted or failed RUN from its last marker.", True)
+handbook = _simple("handbook", "Print RUN's HANDBOOK.md: the exact commands to check, resume and pull it.", False)
 
 
 @_register
@@ -82,21 +95,24 @@ handbook = _simple("handbook", "Print RUN's HANDBOOK.md: the exact commands to c
 @click.argument("host")
 @click.argument("run")
 @click.option("--stage", metavar="S", help="Only this stage (default: all, latest attempt).")
-@click.option("-n", "lines", type=int, default=50, show_default=True, help="Last N lines.")
+@click.option("-n", "lines", type=click.IntRange(min=1), default=50, show_default=True, help="Last N lines.")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing until the run ends (bounded by --max-wait).")
 @click.option("--max-wait", type=DURATION, default="1h", show_default=True, help="Bound for --follow.")
+@click.option("--raw", is_flag=True, help="The log's bytes as they are (colours, escapes); default on a "
+                                          "terminal: control characters shown as visible escapes.")
 @host_options
 @click.pass_context
 def logs(ctx: click.Context, host: str, run: str, stage: str | None, lines: int, follow: bool,
-         max_wait: float, home: str | None, python: str | None) -> None:
-    """Print the logs of RUN's stages; --follow streams them over one ssh connection."""
-    t = target(ctx, host, home, python)
+         max_wait: float, raw: bool, home: str | None, python: str | None) -> None:
+    """Print the last lines of RUN's stage logs (a tqdm bar's redraws count as one line: the last);
+    --follow streams them over one ssh connection."""
+    from rgt_client.logview import LogSink, print_logs
+    t = options.target(ctx, host, home, python)
+    sink = LogSink(raw=raw or not sys.stdout.isatty())
     if not follow:
-        args = ["logs", run, "-n", str(lines)] + (["--stage", stage] if stage else [])
-        _run_cmd(ctx, host, args, run, home, python)
-        return
-    from rgt_client.follow import follow
-    ctx.exit(follow(t, run, stage or "", lines, max_wait, err))
+        ctx.exit(print_logs(t, run, stage, lines, sink))
+    from rgt_client.follow import follow as do_follow
+    ctx.exit(do_follow(t, run, stage or "", lines, max_wait, err, sink))
 
 
 @_register
@@ -110,16 +126,21 @@ def logs(ctx: click.Context, host: str, run: str, stage: str | None, lines: int,
 def watch(ctx: click.Context, host: str, run: str, every: float, max_wait: float, home: str | None,
           python: str | None) -> None:
     """Poll RUN until it ends (one short ssh per check): exit 0 succeeded, 4 failed, 6 gave up."""
-    from rgt_client.poll import watch as do_watch
-    ctx.exit(do_watch(target(ctx, host, home, python), run, every, max_wait, click.echo))
+    from rgt_client.poll import WatchEvent, watch as do_watch
+    from rgt_client.render_poll import watch_lines
+
+    def show(ev: WatchEvent) -> None:
+        for line in watch_lines(ev, host, run):
+            click.echo(line)
+    ctx.exit(do_watch(options.target(ctx, host, home, python), run, every, max_wait, show))
 
 
 @_register
 @click.command()
 @click.argument("hosts", nargs=-1, required=True)
 @click.option("--since", type=DURATION, default="24h", show_default=True,
-              help="A failed run counts while it ended within this window.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per host, one per line.")
+              help="A failed or warned run counts while it ended within this window.")
+@options.json_flag("One JSON object per host, one per line.")
 @host_options
 @click.pass_context
 def patrol(ctx: click.Context, hosts: tuple[str, ...], since: float, as_json: bool, home: str | None,
@@ -127,16 +148,18 @@ def patrol(ctx: click.Context, hosts: tuple[str, ...], since: float, as_json: bo
     """Exactly one line per HOST and an exit code from a fixed decision table (for cron/agents)."""
     from rgt_client.ops import fetch_many
     from rgt_client.poll import patrol_exit, patrol_verdict
-    results = fetch_many([target(ctx, h, home, python) for h in hosts], events=0)
+    from rgt_client.render_poll import patrol_detail
+    results = fetch_many([options.target(ctx, h, home, python) for h in hosts], events=0)
     codes = []
     width = max(len(h) for h in hosts)
     for hs in results:
-        word, code, detail = patrol_verdict(hs, since)
-        codes.append(code)
-        detail = " ".join(detail.split())  # exactly one line, whatever the messages hold
+        v = patrol_verdict(hs, since)
+        codes.append(v.code)
+        detail = " ".join(patrol_detail(v, hs.target.host).split())  # exactly one line, always
         if as_json:
-            click.echo(json.dumps({"host": hs.target.host, "verdict": word, "exit_code": code, "detail": detail}))
+            click.echo(json.dumps({"host": hs.target.host, "verdict": v.word, "exit_code": v.code, "detail": detail}))
         else:
-            click.echo("%-*s  %-11s  %s" % (width, hs.target.host, word, detail))
+            click.echo("%-*s  %-11s  %s" % (width, hs.target.host, v.word, detail))
     ctx.exit(patrol_exit(codes))
+
 

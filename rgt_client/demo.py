@@ -19,9 +19,12 @@ import click
 
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
+from rgt_client.textsafe import safe_line
 from rgt_client.transport import Target, run_agent
 
 COMMANDS: list = []
+DEMO_PRICE = 2.49          # per hour, USD: what a rented GPU box might cost
+DEMO_IDLE_S = 2
 
 TRAIN = '''import json, os, sys, time
 epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
@@ -89,8 +92,11 @@ def run_demo(base: Path, epochs: int = 5, max_wait_s: float = 90.0,
     target = Target("local", home=str(home))
     say("== rgt demo in %s" % base)
     say("-- install the agent into a local box (home %s)" % home)
+    # A price, so the status and the messages say what the box costs; a short idle delay, so the
+    # idle warning shows before the demo ends (a real box waits 30 min: docs/cost.md).
     rep = install(target, InstallOptions(profile="local", sample_every=1.0, remember=False,
                                          notify={"notify": [{"url": "file://%s" % sink}]},
+                                         cost={"price_per_hour": DEMO_PRICE, "idle_alert_after_s": DEMO_IDLE_S},
                                          extra_config={"history_every": 1.0}), say=say)
     say("   agent sha256 %s, daemon started" % rep.sha256[:16])
     try:
@@ -99,7 +105,8 @@ def run_demo(base: Path, epochs: int = 5, max_wait_s: float = 90.0,
         state = _follow(target, sink, max_wait_s, say)
         say("-- final status")
         hs = fetch_status(target, events=5)
-        say(render_status(hs.status or {}, hs.client) if hs.status else str(hs.error))
+        say(render_status(hs.status, hs.client) if hs.status else "   no status: %s" % (hs.error.message if hs.error else "?"))
+        _show_idle_warning(sink, say)
         _pull_and_verify(target, base, say)
         _write_report(target, base, say)
     finally:
@@ -113,7 +120,8 @@ def run_demo(base: Path, epochs: int = 5, max_wait_s: float = 90.0,
 
 def _follow(target: Target, sink: Path, max_wait_s: float, say: Callable[[str], None]) -> str | None:
     """Stage transitions, stage output and notification lines as they happen, until the run ends."""
-    from rgt_client.ops import fetch_status, find_run
+    from rgt_client.ops import fetch_status
+    from rgt_client.statusdata import find_run
     seen: dict[str, str] = {}
     logs: dict[str, int] = {}
     offset, state, deadline = 0, None, time.monotonic() + max_wait_s
@@ -157,14 +165,14 @@ def _new_lines(path: "str | Path", offset: int) -> "tuple[list[str], int]":
 def _show_log(stage: str, path: str, offset: int, say: Callable[[str], None]) -> int:
     lines, offset = _new_lines(path, offset)
     for line in lines:
-        say("     %s | %s" % (stage, line))
+        say("     %s | %s" % (safe_line(stage), safe_line(line)))
     return offset
 
 
 def _show_notifications(sink: Path, offset: int, say: Callable[[str], None]) -> int:
     lines, offset = _new_lines(sink, offset)
     for line in lines:
-        say("   notify > %s" % _one_line(line))
+        say("   notify > %s" % safe_line(_one_line(line)))
     return offset
 
 
@@ -197,6 +205,29 @@ def _pull_and_verify(target: Target, base: Path, say: Callable[[str], None]) -> 
         return
     say("   %s (%s, %d bytes moved)" % (render_verify(res.verify).replace("\n", "\n   "), res.method,
                                        res.bytes_moved))
+    if res.verify.ok:
+        from rgt_client.pullmark import record_on_box
+        note = record_on_box(target, "demo", res.verify.manifest_sha256)
+        say("   %s" % (note or "recorded on the box: its idle warning now says the results are safe off it"))
+
+
+def _show_idle_warning(sink: Path, say: Callable[[str], None], wait_s: float = 10.0) -> None:
+    """The box now does nothing and bills for it: its idle warning, as a phone shows it."""
+    say("-- the box is idle now, and a rented box bills for that: its warning after %ds" % DEMO_IDLE_S)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        lines, _ = _new_lines(sink, 0)
+        for line in lines:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and msg.get("type") == "box_idle":
+                for text in str(msg.get("text") or "").splitlines():
+                    say(("   notify > %s" % safe_line(text)).rstrip())
+                return
+        time.sleep(0.3)
+    say("   (no idle warning within %ds)" % wait_s)
 
 
 def _write_report(target: Target, base: Path, say: Callable[[str], None]) -> None:

@@ -5,33 +5,33 @@ installs may run in parallel (one per host).
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import time
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, Iterator
 
-from boxagent.base.fsutil import atomic_write_text
 from rgt_client.transport import Target
 
+# Plain os.path, no pathlib: every `status` reads this file, and its start-up time counts.
 
-def config_dir() -> Path:
+
+def config_dir() -> str:
     env = os.environ.get("RGT_CLIENT_CONFIG_DIR")
     if env:
-        return Path(env).expanduser()
+        return os.path.expanduser(env)
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "rgt"
+    return os.path.join(base, "rgt")
 
 
-def hosts_file() -> Path:
-    return config_dir() / "hosts.json"
+def hosts_file() -> str:
+    return os.path.join(config_dir(), "hosts.json")
 
 
 def load_all() -> dict[str, dict[str, Any]]:
     try:
-        data = json.loads(hosts_file().read_text(encoding="utf-8"))
+        with open(hosts_file(), "rb") as fh:
+            data = json.loads(fh.read().decode("utf-8"))
     except (OSError, ValueError):
         return {}
     hosts = data.get("hosts") if isinstance(data, dict) else None
@@ -45,9 +45,10 @@ def get(host: str) -> dict[str, Any]:
 
 @contextmanager
 def _locked() -> Iterator[None]:
+    import fcntl
     d = config_dir()
-    d.mkdir(parents=True, exist_ok=True)
-    with open(d / ".hosts.lock", "a") as fh:
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, ".hosts.lock"), "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -68,14 +69,29 @@ def remember(host: str, **fields: Any) -> None:
 
 def _write(data: dict) -> None:
     # the same tmp -> fsync -> replace the agent uses for every file a reader may see mid-write
-    atomic_write_text(str(hosts_file()), json.dumps(data, indent=1, sort_keys=True) + "\n", mode=0o600)
+    from boxagent.base.fsutil import atomic_write_text
+    atomic_write_text(hosts_file(), json.dumps(data, indent=1, sort_keys=True) + "\n", mode=0o600)
 
 
 def target_for(host: str, ssh_config: str | None = None, home: str | None = None,
                python: str | None = None) -> Target:
-    """A Target from explicit flags, else what install remembered, else the defaults."""
+    """The one rule for a host's home and python (printed by every command that writes):
+
+    - `local`: --home, else $RGT_HOME, else ~/.rgt. Never the home remembered by an earlier
+      install: with RGT_HOME unset, a remembered home once won over ~/.rgt and a command
+      silently reached another agent than the one the docs promise.
+    - a box: --home, else the home install used on it (remembered here), else the box's own
+      $RGT_HOME or ~/.rgt.
+    The python: --python, else what install resolved on that host, else python3."""
     mem = get(host)
-    if host == "local" and not home:
-        home = os.environ.get("RGT_HOME")
-    return Target(host=host, home=home or mem.get("home"), python=python or mem.get("python") or "python3",
-                  ssh_config=ssh_config)
+    if home:
+        home_from = "--home"
+    elif host == "local":
+        home = os.environ.get("RGT_HOME") or None
+        home_from = "$RGT_HOME" if home else "the default ~/.rgt"
+    elif mem.get("home"):
+        home, home_from = mem["home"], "remembered from install"
+    else:
+        home_from = "the box's default"
+    return Target(host=host, home=home, python=python or mem.get("python") or "python3",
+                  ssh_config=ssh_config, home_from=home_from)

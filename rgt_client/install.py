@@ -13,12 +13,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from boxagent.base import errors as agent_errors
 from rgt_client import build_cache, exitcodes, hosts
 from rgt_client.errors import ClientError
 from rgt_client.remote_scripts import START, UPLOAD, parse_result
 from rgt_client.transport import Target, run_python
 
 UPLOAD_TIMEOUT_S = 600.0
+ANSWER_MAX = 4 << 20     # the probe and the start steps' answers: a few KiB from an honest box
 
 
 @dataclass
@@ -29,6 +31,7 @@ class InstallOptions:
     notify_file: str | None = None
     notify: dict[str, Any] | None = None       # secrets.json form, given directly (demo, tests)
     sample_every: float | None = None
+    cost: dict[str, Any] | None = None         # the cost flags as a patch (costopts.cost_patch)
     remember: bool = True
     extra_config: dict[str, Any] = field(default_factory=dict)
 
@@ -55,7 +58,7 @@ def install(target: Target, opts: InstallOptions, say: Callable[[str], None] = l
     t0 = time.monotonic()
     res = run_python(target, UPLOAD, [sha, str(len(data)), "1" if opts.deps else "0",
                                       "%.3f" % opts.deps_timeout_s], stdin=data,
-                     timeout=UPLOAD_TIMEOUT_S + opts.deps_timeout_s)
+                     timeout=UPLOAD_TIMEOUT_S + opts.deps_timeout_s, max_out=ANSWER_MAX)
     up = parse_result(res.text, "the upload on %s" % target.host, res.err)
     upload_s = time.monotonic() - t0
     if up.get("error"):
@@ -63,20 +66,27 @@ def install(target: Target, opts: InstallOptions, say: Callable[[str], None] = l
                           "run the install again; if it repeats, check the disk on the box")
     reason = "chosen with --profile"
     if profile is None:
-        profile, reason = _detect_profile(up.get("probe") or {}, target)
+        probe = up.get("probe")
+        profile, reason = _detect_profile(probe if isinstance(probe, dict) else {}, target)
     config = _config(target, profile, opts)
     t1 = time.monotonic()
     res = run_python(target, START, stdin=json.dumps({"config": config, "notify": notify}).encode(),
-                     timeout=300)
+                     timeout=300, max_out=ANSWER_MAX)
     started = parse_result(res.text, "the start on %s" % target.host, res.err)
     report = InstallReport(target, sha, up, started, profile, reason, [], upload_s, time.monotonic() - t1)
     _check_started(report, notify is not None)
     if opts.remember:
         # The resolved interpreter, not "python3": later calls skip PATH shims (pyenv, conda) and
         # always use the Python the daemon was started with.
-        hosts.remember(target.host, home=up.get("home"), python=up.get("python") or target.python, sha256=sha,
+        # `local`'s home is never remembered: it is --home, else $RGT_HOME, else ~/.rgt (hosts.py)
+        hosts.remember(target.host, home=None if target.is_local else _str(up.get("home")),
+                       python=_str(up.get("python")) or target.python, sha256=sha,
                        profile=profile.get("name"), installed_at=_now_iso())
     return report
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) and v and "\n" not in v else None
 
 
 def _now_iso() -> str:
@@ -99,7 +109,7 @@ def _explicit_profile(name: str | None) -> dict[str, Any] | None:
     return dict(prof, name=prof.get("name") or name)
 
 
-def _profiles_module():
+def _profiles_module() -> Any:
     try:
         from rgt_client import profiles  # type: ignore[attr-defined]
     except ImportError:
@@ -144,30 +154,50 @@ def _config(target: Target, profile: dict[str, Any], opts: InstallOptions) -> di
     config: dict[str, Any] = {"profile": profile, "host": target.host}
     if opts.sample_every is not None:
         config["sample_every"] = opts.sample_every
+    if opts.cost is not None:
+        config["cost"] = opts.cost           # the box lays it over its own (only the flags given)
     config.update(opts.extra_config)
     return config
 
 
+def _after(text: str, prefix: str) -> str | None:
+    """The agent's `Error:`/`Hint:` line (box text: sanitised where it is printed)."""
+    lines = [ln[len(prefix):].strip() for ln in text.splitlines() if ln.startswith(prefix)]
+    return lines[-1] if lines else None
+
+
+def _d(v: Any) -> dict[str, Any]:
+    """A box-sent object, or {} when the box sent something else (it may be compromised)."""
+    return v if isinstance(v, dict) else {}
+
+
 def _check_started(report: InstallReport, want_notify: bool) -> None:
-    steps = report.start.get("steps") or {}
+    steps, host = _d(report.start.get("steps")), report.target.host
+    refused = _d(steps.get("configure"))
+    if report.start.get("error") and refused.get("rc") == agent_errors.EXIT_USAGE:
+        # the box refused the settings (a budget with no price left on it): nothing was written
+        err = str(refused.get("err") or "")
+        raise ClientError("install on %s: %s" % (host, _after(err, "Error: ") or err[-300:]),
+                          _after(err, "Hint: "), exitcodes.USAGE)
     if report.start.get("error"):
-        raise ClientError("install on %s failed: %s" % (report.target.host, report.start["error"]),
-                          "check the agent log: rgt-client logs is for runs; see $RGT_HOME/daemon.log")
-    start = steps.get("start") or {}
+        raise ClientError("install on %s failed: %s" % (host, report.start["error"]),
+                          "look at the daemon's log on the box: %s/daemon.log" % report.target.home_shown())
+    start = _d(steps.get("start"))
     if start.get("rc") != 0:
-        raise ClientError("the daemon on %s did not start: %s" % (report.target.host,
-                                                                  start.get("err") or "exit %s" % start.get("rc")),
+        raise ClientError("the daemon on %s did not start: %s" % (host, start.get("err") or "exit %s" % start.get("rc")),
                           "look at %s/daemon.log on the box" % report.upload.get("home"))
-    if want_notify and (steps.get("notify-set") or {}).get("rc") != 0:
-        raise ClientError("notifications were not set on %s: %s"
-                          % (report.target.host, (steps.get("notify-set") or {}).get("err")),
-                          "check the file, then: rgt-client notify-set %s FILE" % report.target.host)
-    status = report.start.get("status") or {}
-    box_sha = (status.get("agent") or {}).get("build_sha256")
-    if box_sha and box_sha != report.sha256:
+    if want_notify and _d(steps.get("notify-set")).get("rc") != 0:
+        raise ClientError("notifications were not set on %s: %s" % (host, _d(steps.get("notify-set")).get("err")),
+                          "check the file, then: rgt-client notify-set %s FILE" % host)
+    box_sha = _d(_d(report.start.get("status")).get("agent")).get("build_sha256")
+    if isinstance(box_sha, str) and box_sha != report.sha256:
         report.warnings.append("the daemon reports build %s, not the one just installed (%s)"
                                % (box_sha[:12], report.sha256[:12]))
-    deps = report.upload.get("deps_install")
+    pre = _d(steps.get("precompile"))
+    if pre and pre.get("rc") != 0:
+        report.warnings.append("the agent's bytecode cache was not filled (every call compiles it; "
+                               "slower, nothing else): %s" % str(pre.get("err") or "")[-200:])
+    deps = _d(report.upload.get("deps_install"))
     if deps and not deps.get("ok"):
         report.warnings.append("pip install of psutil/requests/watchdog failed (the agent works "
-                               "without them): %s" % (deps.get("detail") or "")[-200:])
+                               "without them): %s" % str(deps.get("detail") or "")[-200:])

@@ -1,4 +1,4 @@
-"""`rgt-client notify-set HOST FILE` and `rgt-client notify-test HOST` (issue 6).
+"""`rgt-client notify-set HOST FILE` and `rgt-client notify-test HOST`.
 
 The TOML file of `[[notify]]` tables is parsed and validated here, before the box is touched,
 then crosses ssh on stdin as JSON (never in argv: `ps` on either end would show the tokens).
@@ -13,9 +13,9 @@ from typing import Any
 
 import click
 
-from rgt_client import exitcodes, hosts
+from rgt_client import agentcall, exitcodes, options
 from rgt_client.errors import ClientError
-from rgt_client.transport import Target, run_agent
+from rgt_client.render_run import s
 
 AGENT_TIMEOUT_S = 120.0
 
@@ -63,53 +63,29 @@ def load_notify_file(path: str) -> dict[str, Any]:
     return {"notify": entries}
 
 
-def _agent_error(host: str, res: Any, what: str) -> ClientError:
-    """The agent's own `Error:`/`Hint:` lines, passed on with its exit code."""
-    msg, hint = "", None
-    for line in res.err.splitlines():
-        if line.startswith("Error: "):
-            msg = line[len("Error: "):]
-        elif line.startswith("Hint: "):
-            hint = line[len("Hint: "):]
-    code = res.rc if res.rc in (exitcodes.USAGE, exitcodes.AGENT_DOWN) else exitcodes.ERROR
-    return ClientError("%s on %s failed: %s" % (what, host, msg or res.err.strip()[-300:] or "exit %d" % res.rc),
-                       hint, code)
-
-
-def _target(ctx: click.Context, host: str, home: str | None, python: str | None) -> Target:
-    return hosts.target_for(host, (ctx.obj or {}).get("ssh_config"), home, python)
-
-
-def _host_options(fn: Any) -> Any:
-    fn = click.option("--python", "python", metavar="PATH",
-                      help="Python on the box (default: what install used, else python3).")(fn)
-    return click.option("--home", metavar="DIR",
-                        help="RGT_HOME on the box (default: what install used, else ~/.rgt).")(fn)
-
-
 @click.command("notify-set")
 @click.argument("host")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the agent's answer as JSON.")
-@_host_options
+@options.json_flag()
+@options.host_options
 @click.pass_context
 def notify_set(ctx: click.Context, host: str, file: str, as_json: bool, home: str | None,
                python: str | None) -> None:
     """Send the [[notify]] tables in FILE to HOST (replaces its notifiers; the daemon reloads)."""
     payload = load_notify_file(file)
-    res = run_agent(_target(ctx, host, home, python), ["notify-set", "--json"],
-                    stdin=json.dumps(payload).encode("utf-8"), timeout=AGENT_TIMEOUT_S)
-    if res.rc != 0:
-        raise _agent_error(host, res, "notify-set")
-    answer = _parse(res.text, host)
+    t = options.target(ctx, host, home, python)
+    options.say_home(t)
+    ans = agentcall.ok(t, ["notify-set", "--json"], "notify-set", stdin=json.dumps(payload).encode("utf-8"),
+                       timeout=AGENT_TIMEOUT_S)
+    answer = agentcall.json_of(ans, "notify-set")
     if as_json:
         click.echo(json.dumps(answer, ensure_ascii=False))
         return
-    targets = answer.get("notifiers") or []
-    click.echo("%s: %d notifier%s set" % (host, len(targets), "" if len(targets) == 1 else "s"))
-    for t in targets:
-        extra = "".join("  %s %s" % (k[:-2], _dur(t[k])) for k in ("heartbeat_s", "deadman_s") if t.get(k))
-        click.echo("  %-10s %-13s %s%s" % (t.get("id"), t.get("format"), t.get("target"), extra))
+    notifiers = [n for n in answer.get("notifiers") or [] if isinstance(n, dict)]
+    click.echo("%s: %d notifier%s set" % (host, len(notifiers), "" if len(notifiers) == 1 else "s"))
+    for n in notifiers:
+        extra = "".join("  %s %s" % (k[:-2], _dur(n[k])) for k in ("heartbeat_s", "deadman_s") if _num(n.get(k)))
+        click.echo("  %-10s %-13s %s%s" % (s(n.get("id")), s(n.get("format")), s(n.get("target")), extra))
     click.echo("next: rgt-client notify-test %s" % host, err=True)
 
 
@@ -117,18 +93,18 @@ def notify_set(ctx: click.Context, host: str, file: str, as_json: bool, home: st
 @click.argument("host")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--timeout", type=float, default=15.0, show_default=True, help="Seconds per notifier.")
-@_host_options
+@options.host_options
 @click.pass_context
 def notify_test(ctx: click.Context, host: str, as_json: bool, timeout: float, home: str | None,
                 python: str | None) -> None:
     """Make HOST send a test message through every notifier; print each result.
 
     Exit 0 when every notifier answered, 1 when one failed, 2 when none is configured."""
-    res = run_agent(_target(ctx, host, home, python), ["notify-test", "--json", "--timeout", str(timeout)],
-                    timeout=AGENT_TIMEOUT_S + timeout)
-    if res.rc not in (0, 1) or not res.text.strip():
-        raise _agent_error(host, res, "notify-test")
-    answer = _parse(res.text, host)
+    ans = agentcall.call(options.target(ctx, host, home, python),
+                         ["notify-test", "--json", "--timeout", str(timeout)], timeout=AGENT_TIMEOUT_S + timeout)
+    if ans.rc not in (0, 1) or not ans.stdout.strip():
+        raise ans.error("notify-test")
+    answer = agentcall.json_of(ans, "notify-test")
     if as_json:
         click.echo(json.dumps(answer, ensure_ascii=False))
     else:
@@ -139,23 +115,21 @@ def notify_test(ctx: click.Context, host: str, as_json: bool, timeout: float, ho
 
 def render_test(answer: dict[str, Any]) -> str:
     lines = []
-    for r in answer.get("results") or []:
-        mark = "ok  " if r.get("ok") else "FAIL"
-        detail = ("HTTP %s" % r["status"]) if r.get("ok") and r.get("status") else (r.get("error") or "sent")
-        lines.append("%s %-10s %-13s %-34s %s (%.2fs)" % (mark, r.get("id"), r.get("format"), r.get("target"),
-                                                          detail, r.get("elapsed_s") or 0))
+    for r in [r for r in answer.get("results") or [] if isinstance(r, dict)]:
+        mark = "ok  " if r.get("ok") is True else "FAIL"
+        detail = ("HTTP %s" % s(r["status"])) if r.get("ok") and r.get("status") else s(r.get("error") or "sent")
+        took = "%.2fs" % r["elapsed_s"] if _num(r.get("elapsed_s")) else "-"
+        lines.append("%s %-10s %-13s %-34s %s (%s)" % (mark, s(r.get("id")), s(r.get("format")), s(r.get("target")),
+                                                       detail, took))
     for e in answer.get("config_errors") or []:
-        lines.append("FAIL config: %s" % e)
+        lines.append("FAIL config: %s" % s(e))
+    if not lines:
+        lines.append("no notifiers on this box: rgt-client notify-set HOST FILE")
     return "\n".join(lines)
 
 
-def _parse(text: str, host: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise ClientError("the agent on %s answered something that is not JSON" % host,
-                          "reinstall the agent: rgt-client install %s" % host)
-    return data if isinstance(data, dict) else {}
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e12
 
 
 def _dur(seconds: float) -> str:

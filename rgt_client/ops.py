@@ -1,18 +1,19 @@
 """Plain functions under the click commands: fetch status (one round trip per host, hosts in
-parallel), run-scoped agent calls with friendly errors, and submitting jobs."""
+parallel), run-scoped agent calls that name the runs that exist, and submitting jobs.
+Data only: the text a user reads is render.py's."""
 from __future__ import annotations
 
 import json
-import shlex
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-from rgt_client import build_cache, exitcodes
+from rgt_client import agentcall, build_cache, exitcodes, statusdata
 from rgt_client.errors import ClientError
-from rgt_client.render import heartbeat_state
-from rgt_client.transport import Result, Target, run_agent
+from rgt_client.transport import Target
+
+STATUS_TIMEOUT_S = 120.0
 
 
 @dataclass
@@ -27,8 +28,7 @@ class HostStatus:
     def code(self) -> int:
         if self.error is not None:
             return self.error.code
-        alive, _ = heartbeat_state(self.status or {})
-        return exitcodes.OK if alive else exitcodes.AGENT_DOWN
+        return exitcodes.OK if statusdata.alive(self.status or {}) else exitcodes.AGENT_DOWN
 
     def as_json(self) -> dict[str, Any]:
         out = dict(self.status or {})
@@ -43,16 +43,14 @@ def _iso_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def fetch_status(target: Target, events: int | None = None, timeout: float = 120) -> HostStatus:
-    """ONE agent call: `status --json` (the agent reads a dead daemon's files too)."""
-    args = ["status", "--json"]
-    if events is not None:
-        args += ["--events", str(events)]
+def fetch_status(target: Target, events: int | None = None, run: str | None = None,
+                 timeout: float = STATUS_TIMEOUT_S) -> HostStatus:
+    """ONE agent call: `status --json` (the agent reads a dead daemon's files too). `run` is
+    passed on: the agent filters (an unknown run costs a second call, to name the ones there are)."""
     hs = HostStatus(target, client={"host": target.host, "observed_at": _iso_now()})
     t0 = time.monotonic()
     try:
-        res = run_agent(target, args, timeout=timeout)
-        hs.status = _parse_status(target, res)
+        hs.status = _status(target, events, run, timeout)
     except ClientError as exc:
         hs.error = exc
     hs.round_trip_s = round(time.monotonic() - t0, 4)
@@ -60,92 +58,76 @@ def fetch_status(target: Target, events: int | None = None, timeout: float = 120
     return hs
 
 
-def _parse_status(target: Target, res: Result) -> dict[str, Any]:
+def _status(target: Target, events: int | None, run: str | None, timeout: float) -> dict[str, Any]:
+    ans = agentcall.call(target, agentcall.status_args(events, run), timeout=timeout, max_out=agentcall.STATUS_MAX)
+    if ans.rc == exitcodes.USAGE and run:
+        raise statusdata.unknown_run(target.host, run, _all_runs(target))
+    # the agent answers 3 when its daemon is down, with the status its files hold
+    if ans.rc not in (exitcodes.OK, exitcodes.AGENT_DOWN):
+        raise ClientError("the agent on %s gave no status: %s" % (target.host, ans.error("status").message),
+                          ans.hint or "reinstall the agent: rgt-client install %s" % target.host, ans.code)
+    return statusdata.validate(agentcall.json_of(ans, "status"), target.host)
+
+
+def _all_runs(target: Target) -> dict[str, Any] | None:
+    """The runs there are, to name them when a run name was wrong (never an error itself)."""
     try:
-        data = json.loads(res.text)
-        if isinstance(data, dict):
-            return data
-    except ValueError:
-        pass
-    detail = res.err.strip() or res.text.strip()[:200] or "exit %d" % res.rc
-    raise ClientError("the agent on %s gave no status: %s" % (target.host, detail),
-                      "reinstall the agent: rgt-client install %s" % target.host)
+        return _status(target, 0, None, 60.0)
+    except ClientError:
+        return None
 
 
-def fetch_many(targets: list[Target], events: int | None = None) -> list[HostStatus]:
-    """All hosts in parallel (threads: each is one ssh process), plus the local build's sha256."""
-    with ThreadPoolExecutor(max_workers=min(32, len(targets) + 1)) as pool:
-        local = pool.submit(build_cache.local_sha256)
-        futures = [pool.submit(fetch_status, t, events) for t in targets]
-        results = [f.result() for f in futures]
-        local_sha = local.result()
-    for hs in results:
+def fetch_many(targets: list[Target], events: int | None = None, run: str | None = None) -> list[HostStatus]:
+    """All hosts in parallel (a thread each: each is one ssh process; plain threads, as
+    concurrent.futures would import logging on every `status`), plus the local build's sha256."""
+    results: list[HostStatus | None] = [None] * len(targets)
+    local: list[str | None] = [None]
+
+    def one(i: int) -> None:
+        try:
+            results[i] = fetch_status(targets[i], events, run)
+        except Exception as exc:  # noqa: BLE001 - one host's surprise must not hide the others
+            results[i] = HostStatus(targets[i], error=ClientError(
+                "internal error on %s: %s: %s" % (targets[i].host, type(exc).__name__, exc),
+                "run again with --debug and report the traceback"), client={"host": targets[i].host})
+
+    def sha() -> None:
+        local[0] = build_cache.local_sha256()
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(targets))]
+    threads.append(threading.Thread(target=sha, daemon=True))
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    local_sha, done = local[0], [hs for hs in results if hs is not None]
+    for hs in done:
         box_sha = ((hs.status or {}).get("agent") or {}).get("build_sha256")
         hs.client["local_build_sha256"] = local_sha
         hs.client["build_match"] = (box_sha == local_sha) if box_sha and local_sha else None
-    return results
+    return done
 
 
-def find_run(status: dict[str, Any], name: str) -> dict[str, Any] | None:
-    for run in status.get("runs") or []:
-        if run.get("name") == name:
-            return run
-    return None
+def run_command(target: Target, args: list[str], run: str, what: str, stdin: bytes | None = None,
+                timeout: float = agentcall.DEFAULT_TIMEOUT_S, max_out: int = agentcall.TEXT_MAX,
+                on_out: Callable[[bytes], None] | None = None) -> agentcall.Answer:
+    """An agent command about one run. An unknown run is an error naming the runs there are;
+    the agent's other answers (its exit code, text, Error:/Hint:) come back as they are."""
+    ans = agentcall.call(target, args, stdin=stdin, timeout=timeout, max_out=max_out, on_out=on_out)
+    if ans.rc == exitcodes.USAGE:
+        runs = _all_runs(target)
+        if runs is not None and statusdata.find_run(runs, run) is None:
+            raise statusdata.unknown_run(target.host, run, runs)
+    return ans
 
 
-def unknown_run(target: Target, name: str, status: dict[str, Any] | None) -> ClientError:
-    names = [r.get("name") for r in (status or {}).get("runs") or []]
-    hint = ("runs on %s: %s" % (target.host, ", ".join(names))) if names else \
-        "there are no runs on %s yet: rgt-client run %s JOB.toml" % (target.host, shlex.quote(target.host))
-    return ClientError("no run %r on %s" % (name, target.host), hint, exitcodes.USAGE)
-
-
-def only_run(hs: HostStatus, name: str) -> None:
-    """Filter a fetched status to one run (client side: still one round trip)."""
-    if hs.status is None:
-        return
-    run = find_run(hs.status, name)
-    if run is None:
-        raise unknown_run(hs.target, name, hs.status)
-    hs.status["runs"] = [run]
-
-
-def agent_run_command(target: Target, args: list[str], run: str, stdin: bytes | None = None,
-                      timeout: float = 120) -> Result:
-    """An agent command about one run; on a usage error, name the runs that do exist."""
-    res = run_agent(target, args, stdin=stdin, timeout=timeout)
-    if res.rc == exitcodes.USAGE:
-        try:
-            status = json.loads(run_agent(target, ["status", "--json", "--events", "0"], timeout=60).text)
-        except (ClientError, ValueError):
-            status = None
-        if status is not None and find_run(status, run) is None:
-            raise unknown_run(target, run, status)
-    return res
-
-
-def submit(target: Target, job: dict[str, Any]) -> dict[str, Any]:
-    """Queue a validated job on the box (JSON on stdin) -> {"run", "state", "duplicate"}."""
-    res = run_agent(target, ["submit", "-", "--json"], stdin=json.dumps(job).encode("utf-8"), timeout=120)
-    if res.rc != 0:
-        raise ClientError(_agent_message(res) or "submit failed (exit %d)" % res.rc,
-                          _agent_hint(res) or "check the job file", res.rc if res.rc in (1, 2, 3) else 1)
+def submit(target: Target, job: dict[str, Any], replace: bool = False) -> tuple[dict[str, Any], list[str]]:
+    """Queue a validated job on the box (JSON on stdin) -> ({"run", "state", "duplicate"}, the
+    agent's notes: "the daemon is not running" must reach the user, not stay in stderr).
+    replace: reuse the name of a finished run (the agent archives the old one)."""
+    args = ["submit", "-", "--json"] + (["--replace"] if replace else [])
+    ans = agentcall.ok(target, args, "submit", stdin=json.dumps(job).encode("utf-8"))
     try:
-        out = json.loads(res.text)
-    except ValueError:
+        out = json.loads(ans.stdout)
+    except (ValueError, RecursionError):
         out = {}
-    return out if isinstance(out, dict) else {}
-
-
-def _agent_message(res: Result) -> str:
-    for line in res.err.splitlines():
-        if line.startswith("Error: "):
-            return line[len("Error: "):]
-    return res.err.strip()
-
-
-def _agent_hint(res: Result) -> str | None:
-    for line in res.err.splitlines():
-        if line.startswith("Hint: "):
-            return line[len("Hint: "):]
-    return None
+    return (out if isinstance(out, dict) else {}), ans.notes

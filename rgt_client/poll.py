@@ -1,20 +1,20 @@
-"""`watch` (a bounded short-connection poll of one run) and `patrol` (one line per host, an
-exit code from a fixed decision table) — made for cron jobs and agent loops."""
+"""`watch` (a bounded short-connection poll of one run) and `patrol` (a verdict per host from a
+fixed decision table) — made for cron jobs and agent loops. Facts and decisions only: what a
+user reads is render_poll.py's."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from rgt_client import exitcodes
-from rgt_client.ops import HostStatus, fetch_status, find_run, unknown_run
-from rgt_client.render import heartbeat_state, run_line
+from rgt_client import exitcodes, statusdata
+from rgt_client.errors import BoxTooSlow, ClientError
+from rgt_client.ops import HostStatus, fetch_status
 from rgt_client.transport import Target
 
 TERMINAL_OK = ("succeeded",)
 TERMINAL_BAD = ("failed", "cancelled", "interrupted")
-ACTIVE = ("running", "queued")
 
 
 @dataclass
@@ -24,7 +24,20 @@ class Clock:
     sleep: Callable[[float], None] = time.sleep
 
 
-def watch(target: Target, run: str, every_s: float, max_wait_s: float, say: Callable[[str], None],
+@dataclass
+class WatchEvent:
+    """What one watch tick saw. kind: `run` (the run as it is now), `no_answer` (ssh failed or the
+    box was too slow: the run is not affected), `ended` (it ended badly), `agent_down` (down for
+    `dead` ticks in a row: watch stops), `gave_up` (--max-wait passed)."""
+    kind: str
+    run: dict[str, Any] = field(default_factory=dict)
+    status: dict[str, Any] = field(default_factory=dict)   # the answer it came in (agent block)
+    error: ClientError | None = None
+    dead: int = 0
+    waited_s: float = 0.0
+
+
+def watch(target: Target, run: str, every_s: float, max_wait_s: float, show: Callable[[WatchEvent], None],
           dead_ticks: int = 3, clock: Clock | None = None) -> int:
     """Poll until the run ends: 0 succeeded, 4 failed/cancelled/interrupted, 6 gave up,
     3 when the agent stayed down for `dead_ticks` ticks in a row (it would never finish)."""
@@ -32,110 +45,102 @@ def watch(target: Target, run: str, every_s: float, max_wait_s: float, say: Call
     start = clock.monotonic()
     next_tick, dead = start, 0
     while True:
-        code, dead = _watch_tick(target, run, say, dead)
+        code, dead = _watch_tick(target, run, show, dead)
         if code is not None:
             return code
         if dead >= dead_ticks:
-            say("%s the agent on %s stayed down for %d checks; restart it: rgt-client install %s"
-                % (_ts(), target.host, dead, target.host))
+            show(WatchEvent("agent_down", dead=dead))
             return exitcodes.AGENT_DOWN
         # the next tick on the schedule, but never a burst of catch-up ticks after a slow ssh
         next_tick = max(next_tick + every_s, clock.monotonic())
         if next_tick - start > max_wait_s:
-            say("%s gave up after %s: run %s is still not finished (it keeps going on the box)"
-                % (_ts(), _dur(max_wait_s), run))
+            show(WatchEvent("gave_up", waited_s=max_wait_s))
             return exitcodes.GAVE_UP
         clock.sleep(max(0.0, next_tick - clock.monotonic()))
 
 
-def _watch_tick(target: Target, run: str, say: Callable[[str], None], dead: int) -> tuple[int | None, int]:
-    hs = fetch_status(target, events=0, timeout=60.0)
+def _watch_tick(target: Target, run: str, show: Callable[[WatchEvent], None], dead: int) -> tuple[int | None, int]:
+    hs = fetch_status(target, events=0, run=run, timeout=60.0)
     if hs.error is not None:
-        if hs.error.code == exitcodes.UNREACHABLE:
-            say("%s ssh failed (the run is not affected): %s" % (_ts(), hs.error.message))
+        if hs.error.code == exitcodes.UNREACHABLE or isinstance(hs.error, BoxTooSlow):
+            show(WatchEvent("no_answer", error=hs.error))
             return None, dead
         raise hs.error
-    info = find_run(hs.status or {}, run)
-    if info is None:
-        raise unknown_run(target, run, hs.status)
-    alive, words = heartbeat_state(hs.status or {})
-    say("%s %s%s" % (_ts(), run_line(info), "" if alive else "; " + words))
-    state = info.get("state")
-    if state in TERMINAL_OK:
+    status = hs.status or {}
+    info = statusdata.find_run(status, run)
+    if info is None:   # an agent that ignored --run: the same error as an unknown name
+        raise statusdata.unknown_run(target.host, run, status)
+    show(WatchEvent("run", run=info, status=status))
+    if info.get("state") in TERMINAL_OK:
         return exitcodes.OK, 0
-    if state in TERMINAL_BAD:
-        say("%s run %s %s: rgt-client status %s --run %s" % (_ts(), run, state, target.host, run))
+    if info.get("state") in TERMINAL_BAD:
+        show(WatchEvent("ended", run=info, status=status))
         return exitcodes.RUN_FAILED, 0
-    return None, 0 if alive else dead + 1
-
-
-def _ts() -> str:
-    return time.strftime("%H:%M:%S")
-
-
-def _dur(s: float) -> str:
-    from boxagent.base.units import format_duration
-    return format_duration(s)
+    return None, 0 if statusdata.alive(status) else dead + 1
 
 
 # --- patrol ---------------------------------------------------------------------------------
 
-# The fixed decision table, first match wins (also in docs/readme/client.md):
+# The fixed decision table, first match wins (also in the client docs):
 PATROL_TABLE = (
     ("UNREACHABLE", exitcodes.UNREACHABLE, "ssh could not reach the host"),
     ("AGENT-DOWN", exitcodes.AGENT_DOWN, "agent not installed, not running, or heartbeat stale"),
     ("RUN-FAILED", exitcodes.RUN_FAILED, "a run failed or was interrupted within --since"),
+    ("WARNED", exitcodes.OK, "a run has stage warnings and is active or ended within --since"),
     ("HEALTHY", exitcodes.OK, "a run is running or queued"),
     ("DONE", exitcodes.OK, "every run finished, the last one succeeded: pull next"),
     ("IDLE", exitcodes.OK, "no runs"),
+    ("ERROR", exitcodes.ERROR, "anything else: no python, a malformed or too slow answer"),
 )
+_CODE = {word: code for word, code, _ in PATROL_TABLE}
 # Several hosts: the exit code of the most urgent verdict, in this order.
 PATROL_PRIORITY = (exitcodes.RUN_FAILED, exitcodes.AGENT_DOWN, exitcodes.UNREACHABLE, exitcodes.ERROR)
 
 
-def patrol_verdict(hs: HostStatus, since_s: float) -> tuple[str, int, str]:
-    """(word, exit code, detail) for one host."""
+@dataclass
+class Verdict:
+    word: str
+    code: int
+    runs: list[dict[str, Any]] = field(default_factory=list)   # the runs the verdict is about
+    error: ClientError | None = None
+    status: dict[str, Any] = field(default_factory=dict)
+
+
+def patrol_verdict(hs: HostStatus, since_s: float) -> Verdict:
+    """The first row of PATROL_TABLE that matches this host."""
     if hs.error is not None:
-        if hs.error.code == exitcodes.UNREACHABLE:
-            return "UNREACHABLE", exitcodes.UNREACHABLE, hs.error.message
-        if hs.error.code == exitcodes.AGENT_DOWN:
-            return "AGENT-DOWN", exitcodes.AGENT_DOWN, hs.error.message
-        return "ERROR", exitcodes.ERROR, hs.error.message
+        word = {exitcodes.UNREACHABLE: "UNREACHABLE", exitcodes.AGENT_DOWN: "AGENT-DOWN"}.get(hs.error.code, "ERROR")
+        return Verdict(word, _CODE[word], error=hs.error)
     status = hs.status or {}
-    alive, words = heartbeat_state(status)
     runs = status.get("runs") or []
-    if not alive:
-        return "AGENT-DOWN", exitcodes.AGENT_DOWN, "%s; %d run(s): %s" % (words, len(runs), _runs_brief(runs))
-    failed = [r for r in runs if r.get("state") in ("failed", "interrupted") and _recent(r, status, since_s)]
+    if not statusdata.alive(status):
+        return _v("AGENT-DOWN", runs, status)
+    recent = [r for r in runs if r.get("state") in statusdata.ACTIVE or _recent(r, status, since_s)]
+    failed = [r for r in recent if r.get("state") in ("failed", "interrupted")]
     if failed:
-        return "RUN-FAILED", exitcodes.RUN_FAILED, "; ".join(run_line(r) for r in failed)
-    active = [r for r in runs if r.get("state") in ACTIVE]
+        return _v("RUN-FAILED", failed, status)
+    warned = [r for r in recent if statusdata.warnings_of(r)]
+    active = [r for r in runs if r.get("state") in statusdata.ACTIVE]
+    if warned:
+        return _v("WARNED", warned + [r for r in active if r not in warned], status)
     if active:
-        return "HEALTHY", exitcodes.OK, "; ".join(run_line(r) for r in active) + _alerts(status)
+        return _v("HEALTHY", active, status)
     if runs:
         last = max(runs, key=lambda r: r.get("ended_at") or r.get("created_at") or "")
         if last.get("state") == "succeeded":
-            return "DONE", exitcodes.OK, "run %s succeeded; pull next: rgt-client pull %s %s" % (
-                last.get("name"), hs.target.host, last.get("name"))
-    return "IDLE", exitcodes.OK, "no active runs" + _alerts(status)
+            return _v("DONE", [last], status)
+    return _v("IDLE", [], status)
 
 
-def _runs_brief(runs: list[dict[str, Any]]) -> str:
-    return ", ".join("%s %s" % (r.get("name"), r.get("state")) for r in runs) or "none"
+def _v(word: str, runs: list[dict[str, Any]], status: dict[str, Any]) -> Verdict:
+    return Verdict(word, _CODE[word], runs, status=status)
 
 
-def _alerts(status: dict[str, Any]) -> str:
-    alerts = status.get("alerts") or []
-    if not alerts:
-        return ""
-    return " · alerts: " + ", ".join("%s %s" % (a.get("severity"), a.get("type")) for a in alerts)
-
-
-def _parse_iso(s: Any) -> datetime | None:
-    if not isinstance(s, str) or not s:
+def _parse_iso(text: Any) -> datetime | None:
+    if not isinstance(text, str) or not text:
         return None
     try:
-        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
     return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
@@ -155,5 +160,3 @@ def patrol_exit(codes: list[int]) -> int:
         if code in codes:
             return code
     return exitcodes.OK
-
-

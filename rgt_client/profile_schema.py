@@ -1,4 +1,4 @@
-"""The profile schema (issue 8), enforced: unknown keys and wrong types are refused with the
+"""The profile schema, enforced: unknown keys and wrong types are refused with the
 exact path of the problem, e.g. `profiles/x.toml: teardown[0].irreversible: expected true or
 false`. Documented in docs/profile-schema.md; keep the two in step.
 """

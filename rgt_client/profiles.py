@@ -1,4 +1,4 @@
-"""Platform profiles (issue 8): find, load and validate `profiles/*.toml`, guess the platform
+"""Platform profiles: find, load and validate `profiles/*.toml`, guess the platform
 from a box's probe, and write the texts that warn before a verb costs data.
 
 Plain functions; `profiles_cmd.py` renders them for the CLI. The schema is documented in

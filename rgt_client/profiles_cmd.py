@@ -1,4 +1,4 @@
-"""`rgt-client profiles` (a table) and `profiles show NAME|FILE [--json]` (issue 8).
+"""`rgt-client profiles` (a table) and `profiles show NAME|FILE [--json]`.
 
 Thin click commands over rgt_client.profiles; the text rendering lives in functions here so
 tests can call them directly. `--json` prints the validated profile dict as loaded.

@@ -24,6 +24,7 @@ from rgt_client import exitcodes, transport
 from rgt_client.errors import ClientError
 from rgt_client.destdir import Blocked, Dest
 from rgt_client.pull import METHODS, PullInfo, default_dest, pull
+from rgt_client.pullmark import record_on_box
 from rgt_client.textsafe import safe, safe_line
 from rgt_client.verify import META_DIR, VerifyResult, verify
 
@@ -208,10 +209,14 @@ def pull_command(ctx: click.Context, host: str, run: str, dest: Optional[str], f
     bar.close()
     facts = res.info.head.get("profile") or {}
     gate = gate_text(facts, res.verify.ok, None if res.verify.ok else _why(res.verify))
+    note = record_on_box(target, run, res.verify.manifest_sha256) if res.verify.ok else None
+    if note:
+        click.echo("note: %s" % note, err=True)
     if as_json:
         click.echo(json.dumps({"dest": res.dest, "method": res.method, "bytes_moved": res.bytes_moved,
                                "elapsed_s": round(res.elapsed_s, 3), "verify": res.verify.as_dict(),
-                               "safe_to_tear_down": res.verify.ok, "teardown_gate": gate}, indent=1))
+                               "safe_to_tear_down": res.verify.ok, "teardown_gate": gate,
+                               "recorded_on_box": res.verify.ok and note is None}, indent=1))
     else:
         click.echo("moved %s in %.1fs" % (format_bytes(res.bytes_moved), res.elapsed_s), err=True)
         click.echo(render_verify(res.verify))
@@ -231,10 +236,18 @@ def verify_command(ctx: click.Context, dest: str, manifest: Optional[str], check
     """Check DEST against the run's manifest: missing and extra files, sizes, sha256. Writes
     DEST/PULL_VERIFIED.json only when everything matches."""
     res = verify(dest, manifest, check_load=check_load)
-    gate = gate_text(_pull_facts(os.path.abspath(dest)).get("profile"), res.ok,
-                     None if res.ok else _why(res))
+    facts = _pull_facts(os.path.abspath(dest))
+    gate = gate_text(facts.get("profile"), res.ok, None if res.ok else _why(res))
+    recorded = False
+    if res.ok and isinstance(facts.get("host"), str) and facts["host"]:
+        # the box learns of the verified copy (its idle warning stops asking for a pull)
+        note = record_on_box(_target(ctx, facts["host"], None, None), str(facts.get("run")), res.manifest_sha256)
+        recorded = note is None
+        if note:
+            click.echo("note: %s" % note, err=True)
     if as_json:
-        click.echo(json.dumps(dict(res.as_dict(), safe_to_tear_down=res.ok, teardown_gate=gate), indent=1))
+        click.echo(json.dumps(dict(res.as_dict(), safe_to_tear_down=res.ok, teardown_gate=gate,
+                                   recorded_on_box=recorded), indent=1))
     else:
         click.echo(render_verify(res))
         click.echo(gate)

@@ -120,6 +120,9 @@ def main():
     if steps["configure"]["rc"] != 0:
         done(error="configure failed: " + (steps["configure"]["err"] or "exit %s" % steps["configure"]["rc"]),
              steps=steps)
+    # compile the agent once for this Python into its bytecode cache (bundle._MAIN): every
+    # later call (status above all) loads code instead of compiling it
+    steps["precompile"] = agent(["--rgt-precompile"], timeout=120)
     if req.get("notify") is not None:
         res = agent(["notify-set"], json.dumps(req["notify"]).encode())
         steps["notify-set"] = {"rc": res["rc"], "out": res["out"][-300:], "err": res["err"]}
@@ -232,9 +235,13 @@ def parse_result(stdout: str, what: str, stderr: str = "") -> dict[str, Any]:
     for line in reversed(stdout.splitlines()):
         if line.startswith(RESULT_PREFIX):
             try:
-                return json.loads(line[len(RESULT_PREFIX):])
-            except ValueError:
+                result = json.loads(line[len(RESULT_PREFIX):])
+            except (ValueError, RecursionError):
                 break
-    detail = (stderr.strip().splitlines() or ["no output"])[-1]
+            if isinstance(result, dict):
+                return result
+            break
+    from rgt_client.textsafe import safe_line
+    detail = safe_line((stderr.strip().splitlines() or ["no output"])[-1][-300:])
     raise ClientError("%s gave no result: %s" % (what, detail),
                       "run again with --debug; check the box's python3 works")

@@ -5,16 +5,16 @@ shlex.quote'd. `local` runs the same agent commands on this machine without ssh.
 """
 from __future__ import annotations
 
-import base64
 import os
+import selectors
 import shlex
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from typing import IO, Callable
 
 from rgt_client import exitcodes
-from rgt_client.errors import ClientError
+from rgt_client.errors import BoxTooSlow, ClientError
 
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=15",
                "-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3")
@@ -25,14 +25,28 @@ REMOTE_DEFAULT_HOME = '"${RGT_HOME:-$HOME/.rgt}"'
 RC_NO_PYTHON = 121
 RC_NOT_INSTALLED = 120
 RC_SSH_FAILED = 255
+# The first thing the remote shell says (on stderr): the connection is up. A timeout after it is
+# "the box answered too slowly", not "unreachable" (a loaded box was once reported as down).
+CONNECTED = b"rgt-connected\n"
+# What is kept of a command's stderr: its end (the agent's Error:/Hint: lines). A box that
+# writes gigabytes there must not fill this machine's memory.
+STDERR_KEEP = 64 * 1024
+BLOCK = 65536
 
 
-@dataclass
+# Plain classes, no dataclasses: `status` starts its ssh call right after importing this module
+# (prefetch.py), and dataclasses' own imports (inspect, ast, dis...) came before that call.
+
 class Result:
-    rc: int
-    stdout: bytes
-    stderr: bytes
-    elapsed_s: float = 0.0
+    __slots__ = ("rc", "stdout", "stderr", "elapsed_s", "connected")
+
+    def __init__(self, rc: int, stdout: bytes, stderr: bytes, elapsed_s: float = 0.0,
+                 connected: bool = True) -> None:
+        self.rc, self.stdout, self.stderr = rc, stdout, stderr
+        self.elapsed_s, self.connected = elapsed_s, connected
+
+    def __repr__(self) -> str:
+        return "Result(rc=%r, stdout=%r, stderr=%r)" % (self.rc, self.stdout[:200], self.stderr[-200:])
 
     @property
     def text(self) -> str:
@@ -43,13 +57,24 @@ class Result:
         return self.stderr.decode("utf-8", "replace")
 
 
-@dataclass
 class Target:
-    host: str                       # ssh destination (alias, user@host) or "local"
-    home: str | None = None         # RGT_HOME on the box; None = the box's default
-    python: str = "python3"
-    ssh_config: str | None = None
-    extra_ssh: list[str] = field(default_factory=list)
+    """host: ssh destination (alias, user@host) or "local"; home: RGT_HOME on the box (None =
+    the box's default); home_from: why this home (hosts.target_for), printed by writes."""
+    __slots__ = ("host", "home", "python", "ssh_config", "extra_ssh", "home_from")
+
+    def __init__(self, host: str, home: str | None = None, python: str = "python3",
+                 ssh_config: str | None = None, extra_ssh: list[str] | None = None,
+                 home_from: str = "the box's default") -> None:
+        self.host, self.home, self.python, self.ssh_config = host, home, python, ssh_config
+        self.extra_ssh = list(extra_ssh or [])
+        self.home_from = home_from
+
+    def __repr__(self) -> str:
+        return "Target(host=%r, home=%r, python=%r, ssh_config=%r)" % (self.host, self.home, self.python,
+                                                                       self.ssh_config)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Target) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
 
     @property
     def is_local(self) -> bool:
@@ -69,6 +94,12 @@ class Target:
     def local_home(self) -> str:
         return os.path.abspath(os.path.expanduser(self.home or os.environ.get("RGT_HOME") or "~/.rgt"))
 
+    def home_shown(self) -> str:
+        """The home as a user reads it: the path for `local` and for --home, else the box's default."""
+        if self.is_local:
+            return self.local_home()
+        return self.home or "$RGT_HOME or ~/.rgt on the box"
+
     def python_word(self) -> str:
         """The interpreter as a shell word; `local` with the default runs this very Python."""
         if self.is_local and self.python == "python3":
@@ -87,7 +118,8 @@ def ssh_argv(target: Target, remote_command: str) -> list[str]:
 def preamble(target: Target, need_agent: bool = True) -> str:
     """Shell prefix: export RGT_HOME, then check python (and the agent file) with sentinel codes."""
     py = target.python_word()
-    parts = ["RGT_HOME=%s; export RGT_HOME" % target.home_expr(),
+    parts = ["printf '%s\\n' >&2" % CONNECTED.decode().strip(),
+             "RGT_HOME=%s; export RGT_HOME" % target.home_expr(),
              "command -v %s >/dev/null 2>&1 || { echo 'rgt: python not found on this box' >&2; "
              "exit %d; }" % (py, RC_NO_PYTHON)]
     if need_agent:
@@ -106,6 +138,7 @@ def python_command(target: Target, script: str, args: list[str] | None = None,
                    need_agent: bool = False) -> str:
     """Run a small Python script on the box: base64 in one argv word, so no newline or quote
     in it ever meets the remote login shell (csh/fish users included)."""
+    import base64
     code = base64.b64encode(script.encode("utf-8")).decode("ascii")
     boot = "import base64;exec(compile(base64.b64decode('%s'),'<rgt>','exec'))" % code
     words = " ".join(shlex.quote(a) for a in (args or []))
@@ -134,50 +167,199 @@ def _no_binary(name: str, exc: OSError) -> ClientError:
 
 
 def run_remote(target: Target, remote_command: str, stdin: bytes | None = None,
-               timeout: float | None = None) -> Result:
-    """Run a shell line on the box (ssh) or here (local). rc 255 from ssh = unreachable."""
+               timeout: float | None = None, max_out: int | None = None, what: str = "",
+               on_out: Callable[[bytes], None] | None = None) -> Result:
+    """Run a shell line on the box (ssh) or here (local). rc 255 from ssh = unreachable.
+
+    Bounded: at most `max_out` bytes of stdout (more is an error naming the host; the box may be
+    compromised) and the last STDERR_KEEP bytes of stderr; `timeout` is wall seconds. With `on_out`
+    stdout goes to it chunk by chunk as it arrives and is not kept."""
     argv, env = _argv_env(target, remote_command)
     t0 = time.monotonic()
+    proc = None if stdin else _EARLY.pop(_key(argv, env), None)
     try:
-        proc = subprocess.run(argv, input=stdin if stdin is not None else b"", capture_output=True,
-                              timeout=timeout, env=env)
+        proc = proc or subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE)
     except FileNotFoundError as exc:
         raise _no_binary(argv[0], exc)
+    try:
+        out, err = _collect(proc, stdin or b"", t0 + timeout if timeout else None, max_out, on_out)
+    except _Overflow:
+        raise ClientError("%s sent more than %s for %s: no agent answer is that big" % (
+            target.host, _mib(max_out or 0), what or "one command"),
+            "the box may be damaged or compromised: look at it over plain ssh, then reinstall: "
+            "rgt-client install %s" % shlex.quote(target.host))
+    except _Timeout as exc:
+        raise _too_slow(target, timeout or 0, exc.connected, what)
+    finally:
+        _reap(proc)
+    connected = err.startswith(CONNECTED)
+    return Result(proc.returncode, bytes(out), bytes(err[len(CONNECTED):] if connected else err),
+                  time.monotonic() - t0, connected)
+
+
+# Calls started before the client finished starting (prefetch.py), by (argv, environment).
+_EARLY: dict[tuple, subprocess.Popen] = {}
+
+
+def _key(argv: list[str], env: dict | None) -> tuple:
+    return tuple(argv), tuple(sorted(env.items())) if env is not None else None
+
+
+def start_early(target: Target, remote_command: str) -> None:
+    """Start a call now for run_remote to take later, if it is asked for exactly this one (no
+    stdin); one never taken is killed when the client exits."""
+    argv, env = _argv_env(target, remote_command)
+    if _key(argv, env) in _EARLY:
+        return
+    try:
+        proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    except OSError:
+        return   # the normal path says why
+    if not _EARLY:
+        import atexit
+        atexit.register(_drop_early)
+    _EARLY[_key(argv, env)] = proc
+
+
+def _drop_early() -> None:
+    while _EARLY:
+        _reap(_EARLY.popitem()[1])
+
+
+class _Overflow(Exception):
+    pass
+
+
+class _Timeout(Exception):
+    def __init__(self, connected: bool) -> None:
+        super().__init__()
+        self.connected = connected
+
+
+def _mib(n: int) -> str:
+    return "%d MiB" % (n // (1 << 20)) if n >= (1 << 20) else "%d KiB" % (n // 1024)
+
+
+def _collect(proc: subprocess.Popen, data: bytes, deadline: float | None, max_out: int | None,
+             on_out: Callable[[bytes], None] | None = None) -> tuple[bytearray, bytearray]:
+    """communicate(), bounded: stdout up to max_out, the tail of stderr, stdin fed as it drains."""
+    assert proc.stdin and proc.stdout and proc.stderr
+    out, err, sent, got = bytearray(), bytearray(), 0, 0
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        if data:
+            os.set_blocking(proc.stdin.fileno(), False)
+            sel.register(proc.stdin, selectors.EVENT_WRITE)
+        else:
+            proc.stdin.close()
+        while sel.get_map():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise _Timeout(err.startswith(CONNECTED))
+            for key, _ in sel.select(left):
+                if key.fileobj is proc.stdin:
+                    sent = _feed(sel, proc.stdin, data, sent)
+                    continue
+                chunk = os.read(key.fd, BLOCK)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                elif key.fileobj is proc.stdout:
+                    got += len(chunk)
+                    if max_out is not None and got > max_out:
+                        raise _Overflow()
+                    if on_out is not None:
+                        on_out(chunk)
+                    else:
+                        out += chunk
+                else:
+                    err += chunk
+                    if len(err) > 2 * STDERR_KEEP:
+                        keep = err[:len(CONNECTED)] if err.startswith(CONNECTED) else b""
+                        err[:] = keep + err[-STDERR_KEEP:]
+    left = None if deadline is None else max(0.1, deadline - time.monotonic())
+    try:
+        proc.wait(left)
     except subprocess.TimeoutExpired:
-        raise ClientError("%s did not answer within %ds" % (target.host, timeout or 0),
-                          "check the network, or raise the timeout", exitcodes.UNREACHABLE)
-    return Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
+        raise _Timeout(err.startswith(CONNECTED))
+    return out, err
+
+
+def _feed(sel: selectors.BaseSelector, pipe: IO[bytes], data: bytes, sent: int) -> int:
+    try:
+        sent += os.write(pipe.fileno(), data[sent:sent + BLOCK])
+    except BrokenPipeError:
+        sent = len(data)   # the remote side stopped reading: its answer says why
+    except BlockingIOError:
+        return sent
+    if sent >= len(data):
+        sel.unregister(pipe)
+        pipe.close()
+    return sent
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None and not pipe.closed:
+            pipe.close()
+
+
+def _too_slow(target: Target, timeout: float, connected: bool, what: str) -> ClientError:
+    if connected or target.is_local:
+        return BoxTooSlow("%s answered too slowly: no answer to %s within %ds (the connection is up)"
+                          % (target.host, what or "the command", timeout),
+                          "the box may be overloaded or its disk slow: try again, or look at it: "
+                          "ssh %s uptime" % shlex.quote(target.host))
+    return ClientError("%s did not answer within %ds: the ssh connection never came up"
+                       % (target.host, timeout),
+                       "check `ssh %s true` works (network, host, key)" % shlex.quote(target.host),
+                       exitcodes.UNREACHABLE)
 
 
 def check_reach(target: Target, res: Result) -> Result:
     """Turn our transport-level failures into ClientErrors; pass the agent's own results on."""
     if res.rc == RC_SSH_FAILED and not target.is_local:
-        raise unreachable(target, res.err)
+        raise unreachable(target, res.err, res.connected)
     if res.rc == RC_NO_PYTHON:
         raise ClientError("%s has no %s" % (target.host, target.python),
                           "pass the interpreter: rgt-client install %s --python /path/to/python3"
-                          % target.host)
+                          % shlex.quote(target.host))
     if res.rc == RC_NOT_INSTALLED:
         raise ClientError("the rgt agent is not installed on %s (home %s)"
-                          % (target.host, target.home or "~/.rgt"),
-                          "install it: rgt-client install %s" % target.host, exitcodes.AGENT_DOWN)
+                          % (target.host, target.home_shown()),
+                          "install it: rgt-client install %s" % shlex.quote(target.host), exitcodes.AGENT_DOWN)
     return res
 
 
-def unreachable(target: Target, stderr: str) -> ClientError:
+def unreachable(target: Target, stderr: str, connected: bool = False) -> ClientError:
+    from rgt_client.textsafe import safe_line
     msg = " ".join(line.strip() for line in stderr.strip().splitlines()[-3:]) or "ssh failed"
-    return ClientError("cannot reach %s: %s" % (target.host, msg),
-                       "check `ssh %s true` works (host, key, ~/.ssh/config)" % target.host,
+    if connected:   # ssh's own words about a link that dropped mid-answer
+        return ClientError("the connection to %s broke: %s" % (target.host, safe_line(msg)),
+                           "try again; if it repeats, check the network to the box", exitcodes.UNREACHABLE)
+    return ClientError("cannot reach %s: %s" % (target.host, safe_line(msg)),
+                       "check `ssh %s true` works (host, key, ~/.ssh/config)" % shlex.quote(target.host),
                        exitcodes.UNREACHABLE)
 
 
 def run_agent(target: Target, args: list[str], stdin: bytes | None = None,
-              timeout: float | None = None) -> Result:
+              timeout: float | None = None, max_out: int | None = None,
+              on_out: Callable[[bytes], None] | None = None) -> Result:
     """Run `rgt-agent.pyz ARGS` on the box. Raises ClientError(UNREACHABLE) when ssh cannot connect,
-    and a ClientError with a hint when the box lacks python or the agent."""
-    return check_reach(target, run_remote(target, agent_command(target, args), stdin, timeout))
+    and a ClientError with a hint when the box lacks python or the agent. Reading the answer and
+    its Error:/Hint: lines is agentcall's job.
+    `on_out` takes stdout chunk by chunk instead (streamed answers: logs); then nothing is kept."""
+    what = "`%s`" % " ".join(args[:1])
+    return check_reach(target, run_remote(target, agent_command(target, args), stdin, timeout, max_out, what,
+                                          on_out))
 
 
 def run_python(target: Target, script: str, args: list[str] | None = None,
-               stdin: bytes | None = None, timeout: float | None = None) -> Result:
-    return check_reach(target, run_remote(target, python_command(target, script, args), stdin, timeout))
+               stdin: bytes | None = None, timeout: float | None = None, max_out: int | None = None) -> Result:
+    return check_reach(target, run_remote(target, python_command(target, script, args), stdin, timeout, max_out,
+                                          "a box-side script"))

@@ -1,4 +1,4 @@
-"""`rgt-client triage LOG [--exit-code N] [--json]` (issue 5): the box agent's own rules and
+"""`rgt-client triage LOG [--exit-code N] [--json]`: the box agent's own rules and
 diagnosis, run here on a log the user already has (a pulled log, a run rgt did not launch).
 Same report, same text, same exit codes as `rgt-agent triage` on the box.
 """
@@ -48,7 +48,11 @@ def triage(log: str, exit_code: int | None, as_json: bool, rules_file: str | Non
     except AgentError as exc:
         code = exitcodes.USAGE if exc.code == 2 else exitcodes.ERROR
         raise ClientError(exc.message, exc.hint, code)
-    click.echo(json.dumps(rep, indent=2, sort_keys=True) if as_json else render_text(rep).rstrip("\n"))
+    if as_json:
+        click.echo(json.dumps(rep, indent=2, sort_keys=True))
+    else:   # the report quotes the log's lines: a pulled log is box text (textsafe)
+        from rgt_client.textsafe import safe
+        click.echo(safe(render_text(rep).rstrip("\n")))
     if rep["cause"] is not None:
         raise SystemExit(exitcodes.RUN_FAILED)
 

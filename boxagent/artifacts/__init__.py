@@ -1,2 +1,2 @@
-"""Artifacts (issue 7): the run's manifest of declared outputs."""
+"""Artifacts: the run's manifest of declared outputs."""
 from boxagent.artifacts.manifest import build_manifest, summary  # noqa: F401

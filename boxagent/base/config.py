@@ -5,7 +5,9 @@ Every key is optional. Tests (and odd boxes) override the intervals through the 
 """
 from __future__ import annotations
 
+import math
 import os
+import re
 import socket
 from typing import Any, Dict, Mapping, Optional
 
@@ -71,4 +73,96 @@ def validate(cfg: Any) -> Dict[str, Any]:
     for name in ("profile", "thresholds"):
         if name in cfg and not isinstance(cfg[name], dict):
             raise UsageError("config.%s: expected an object, got %s" % (name, type(cfg[name]).__name__))
+    if "cost" in cfg:
+        validate_cost(cfg["cost"])
     return cfg
+
+
+# -- cost: what the box costs (install --price --currency --idle-alert-after --budget --stop-deadline)
+COST_KEYS = ("price_per_hour", "currency", "idle_alert_after_s", "budget", "stop_deadline_at")
+DEFAULT_CURRENCY = "USD"
+DEFAULT_IDLE_ALERT_S = 1800.0
+# Platforms that bill a box by the hour whatever it does. On a laptop, a Slurm submit host or a
+# pod, an idle agent costs nothing, and a warning every few hours would teach people to ignore it.
+IDLE_ALERT_KINDS = ("ssh-rental", "cloud-api")
+_CURRENCY = re.compile(r"^[A-Z]{3}$")
+_COST_HINT = "rgt-client install HOST --price 2.49 --currency USD --idle-alert-after 30m --budget 50"
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def validate_cost(block: Any) -> None:
+    """config.cost, strictly (`configure` refuses what the cost part would have to ignore)."""
+    if not isinstance(block, dict):
+        raise UsageError("config.cost: expected an object, got %s" % type(block).__name__, _COST_HINT)
+    for key in block:
+        if key not in COST_KEYS:
+            raise UsageError("config.cost.%s: unknown key" % key, "known: %s" % ", ".join(COST_KEYS))
+    for key in ("price_per_hour", "budget"):
+        if key in block and not (_number(block[key]) and block[key] > 0):
+            raise UsageError("config.cost.%s: expected a number > 0, got %r" % (key, block[key]), _COST_HINT)
+    idle = block.get("idle_alert_after_s")
+    if "idle_alert_after_s" in block and not (_number(idle) and idle >= 0):
+        raise UsageError("config.cost.idle_alert_after_s: expected seconds >= 0 (0 = off), got %r" % (idle,),
+                         _COST_HINT)
+    if "currency" in block and not (isinstance(block["currency"], str) and _CURRENCY.match(block["currency"])):
+        raise UsageError("config.cost.currency: expected a 3-letter code, got %r" % (block["currency"],),
+                         "an ISO 4217 code: USD, EUR, CNY")
+    if "stop_deadline_at" in block:
+        from boxagent.base.units import parse_utc_time
+        try:
+            parse_utc_time(block["stop_deadline_at"])
+        except ValueError as exc:
+            raise UsageError("config.cost.stop_deadline_at: %s" % exc, 'e.g. "2026-12-01T08:00:00Z" (UTC)')
+    if "budget" in block and "price_per_hour" not in block:
+        raise UsageError("config.cost.budget needs a price: spend is hours x price",
+                         "set both: rgt-client install HOST --price 2.49 --budget 50")
+
+
+def merge_cost(old: Any, new: Any) -> Any:
+    """The config `configure` writes: `new`, with its cost block laid over the box's current one
+    (a key set to null is removed; no cost block keeps the old one whole). Re-running install to
+    change one setting must not drop the price the user gave last week, and a budget alert
+    computed without it would be silently off."""
+    if not isinstance(new, dict) or not isinstance(old, dict):
+        return new
+    before = old.get("cost") if isinstance(old.get("cost"), dict) else {}
+    if "cost" not in new:
+        return dict(new, cost=dict(before)) if before else new
+    patch = new["cost"]
+    if not isinstance(patch, dict):
+        return new if patch is not None else {k: v for k, v in new.items() if k != "cost"}
+    merged = dict(before)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return dict(new, cost=merged)
+
+
+def cost_settings(cfg: Mapping[str, Any], profile: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """The cost part's view of config.cost; a bad field (a hand-edited config.json) is ignored.
+    idle_alert_after_s None = idle alerts off (0 given, or a profile kind that is not billed)."""
+    block = cfg.get("cost") if isinstance(cfg.get("cost"), dict) else {}
+    price = block.get("price_per_hour")
+    price = float(price) if _number(price) and price > 0 else None
+    budget = block.get("budget")
+    budget = float(budget) if _number(budget) and budget > 0 and price is not None else None
+    currency = block.get("currency")
+    currency = currency if isinstance(currency, str) and _CURRENCY.match(currency) else DEFAULT_CURRENCY
+    idle = block.get("idle_alert_after_s")
+    if not (_number(idle) and idle >= 0):
+        billed = (profile or {}).get("kind") in IDLE_ALERT_KINDS or not (profile or {}).get("kind")
+        idle = DEFAULT_IDLE_ALERT_S if billed else 0
+    deadline = None
+    if isinstance(block.get("stop_deadline_at"), str):
+        from boxagent.base.units import parse_utc_time
+        try:
+            deadline = parse_utc_time(block["stop_deadline_at"])
+        except ValueError:
+            deadline = None
+    return {"price_per_hour": price, "currency": currency, "idle_alert_after_s": float(idle) or None,
+            "budget": budget, "stop_deadline_at": deadline}

@@ -37,6 +37,10 @@ class Home:
     @property
     def outbox(self) -> str: return self._p("outbox")
     @property
+    def cost(self) -> str:
+        """The cost part's memory: the agent's first start on this box, paid hours, alerts sent."""
+        return self._p("cost.json")
+    @property
     def runs(self) -> str: return self._p("runs")
     @property
     def inbox(self) -> str:
@@ -53,6 +57,9 @@ class Home:
     def run_state(self, run: str) -> str: return self._p("runs", run, "state.json")
     def handbook(self, run: str) -> str: return self._p("runs", run, "HANDBOOK.md")
     def manifest(self, run: str) -> str: return self._p("runs", run, "manifest.json")
+    def pull_verified(self, run: str) -> str:
+        """Written by `pull-verified` after the laptop verified a pull of this manifest."""
+        return self._p("runs", run, "pull_verified.json")
     def marker(self, run: str, stage: str) -> str: return self._p("runs", run, "markers", stage + ".done")
     def stage_log(self, run: str, stage: str, attempt: int) -> str:
         return self._p("runs", run, "logs", "%s.%d.log" % (stage, attempt))

@@ -1,7 +1,8 @@
 """The one interface every part of the daemon implements (health, notify, the run log, ...).
 
 The daemon owns the loop and the event log; a part owns one concern and talks to the rest only
-through this interface: it sees every event after it reached events.jsonl (`on_event`), gets a
+through this interface: it sees every event after it reached events.jsonl (`on_event`), may add
+facts to an event before it is written (`annotate`), gets a
 cheap call every loop pass (`tick`) and one every `sample_every` (`sample`), contributes its
 blocks to status.json (`status_block`), takes new config (`reload`) and stops within a bound.
 Parts never emit events themselves: `tick` and `sample` return event *specs* and the daemon emits
@@ -39,6 +40,11 @@ class Part:
 
     def on_event(self, event: Dict[str, Any]) -> None:
         """Every event, in order, after it is in events.jsonl. Must be cheap (no network I/O)."""
+
+    def annotate(self, spec: Spec, now: float) -> Dict[str, Any]:
+        """Facts this part adds to an event before it is written (the cost part: a run's cost on
+        its run-end event, so the message carries it). The spec's own fields win. Must be cheap."""
+        return {}
 
     def tick(self, now: float) -> List[Spec]:
         """Every loop pass (seconds apart when idle, more often when busy). Must be cheap."""

@@ -1,4 +1,4 @@
-"""The platform profile as the agent sees it (issue 8), shipped by `install` inside config.json.
+"""The platform profile as the agent sees it, shipped by `install` inside config.json.
 
 config.json = {"profile": {<the profile TOML as a dict, with "name">}, ...}. The client
 validated it (client/profiles.py, docs/profile-schema.md); the agent still reads it defensively,

@@ -82,6 +82,26 @@ def iso_utc(ts: Optional[float]) -> Optional[str]:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + ".%03dZ" % ms
 
 
+_UTC_TIME = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?\s*(?:Z|[+-]00:?00|UTC)\s*$",
+                       re.I)
+
+
+def parse_utc_time(text: str) -> float:
+    """Epoch seconds from a UTC time a person types: "2026-12-01T08:00Z", "2026-12-01 08:00:30Z",
+    "2026-12-01T08:00:00.5+00:00". Only UTC: a deadline typed in local time on a laptop in one
+    zone and read on a box in another is hours off, and an hour decides whether data survives."""
+    import calendar
+    m = _UTC_TIME.match(text) if isinstance(text, str) else None
+    if not m:
+        raise ValueError('expected a UTC time like "2026-12-01T08:00Z", got %s' % _short_repr(text))
+    day, hh, mm, ss, frac = m.groups()
+    try:
+        base = time.strptime("%s %s:%s:%s" % (day, hh, mm, ss or "00"), "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        raise ValueError('no such time: %s' % _short_repr(text))
+    return calendar.timegm(base) + (float(frac) if frac else 0.0)
+
+
 def parse_iso_utc(text: str) -> float:
     """iso_utc()'s output (or any "YYYY-MM-DDTHH:MM:SS[.fff]Z") back to epoch seconds."""
     import calendar

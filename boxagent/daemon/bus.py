@@ -34,6 +34,14 @@ class Bus:
         for p in self.parts:
             self.guard(p, "on_event", lambda p=p: p.on_event(event), None)
 
+    def annotate(self, spec: Dict[str, Any], now: float) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for p in self.parts:
+            got = self.guard(p, "annotate", lambda p=p: p.annotate(spec, now), None)
+            if isinstance(got, dict):
+                out.update(got)
+        return out
+
     def tick(self, now: float) -> List[Dict[str, Any]]:
         return self._specs("tick", lambda p: p.tick(now))
 

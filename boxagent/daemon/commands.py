@@ -34,7 +34,8 @@ def register(sub: Any) -> None:
                    help="also end every running stage and all of its processes (TERM, then KILL); runs end cancelled")
     p.set_defaults(func=cmd_stop)
 
-    p = sub.add_parser("configure", help="write config.json from a JSON object on stdin")
+    p = sub.add_parser("configure", help="write config.json from a JSON object on stdin "
+                                            "(its cost block is merged into the current one; null removes a key)")
     p.set_defaults(func=cmd_configure)
 
     p = sub.add_parser("submit", help="validate a job (JSON; TOML on Python 3.11+) and queue it")

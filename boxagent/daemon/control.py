@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import boxagent
 from boxagent.wire import inbox
@@ -103,6 +103,7 @@ def configure(home: Home, text: str) -> str:
     except ValueError as exc:
         raise UsageError("config is not valid JSON: %s" % exc, 'send e.g. {"host": "box1"} on stdin')
     from boxagent.base import config as config_mod
+    cfg = config_mod.merge_cost(config_mod.load(home.config), cfg)   # install --price alone keeps the rest
     config_mod.validate(cfg)
     home.ensure()
     atomic_write_json(home.config, cfg, mode=0o600)
@@ -134,6 +135,10 @@ def submit(home: Home, text: str, source: str, replace: bool = False) -> Dict[st
     sweep ([matrix]: one run per combination). All or nothing: on any error nothing is queued."""
     from boxagent.engine import jobspec, sweep
     spec = jobspec.validate(jobspec.parse_text(text, source), source)
+    if not os.path.isdir(spec["workdir"]):
+        # Accepted, it would only fail at start as a bare exit 127 with a generic fix.
+        raise UsageError("workdir %s does not exist on this box" % spec["workdir"],
+                         "create it first (mkdir -p %s), or fix the job's `workdir`" % spec["workdir"])
     _check_gpu_count(home, spec)
     specs = sweep.expand(spec)
     with inbox.submit_lock(home):
@@ -209,7 +214,20 @@ def _known_state(home: Home, name: str) -> str:
     return current[0]
 
 
+def group_members(home: Home, group: str) -> List[str]:
+    """The runs of the sweep named `group` (queued ones still in the inbox too), in name order."""
+    names = {n for n, req in inbox.pending_submits(home).items() if (req.get("spec") or {}).get("group") == group}
+    try:
+        listed = [n for n in os.listdir(home.runs) if not n.startswith(".")]
+    except OSError:
+        listed = []
+    names.update(n for n in listed if (read_state(home, n) or {}).get("group") == group)
+    return sorted(names)
+
+
 def cancel(home: Home, roots: Roots, name: str, wait: float) -> Tuple[str, int]:
+    if _current(home, name) is None and group_members(home, name):
+        return _cancel_group(home, roots, name, wait)
     before = _known_state(home, name)
     if before not in state.LIVE:
         return "run %s is already %s; nothing to cancel" % (name, before), EXIT_OK
@@ -241,6 +259,27 @@ def resume(home: Home, roots: Roots, name: str) -> Tuple[str, int]:
                 EXIT_NOT_RUNNING)
     _wait_state(home, name, lambda s: s in state.LIVE, 3.0)
     return "run %s queued again; stages with a marker will be skipped" % name, EXIT_OK
+
+
+def _cancel_group(home: Home, roots: Roots, group: str, wait: float) -> Tuple[str, int]:
+    """Every run of a sweep: one request (the engine cancels the group's live runs together)."""
+    members = group_members(home, group)
+    live = [n for n in members if (_current(home, n) or ("", None))[0] in state.LIVE]
+    if not live:
+        return "sweep %s: none of its %d run(s) is live; nothing to cancel" % (group, len(members)), EXIT_OK
+    inbox.post(home, "cancel", {"run": group})
+    if _daemon_pid(home, roots) is None:
+        return ("cancel of sweep %s (%d live run(s)) queued, but the daemon is not running: it takes effect "
+                "when it starts (`rgt-agent start`)" % (group, len(live))), EXIT_NOT_RUNNING
+    deadline = time.monotonic() + wait
+    left = live
+    while left and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+        left = [n for n in live if (_current(home, n) or ("", None))[0] in state.LIVE]
+    if not left:
+        return "sweep %s: %d run(s) cancelled (%s)" % (group, len(live), ", ".join(live)), EXIT_OK
+    return ("sweep %s: cancel requested for %d run(s); %d still stopping (TERM sent, KILL after stop_grace): %s"
+            % (group, len(live), len(left), ", ".join(left))), EXIT_OK
 
 
 def read_state(home: Home, name: str) -> Optional[Dict[str, Any]]:
@@ -327,17 +366,21 @@ def _pick_stage(run: Dict[str, Any], stage: Optional[str]) -> Dict[str, Any]:
     return started[-1] if started else run["stages"][0]
 
 
-def tail_lines(path: str, n: int, chunk: int = 65536) -> str:
-    from boxagent.base.fsutil import read_tail
+def tail_lines(path: str, n: int) -> str:
+    """The last n lines as a human reads them (logtail: LF ends a line, a progress bar's CR
+    redraws count as one line, the last; bounded reads); n <= 0: all of them."""
+    from boxagent.daemon import logtail
     try:
         if n <= 0:
-            with open(path, "rb") as fh:
-                return fh.read().decode("utf-8", "replace")
-        data = read_tail(path, n, chunk)
+            import io
+            buf = io.BytesIO()
+            logtail.copy_all(path, buf)
+            data = buf.getvalue()
+        else:
+            data = logtail.tail(path, n)
     except OSError:
         return ""
-    lines = data.splitlines(True)[-n:]
-    return b"".join(lines).decode("utf-8", "replace")
+    return data.decode("utf-8", "replace")
 
 
 def handbook_text(home: Home, name: str) -> str:

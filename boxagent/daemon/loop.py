@@ -29,6 +29,7 @@ from boxagent.base.part import PartContext
 from boxagent.base.roots import Roots
 from boxagent.base.storage import Storage, is_full, overwrite_in_place
 from boxagent.base.units import iso_utc
+from boxagent.cost.part import CostPart
 from boxagent.wire import inbox
 from boxagent.daemon.bus import Bus
 from boxagent.daemon.wake import DirWatch, Waker
@@ -154,7 +155,8 @@ class Daemon:
         self.boot_id = self.roots.boot_id()
         self.health = HealthPart(HealthMonitor(self.roots, self.config, self.profile), self._watched, self._running,
                                  lambda: self.scheduler.gpu_holders())
-        self.bus = Bus([self.health, NotifyHub(self.home, self.config, self.profile), RunLog()], log_line)
+        self.bus = Bus([self.health, NotifyHub(self.home, self.config, self.profile), RunLog(), CostPart()], log_line)
+        self.events.annotate = self.bus.annotate      # parts add facts to events (a run's cost)
         store = RunStore(self.home, log_line, self.storage)
         self.journal = FileJournal(store, self.events, self._published, log_line)
         self.box = GuardedBox(self.health, self.bus)

@@ -20,8 +20,9 @@ def stage_env(spec: Dict[str, Any], stage: Dict[str, Any], run: str, attempt: in
     env.update(spec.get("env") or {})
     env.update(stage.get("env") or {})
     env.update(extra or {})
-    # Buffered stdout makes a live job look silent (and stalled) for minutes.
-    env["PYTHONUNBUFFERED"] = "1"
+    # Buffered stdout makes a live job look silent (and stalled) for minutes: on unless the job
+    # says otherwise (`PYTHONUNBUFFERED = ""` in its env is honoured, never silently undone).
+    env.setdefault("PYTHONUNBUFFERED", "1")
     if quota_cores:
         # Thread pools sized to the host's cores under a small cgroup quota thrash (GPU idles).
         cap = str(max(1, int(math.floor(quota_cores))))

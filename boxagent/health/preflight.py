@@ -1,4 +1,4 @@
-"""Preflight gate (issue 4). CONTRACT: check() returns the failures; [] means go.
+"""Preflight gate. CONTRACT: check() returns the failures; [] means go.
 
 A job's `[preflight]` (`gpus = 1`, `min_free_disk = "50G"`, `min_free_inodes = 100000`,
 `max_gpu_temp_c = 80`) is checked against a fresh sample before the first stage, together with

@@ -1,2 +1,2 @@
-"""Notifications (issue 6): routing, outbox, delivery, heartbeats and dead-man pings."""
+"""Notifications: routing, outbox, delivery, heartbeats and dead-man pings."""
 from boxagent.notify.hub import NotifyHub  # noqa: F401

@@ -27,7 +27,6 @@ from boxagent.notify.books import Books
 from boxagent.notify.config import Notifier, NotifyConfigError, parse_entry
 from boxagent.notify.delivery import Lane, RetryPolicy, Worker
 from boxagent.notify.feed import EventFeed
-from boxagent.notify.http import HttpClient, profile_proxies
 from boxagent.notify.messages import iso
 from boxagent.notify.outbox import Outbox
 from boxagent.notify.registry import deliver, service, takes
@@ -113,6 +112,9 @@ class NotifyHub(Part):
     def _new_http(self) -> Any:
         if self._http_factory is not None:
             return self._http_factory()
+        # Here, not at the top: an idle daemon with no notifier never loads urllib.request,
+        # http.client and email (a few MB of its resident memory).
+        from boxagent.notify.http import HttpClient, profile_proxies
         # The profile's hook may take seconds: its own lock, never the routing lock.
         with self._proxy_lock:
             if self._proxies is None:

@@ -15,6 +15,11 @@ from boxagent.base.units import format_bytes, format_duration
 
 SEV_EMOJI = {"critical": "\U0001F6A8", "warning": "\u26A0\uFE0F", "info": "\u2139\uFE0F"}
 SEV_TAG = {"critical": "rotating_light", "warning": "warning", "info": "information_source"}
+# Money: the box burning it doing nothing, the budget, a platform clock about to stop the box.
+COST_EMOJI = {"box_idle": ("\U0001F4B8", "money_with_wings"), "budget": ("\U0001F4B0", "moneybag"),
+              "danger_clock": ("\u23F0", "alarm_clock")}
+RUN_END = ("run_succeeded", "run_failed", "run_cancelled", "run_interrupted")
+MAX_NEXT_LINES = 8
 MAX_LINE = 240          # one log line on a phone; giant lines (tqdm, JSON dumps) are cut
 MAX_LOG_LINES = 20
 # Drop order under a limit: first the least needed role. "headline" and "remediation" go last.
@@ -139,6 +144,8 @@ def _headline(event: Dict[str, Any], host: str) -> tuple:
         return "\u2714\uFE0F", pre + "%s done%s" % (where, dur), ["heavy_check_mark"]
     sev = str(event.get("severity") or "info")
     text = summary if not where or where in summary else "%s: %s" % (where, summary)
+    if etype in COST_EMOJI:
+        return COST_EMOJI[etype][0], pre + text, [COST_EMOJI[etype][1]]
     return SEV_EMOJI.get(sev, ""), pre + text, [SEV_TAG.get(sev, "information_source")]
 
 
@@ -159,7 +166,7 @@ def render_event(event: Dict[str, Any], host: str, repeated: int = 0, since: str
     emoji, headline, tags = _headline(event, host)
     sev = str(event.get("severity") or "info")
     cause = event.get("cause") if isinstance(event.get("cause"), dict) else {}
-    parts = []
+    parts = _cost_parts(event)
     if cause:
         parts += _cause_parts(cause)
     elif event.get("evidence"):
@@ -174,6 +181,26 @@ def render_event(event: Dict[str, Any], host: str, repeated: int = 0, since: str
     if sev != "info" or event.get("type") in ("run_succeeded", "run_failed"):
         parts.append(Part("footer", ["\u2192 rgt-client status %s" % host]))
     return Message(headline, sev, emoji, tags, parts)
+
+
+def _cost_parts(event: Dict[str, Any]) -> List[Part]:
+    """A run-end event's cost (the cost part puts it there), and the next steps an event names
+    (`next`: box_idle, budget, danger_clock say what to pull and what each stop verb destroys)."""
+    parts = []
+    cost = event.get("cost") if isinstance(event.get("cost"), dict) else {}
+    hours = cost.get("hours")
+    if event.get("type") in RUN_END and isinstance(hours, (int, float)):
+        line = "Cost: %s" % format_duration(hours * 3600.0)
+        if isinstance(cost.get("spent"), (int, float)):
+            line += ", %.2f %s at %s %s/h" % (cost["spent"], cost.get("currency") or "",
+                                              cost.get("price_per_hour"), cost.get("currency") or "")
+        else:
+            line += " paid (no price set)"
+        parts.append(Part("summary", [line]))
+    steps = event.get("next")
+    if isinstance(steps, list) and steps:
+        parts.append(Part("remediation", [_line(x) for x in steps[:MAX_NEXT_LINES]], "What to do:"))
+    return parts
 
 
 def render_test(host: str, at: str) -> Message:
@@ -219,6 +246,9 @@ def status_line(status: Dict[str, Any]) -> str:
     mem = health.get("memory") if isinstance(health.get("memory"), dict) else {}
     if mem.get("used_pct") is not None:
         text += " \u00b7 mem %d%%" % round(mem["used_pct"])
+    cost = status.get("cost") if isinstance(status, dict) and isinstance(status.get("cost"), dict) else {}
+    if isinstance(cost.get("spent"), (int, float)):
+        text += " \u00b7 %.2f %s spent" % (cost["spent"], cost.get("currency") or "")
     return text
 
 

@@ -10,7 +10,7 @@ from boxagent.notify.config import SEVERITY_RANK
 # (a stage_succeeded with warnings, or a daemon_stopped by preemption, is a warning and goes out).
 QUIET_EVENTS = frozenset(("heartbeat", "progress", "status", "notify_failed"))
 QUIET_INFO_EVENTS = frozenset(("daemon_started", "daemon_stopped", "run_queued", "stage_started",
-                               "stage_succeeded", "stage_skipped"))
+                               "stage_succeeded", "stage_skipped", "box_busy"))
 CauseKey = Tuple[Any, Any]
 
 

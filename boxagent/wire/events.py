@@ -31,9 +31,16 @@ class EventLog:
         import secrets   # here: `status --events N` reads the log and needs no hmac/hashlib
         self._prefix = secrets.token_hex(3)   # two daemons in the same millisecond still differ
         self._seq = 0
+        # The daemon's parts may add facts to an event before it is written (Part.annotate).
+        self.annotate: Optional[Callable[[Dict[str, Any], float], Dict[str, Any]]] = None
 
     def make(self, spec: Dict[str, Any], now: float) -> Dict[str, Any]:
         """The event of a spec, with its id and time, not yet written anywhere."""
+        extra = self.annotate(spec, now) if self.annotate is not None else None
+        if extra:
+            merged = dict(extra)
+            merged.update(spec)          # the spec's own fields win
+            spec = merged
         return make_event(spec, now, self.host, self._next_id(now))
 
     def append(self, event: Dict[str, Any]) -> None:

@@ -25,6 +25,7 @@ STATUS_EVENTS = 20
 # sample_every, 10 s by default; a loop wedged this long is as good as gone).
 STALE_AFTER_S = 120.0
 AGENT_STATES = ("running", "stale", "stopped")
+RUN_FIELDS = "run_fields"    # a part's status block key for fields it adds to runs[] (not a status key)
 
 
 def agent_block(pid: Optional[int], running: bool, heartbeat_at: Optional[float], now: float,
@@ -107,12 +108,20 @@ def compose(now: float, host: Optional[str], profile: Optional[str], agent: Dict
             finalizing: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """THE builder of status.json (`rgt.status/1`), for the daemon and for a dead agent's files.
     `runs` are state.json dicts (queue order); `blocks` the parts' top-level blocks (health,
-    alerts, history, notifications, ...); live/artifacts/finalizing are per run name."""
+    alerts, history, notifications, ...), and under RUN_FIELDS their fields of each run
+    ({run: {field: value}}: runs[].cost); live/artifacts/finalizing are per run name."""
     live, artifacts, finalizing = live or {}, artifacts or {}, finalizing or {}
+    blocks = dict(blocks)
+    run_fields = blocks.pop(RUN_FIELDS, None)
     status = {"schema": SCHEMA, "observed_at": iso_utc(now), "host": host, "profile": profile, "agent": agent,
               "health": None, "runs": [run_block(r, live.get(r["name"]), artifacts.get(r["name"]), now,
                                                  finalizing.get(r["name"])) for r in runs],
               "alerts": [], "notifications": dict(DEFAULT_NOTIFICATIONS), "history": {}}
+    if isinstance(run_fields, dict):
+        for block in status["runs"]:
+            extra = run_fields.get(block["name"])
+            for key, value in (extra.items() if isinstance(extra, dict) else ()):
+                block.setdefault(key, value)     # a part never overwrites what the engine says
     status.update(blocks)
     status["events"] = events
     return status
@@ -141,8 +150,11 @@ def read(home: Home, roots: Roots, now: Optional[float] = None, n_events: int = 
     agent["heartbeat_age_s"] = round(now - hb, 3) if isinstance(hb, (int, float)) else None
     agent["state"] = liveness(pid is not None, agent["heartbeat_age_s"])
     agent["stale_after_s"] = STALE_AFTER_S
+    written_at = status.get("observed_at")
     status["observed_at"] = iso_utc(now)
     _refresh_running(status, now)
+    if pid is None:
+        _refresh_cost(status, now, written_at)
     known = {r["name"] for r in status.get("runs") or []}
     for name, req in inbox.pending_submits(home).items():
         if name not in known:
@@ -194,6 +206,25 @@ def _refresh_running(status: Dict[str, Any], now: float) -> None:
                     pass
 
 
+def _refresh_cost(status: Dict[str, Any], now: float, written_at: Any) -> None:
+    """The daemon is down but the box answers, so it is up and billing: its paid hours go on
+    from the last status.json write (a dead agent must not show a bill that stopped)."""
+    cost = status.get("cost")
+    if not isinstance(cost, dict) or not isinstance(cost.get("hours"), (int, float)) or not isinstance(written_at, str):
+        return
+    try:
+        extra_h = max(0.0, now - parse_iso_utc(written_at)) / 3600.0
+    except ValueError:
+        return
+    cost["hours"] = round(cost["hours"] + extra_h, 4)
+    price = cost.get("price_per_hour")
+    if isinstance(price, (int, float)) and not isinstance(price, bool):
+        cost["spent"] = round(cost["hours"] * price, 2)
+    idle = cost.get("idle")
+    if isinstance(idle, dict) and isinstance(idle.get("idle_s"), (int, float)):
+        idle["idle_s"] = round(idle["idle_s"] + extra_h * 3600.0, 1)
+
+
 def render_text(status: Dict[str, Any]) -> str:
     agent = status.get("agent") or {}
     lines = []
@@ -207,6 +238,7 @@ def render_text(status: Dict[str, Any]) -> str:
     if agent.get("machine_restarted"):
         lines.append("machine: RESTARTED (boot_id changed)")
     lines += _health_lines(status.get("health"))
+    lines += _cost_lines(status.get("cost"))
     runs = status.get("runs") or []
     if not runs:
         lines.append("runs: none")
@@ -230,6 +262,19 @@ def _health_lines(health: Optional[Dict[str, Any]]) -> List[str]:
                                                         format_bytes(g.get("memory_used_bytes")),
                                                         format_bytes(g.get("memory_total_bytes")), g.get("temperature_c")))
     return out
+
+
+def _cost_lines(cost: Any) -> List[str]:
+    if not isinstance(cost, dict) or not isinstance(cost.get("hours"), (int, float)):
+        return []
+    line = "cost: %.2f paid hours since %s" % (cost["hours"], cost.get("since"))
+    if isinstance(cost.get("spent"), (int, float)):
+        line += ", %.2f %s at %s %s/h" % (cost["spent"], cost.get("currency"), cost.get("price_per_hour"),
+                                          cost.get("currency"))
+    idle = cost.get("idle")
+    if isinstance(idle, dict) and isinstance(idle.get("idle_s"), (int, float)):
+        line += "; IDLE for %s" % format_duration(idle["idle_s"])
+    return [line]
 
 
 def _run_lines(run: Dict[str, Any]) -> List[str]:

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from rgt_client import exitcodes
-from rgt_client.commands import host_options, target
+from rgt_client.options import host_options, target
 from rgt_client.errors import ClientError
 from rgt_client.transport import Target
 
@@ -24,19 +24,15 @@ SCHEMA = "rgt.report/1"
 
 
 def fetch(target: Target, run: str, timeout: float = 180) -> dict[str, Any]:
-    from rgt_client.ops import _agent_hint, _agent_message, agent_run_command
-    res = agent_run_command(target, ["report-data", run], run, timeout=timeout)
+    from rgt_client.ops import run_command
+    res = run_command(target, ["report-data", run], run, "report-data", timeout=timeout, max_out=MAX_DOC_BYTES)
     if res.rc != 0:
-        msg = _agent_message(res) or "exit %d" % res.rc
-        if "invalid choice" in msg:
+        if "invalid choice" in (res.message or ""):
             raise ClientError("the agent on %s is too old to make reports" % target.host,
                               "upgrade it: rgt-client install %s" % target.host, exitcodes.USAGE)
-        raise ClientError("report-data on %s failed: %s" % (target.host, msg),
-                          _agent_hint(res) or "rgt-client status %s" % target.host,
-                          exitcodes.USAGE if res.rc == exitcodes.USAGE else exitcodes.ERROR)
-    if len(res.stdout) > MAX_DOC_BYTES:
-        raise ClientError("the agent on %s sent %d bytes of report data (limit %d)" % (target.host, len(res.stdout),
-                          MAX_DOC_BYTES), "upgrade the agent: rgt-client install %s" % target.host)
+        err = res.error("report-data")
+        err.hint = err.hint or "rgt-client status %s" % target.host
+        raise err
     try:
         doc = json.loads(res.text)
     except ValueError as exc:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.clirunner import Cli  # noqa: F401 - re-exported to the tests of this folder
+from tests.hostile import hostile  # noqa: F401 - the fixture: a compromised box on the loopback sshd
 
 
 

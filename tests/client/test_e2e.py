@@ -84,7 +84,9 @@ def test_install_prints_the_box_and_the_profile(box):
     assert "rgt agent 0.1.0 on rgt-box: installed" in out
     assert "python " in out and "profile  " in out and "daemon   running, pid" in out
     assert "Profile " in out  # the profile's first-contact block
-    assert (box["home"] / "agent.sha256").read_text().strip() in json.dumps(read_status(box["home"]))
+    sha = (box["home"] / "agent.sha256").read_text().strip()
+    assert sha in json.dumps(read_status(box["home"]))
+    assert list((box["home"] / ".agent-pyc" / sha).glob("*/boxagent.cli.pyc"))   # compiled once, at install
 
 
 def test_notifier_secrets_travel_on_stdin_only(box):
@@ -232,3 +234,19 @@ def _state(home: Path, run: str) -> str | None:
         if r.get("name") == run:
             return r.get("state")
     return None
+
+
+def test_a_changed_job_under_a_finished_runs_name_needs_run_replace(box, tmp_path):
+    rgt, home = box["rgt"], str(box["home"])
+    def run(cmd: str, *extra: str):
+        return rgt("run", "rgt-box", "--home", home, "--name", "again", "--workdir", str(tmp_path), *extra, "--", cmd)
+    assert run("echo first").exit_code == 0
+    assert rgt("watch", "rgt-box", "again", "--every", "0.2s", "--max-wait", "30s", "--home", home).exit_code == 0
+    res = run("echo second")
+    assert res.exit_code == exitcodes.USAGE and "already exists" in res.stderr
+    hint = next(ln for ln in res.stderr.splitlines() if ln.startswith("Hint: "))
+    assert "rgt-client run rgt-box … --replace" in hint and "rgt-client resume rgt-box again" in hint
+    res = run("echo second", "--replace")
+    assert res.exit_code == 0 and "replacing the old run" in res.stdout, res.output
+    assert rgt("watch", "rgt-box", "again", "--every", "0.2s", "--max-wait", "30s", "--home", home).exit_code == 0
+    assert rgt("logs", "rgt-box", "again", "--home", home).stdout == "second\n"

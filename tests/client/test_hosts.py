@@ -36,3 +36,28 @@ def test_corrupt_hosts_file_is_ignored(client_config):
     assert hosts.get("box") == {}
     hosts.remember("box", home="/r")
     assert hosts.get("box")["home"] == "/r"
+
+
+def test_local_home_is_flag_then_env_then_default_never_the_remembered_one(monkeypatch, tmp_path):
+    """A home remembered by an earlier `install local --home X` once won over ~/.rgt with RGT_HOME
+    unset: commands reached another agent than the one the docs promise."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    hosts.remember("local", home="/somewhere/else", python="/usr/bin/python3")
+    t = hosts.target_for("local")
+    assert (t.local_home(), t.home_from) == (str(tmp_path / ".rgt"), "the default ~/.rgt")
+    monkeypatch.setenv("RGT_HOME", str(tmp_path / "env-home"))
+    t = hosts.target_for("local")
+    assert (t.local_home(), t.home_from) == (str(tmp_path / "env-home"), "$RGT_HOME")
+    t = hosts.target_for("local", home=str(tmp_path / "flag"))
+    assert (t.local_home(), t.home_from) == (str(tmp_path / "flag"), "--home")
+
+
+def test_every_write_says_which_home_and_why(monkeypatch, tmp_path):
+    from tests.clirunner import Cli
+    monkeypatch.setenv("HOME", str(tmp_path))
+    job = tmp_path / "j.toml"
+    job.write_text('name = "r1"\n[[stage]]\nname = "s"\nrun = "true"\n')
+    for cmd in (["run", "local", str(job)], ["cancel", "local", "r1"], ["resume", "local", "r1"]):
+        res = Cli()(*cmd)
+        assert "local: home %s (the default ~/.rgt)" % (tmp_path / ".rgt") in res.stderr, (cmd, res.stderr)
+        assert res.exit_code == 3 and "not installed on local (home %s)" % (tmp_path / ".rgt") in res.stderr

@@ -9,7 +9,9 @@ from rgt_client import exitcodes
 from rgt_client.errors import ClientError
 from rgt_client.ops import HostStatus
 from rgt_client.poll import patrol_exit, patrol_verdict
-from rgt_client.render import render_status, run_line, sparkline
+from rgt_client.render import render_status, sparkline
+from rgt_client.render_poll import patrol_detail
+from rgt_client.render_run import run_line
 from rgt_client.transport import Target
 
 BASE = {
@@ -66,7 +68,8 @@ def test_scenario_failed_stage_shows_cause_and_fix():
 
 
 def test_scenario_dead_daemon_and_build_mismatch():
-    text = render_status(scenario(running=False, heartbeat_age_s=400), {"host": "box", "local_build_sha256": "b" * 64})
+    text = render_status(scenario(running=False, state="stopped", heartbeat_age_s=400),
+                         {"host": "box", "local_build_sha256": "b" * 64})
     assert "agent NOT running (heartbeat 6m40s ago)" in text
     assert "rgt-client install box" in text and "builds bbbbbbbbbbbb" in text
 
@@ -78,8 +81,11 @@ def hs(status=None, error=None):
 @pytest.mark.parametrize("host_status, word, code", [
     (hs(error=ClientError("cannot reach box", None, exitcodes.UNREACHABLE)), "UNREACHABLE", 5),
     (hs(error=ClientError("not installed", None, exitcodes.AGENT_DOWN)), "AGENT-DOWN", 3),
-    (hs(scenario([RUNNING], running=False)), "AGENT-DOWN", 3),
-    (hs(scenario([RUNNING], heartbeat_age_s=1000)), "AGENT-DOWN", 3),
+    (hs(scenario([RUNNING], running=False)), "AGENT-DOWN", 3),   # an agent older than agent.state
+    (hs(scenario([RUNNING], running=False, state="stopped")), "AGENT-DOWN", 3),
+    (hs(scenario([RUNNING], state="stale", heartbeat_age_s=1000)), "AGENT-DOWN", 3),
+    # the agent decides liveness once: the client never second-guesses it from the heartbeat age
+    (hs(scenario([RUNNING], state="running", heartbeat_age_s=1000)), "HEALTHY", 0),
     (hs(scenario([RUNNING, FAILED])), "RUN-FAILED", 4),
     (hs(scenario([RUNNING])), "HEALTHY", 0),
     (hs(scenario([DONE])), "DONE", 0),
@@ -87,16 +93,16 @@ def hs(status=None, error=None):
     (hs(error=ClientError("the agent gave no status")), "ERROR", 1),
 ])
 def test_patrol_decision_table(host_status, word, code):
-    got_word, got_code, detail = patrol_verdict(host_status, since_s=86400)
-    assert (got_word, got_code) == (word, code), detail
+    v = patrol_verdict(host_status, since_s=86400)
+    assert (v.word, v.code) == (word, code), patrol_detail(v, "box")
 
 
 def test_patrol_old_failure_expires_after_since():
     later = dict(DONE, ended_at="2025-01-02T09:30:00Z")
-    word, code, _ = patrol_verdict(hs(scenario([FAILED, later])), since_s=1800)
-    assert (word, code) == ("DONE", 0)
-    word, code, _ = patrol_verdict(hs(scenario([FAILED, DONE])), since_s=1800)
-    assert (word, code) == ("IDLE", 0)  # the last run to end failed, long ago: nothing to pull
+    v = patrol_verdict(hs(scenario([FAILED, later])), since_s=1800)
+    assert (v.word, v.code) == ("DONE", 0)
+    v = patrol_verdict(hs(scenario([FAILED, DONE])), since_s=1800)
+    assert (v.word, v.code) == ("IDLE", 0)  # the last run to end failed, long ago: nothing to pull
 
 
 def test_patrol_exit_priority():
@@ -107,7 +113,7 @@ def test_patrol_exit_priority():
 
 
 def test_run_line_names_where_it_is():
-    assert run_line(RUNNING) == "a3 running stage eval (2/3) 45% eta 15m00s"
+    assert run_line(RUNNING) == "a3 running stage eval (2/3) 45% (45/100) eta 15m00s"
     assert run_line(FAILED) == "b1 failed at stage train: cgroup_oom"
 
 
@@ -139,3 +145,116 @@ def test_events_are_listed_when_asked():
     st["events"] = [{"at": "2025-01-02T09:59:00Z", "severity": "warning", "type": "disk_low", "summary": "91% used"}]
     assert "disk_low" not in render_status(st, {"host": "box"})
     assert "2025-01-02T09:59:00Z warning  disk_low           91% used" in render_status(st, {"host": "box", "show_events": True})
+
+
+# -- what the user reads must be true --------------------------------------------------------
+
+WARNED = {"name": "nan1", "state": "succeeded", "ended_at": "2025-01-02T09:50:00Z", "stages": [
+    {"name": "train", "state": "succeeded", "attempt": 1, "duration_s": 30,
+     "progress": {"done": 3, "total": 3, "fraction": 1.0, "eta_s": 0},
+     "warnings": ["divergence: loss became NaN at step 1200 (line 88)"]},
+    {"name": "eval", "state": "succeeded", "attempt": 1, "duration_s": 5}]}
+
+
+def test_warned_stage_is_not_a_plain_success_in_status_watch_and_patrol():
+    text = render_status(scenario([WARNED]), {"host": "box"})
+    assert "⚠ train      succeeded   attempt 1 30s 100% (3/3) 1 warning" in text
+    assert "      warning: divergence: loss became NaN at step 1200" in text
+    assert "✓ eval" in text and "✓ train" not in text
+    line = run_line(WARNED)
+    assert line == "nan1 succeeded (2/2 stages done); ⚠ train: divergence: loss became NaN at step 1200 (line 88)"
+    v = patrol_verdict(hs(scenario([WARNED])), since_s=86400)
+    assert (v.word, v.code) == ("WARNED", 0) and "loss became NaN" in patrol_detail(v, "box")
+    v = patrol_verdict(hs(scenario([WARNED, RUNNING])), since_s=86400)
+    assert v.word == "WARNED" and "a3 running stage eval" in patrol_detail(v, "box")
+    assert patrol_verdict(hs(scenario([WARNED])), since_s=60).word == "DONE"   # an old warning expires
+
+
+def test_eta_only_for_running_stages():
+    failed = copy.deepcopy(FAILED)
+    failed["stages"][0]["progress"] = {"done": 45, "total": 100, "fraction": 0.45, "eta_s": 3538}
+    text = render_status(scenario([failed]), {"host": "box"})
+    assert "45% (45/100)" in text and "eta" not in text
+    assert "eta" not in run_line(failed)
+    assert "eta 15m00s" in render_status(scenario([RUNNING]), {"host": "box"})
+
+
+def _runs(n_ended: int) -> list:
+    runs = [{"name": "old%02d" % i, "state": "succeeded" if i % 3 else "failed",
+             "created_at": "2025-01-01T%02d:00:00Z" % i, "ended_at": "2025-01-01T%02d:30:00Z" % i,
+             "stages": [{"name": "s", "state": "succeeded" if i % 3 else "failed"}]} for i in range(n_ended)]
+    return runs + [dict(RUNNING, created_at="2025-01-02T09:00:00Z")]
+
+
+def test_status_shows_active_runs_and_the_last_ended_ones_newest_first():
+    text = render_status(scenario(_runs(20)), {"host": "box"})
+    shown = [ln.split()[1] for ln in text.splitlines() if ln.startswith("run ")]
+    assert shown == ["a3", "old19", "old18", "old17", "old16", "old15"]
+    assert "… 15 older ended runs not shown: rgt-client status box --all" in text
+    every = render_status(scenario(_runs(20)), {"host": "box", "show_all": True})
+    assert len([ln for ln in every.splitlines() if ln.startswith("run ")]) == 21 and "not shown" not in every
+    few = render_status(scenario(_runs(3)), {"host": "box"})
+    assert "not shown" not in few and len([ln for ln in few.splitlines() if ln.startswith("run ")]) == 4
+
+
+def test_status_screens_fit_80_columns():
+    for runs in ([RUNNING], [FAILED], [WARNED], [DONE]):
+        st = scenario(runs)
+        st["history"]["disk_used_pct"] = {"/root/.rgt": [40] * 60}
+        for line in render_status(st, {"host": "box"}).splitlines():
+            assert len(line) <= 80 or "workdir" in line or "cause:" in line or "warning:" in line, line
+
+
+def test_a_dead_daemons_last_eta_is_not_shown():
+    text = render_status(scenario([RUNNING], running=False, state="stopped"), {"host": "box"})
+    assert "45% (45/100)" in text and "eta" not in text
+    assert run_line(RUNNING, live=False) == "a3 running stage eval (2/3) 45% (45/100)"
+
+
+def test_install_never_says_started_for_a_daemon_that_is_not_running():
+    from rgt_client.install import InstallReport
+    from rgt_client.render_box import install_summary
+    def rep(agent):
+        return InstallReport(Target("gpu1"), "a" * 64, {"home": "/r", "replaced": True}, {"status": {"agent": agent}},
+                             {"name": "generic-ssh"}, "no marker", [], 0.0, 0.0)
+    assert "  daemon   running, pid 42" in install_summary(rep({"state": "running", "pid": 42}))
+    assert "  daemon   STALE after the restart: rgt-client status gpu1" in install_summary(rep({"state": "stale"}))
+    assert "  daemon   STOPPED after the restart" in "\n".join(install_summary(rep({"running": False})))
+
+
+def test_a_failed_stage_says_what_decided_its_cause_and_what_it_overruled():
+    failed = copy.deepcopy(FAILED)
+    failed["stages"][0]["cause"].update(
+        decided_by="cgroup oom_kill counter +1 during the stage",
+        overruled=["line 41: RuntimeError: DataLoader worker (pid 7) is killed by signal (code_error) overruled: x",
+                   "line 50: second (code_error) overruled: x", "line 60: third (code_error) overruled: x"])
+    text = render_status(scenario([failed]), {"host": "box"})
+    assert "      decided by: cgroup oom_kill counter +1 during the stage" in text
+    over = [ln for ln in text.splitlines() if "overruled:" in ln]
+    assert len(over) == 3 and "line 41: RuntimeError" in over[0]
+    assert over[2] == "      overruled: … 1 more (rgt-client status --json)"
+    plain = render_status(scenario([FAILED]), {"host": "box"})
+    assert "decided by" not in plain and "overruled" not in plain
+
+
+def _gpu(i, run=None):
+    g = {"index": i, "name": "NVIDIA A100", "util_pct": 90.0, "memory_used_pct": 50.0,
+         "temperature_c": 60, "power_w": 300}
+    if run:
+        g["run"] = run
+    return g
+
+
+def test_multi_gpu_status_and_patrol_say_which_run_holds_which_gpu():
+    st = scenario([RUNNING])
+    st["health"].update(gpu_source="nvml", gpus=[_gpu(0, "lr-1"), _gpu(1, "lr-2"), _gpu(2), _gpu(3, "lr-1")])
+    text = render_status(st, {"host": "box"})
+    assert "  gpus    3/4 GPUs busy: 0 lr-1, 1 lr-2, 3 lr-1" in text
+    lines = text.splitlines()
+    assert any(ln.startswith("  gpu1 ") and "· run lr-2" in ln for ln in lines)
+    assert any(ln.startswith("  gpu2 ") and "· run" not in ln for ln in lines)
+    v = patrol_verdict(hs(st), since_s=86400)
+    assert patrol_detail(v, "box").endswith(" · 3/4 GPUs busy")
+    st["health"]["gpus"] = [_gpu(0), _gpu(1)]   # nobody holds a GPU: no occupancy words at all
+    assert "busy" not in render_status(st, {"host": "box"})
+    assert "busy" not in patrol_detail(patrol_verdict(hs(st), since_s=86400), "box")

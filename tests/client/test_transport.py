@@ -57,8 +57,9 @@ def test_unreachable_among_reachable_hosts_is_one_block_each(sshd, rgt, tmp_path
     add_alias(sshd, "dead-box", port=free_port(), config=cfg)
     res = Cli()("status", "dead-box", "rgt-box", "--home", str(homes.new()), env={"RGT_SSH_CONFIG": str(cfg)})
     assert res.exit_code == exitcodes.UNREACHABLE
-    assert "dead-box · Error: cannot reach" in res.stdout
-    assert "rgt-box · Error: the rgt agent is not installed" in res.stdout
+    # a host's error is a diagnostic: stderr, so stdout stays the data of the hosts that answered
+    assert "dead-box · Error: cannot reach" in res.stderr
+    assert "rgt-box · Error: the rgt agent is not installed" in res.stderr and res.stdout == ""
 
 
 def test_no_python_on_the_box_hints_python(sshd, rgt, homes):
@@ -70,7 +71,7 @@ def test_no_python_on_the_box_hints_python(sshd, rgt, homes):
 def test_agent_not_installed_hints_install(sshd, rgt, homes):
     res = rgt("status", "rgt-box", "--home", str(homes.new()))
     assert res.exit_code == exitcodes.AGENT_DOWN
-    assert "not installed" in res.stdout and "rgt-client install rgt-box" in res.stdout
+    assert "not installed" in res.stderr and "rgt-client install rgt-box" in res.stderr
 
 
 def test_logs_of_a_box_without_agent_is_an_error_not_a_traceback(sshd, rgt, homes):

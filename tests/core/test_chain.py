@@ -164,13 +164,30 @@ def test_runs_queue_fifo_one_at_a_time(box):
     assert (box.workdir / "order").read_text().split() == ["q1-start", "q1-end", "q2"]
 
 
-def test_missing_workdir_fails_the_stage_with_the_reason_in_its_log(box):
-    box.submit(job("nowd", box.workdir / "missing", {"name": "s", "run": "true"}))
+def test_a_missing_workdir_is_refused_at_submit_and_named(box):
+    out = box.submit(job("nowd", box.workdir / "missing", {"name": "s", "run": "true"}))
+    assert out.returncode == 2 and "workdir %s does not exist on this box" % (box.workdir / "missing") in out.stderr
+    assert "mkdir -p" in out.stderr and not (box.home / "runs" / "nowd").exists()
+
+
+def test_a_workdir_removed_after_submit_fails_the_stage_with_the_reason_in_its_log(box):
+    gone = box.workdir / "gone"
+    gone.mkdir()
+    assert box.submit(job("nowd", gone, {"name": "s", "run": "true"})).returncode == 0
+    gone.rmdir()
     box.start()
     run = box.wait_run("nowd")
     assert run["state"] == "failed"
     log = (box.home / "runs/nowd/logs/s.1.log").read_text()
     assert "cannot start the stage" in log
+
+
+def test_an_empty_pythonunbuffered_in_the_job_is_honoured(box):
+    box.submit(job("buf", box.workdir, {"name": "s", "run": 'echo "[$PYTHONUNBUFFERED]" > buf.txt'},
+                   env={"PYTHONUNBUFFERED": ""}))
+    box.start()
+    assert box.wait_run("buf")["state"] == "succeeded"
+    assert (box.workdir / "buf.txt").read_text() == "[]\n"
 
 
 def test_suspiciously_fast_stage_is_flagged(box):

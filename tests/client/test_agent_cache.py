@@ -1,0 +1,111 @@
+"""The agent's bytecode cache (bundle._MAIN): filled at install, used when it matches, and never
+run when it is stale (another build's source), foreign (not ours, or open to others) or from
+another Python (magic number). Real pyz, real interpreters (3.8 where installed)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from rgt_client.bundle import build_agent
+
+PY38 = "/root/.pyenv/versions/3.8.18/bin/python3.8"
+PYTHONS = [sys.executable] + ([PY38] if Path(PY38).exists() else [])
+MODULE = "boxagent.base.errors"       # every agent command imports it
+
+
+def _py_info(py: str) -> tuple[bytes, str]:
+    code = ("import importlib.util, sys; sys.stdout.write(importlib.util.MAGIC_NUMBER.hex() + ' ' + "
+            "sys.implementation.cache_tag)")
+    magic, tag = subprocess.run([py, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    return bytes.fromhex(magic), tag
+
+
+def _source_hash(py: str, data: bytes) -> bytes:
+    code = "import importlib.util, sys; sys.stdout.write(importlib.util.source_hash(sys.stdin.buffer.read()).hex())"
+    return bytes.fromhex(subprocess.run([py, "-c", code], input=data, capture_output=True, check=True).stdout.decode())
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    home = tmp_path_factory.mktemp("cache") / "box home"
+    home.mkdir()
+    pyz, sha = build_agent(home / "rgt-agent.pyz")
+    (home / "agent.sha256").write_text(sha + "\n")
+    return home, pyz, sha
+
+
+def _run(py: str, pyz: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([py, str(pyz), *args], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, **(env or {})))
+
+
+@pytest.mark.parametrize("py", PYTHONS)
+def test_precompile_fills_the_cache_for_this_python(installed, py):
+    home, pyz, sha = installed
+    assert _run(py, pyz, "--rgt-precompile").returncode == 0
+    magic, tag = _py_info(py)
+    cache = home / ".agent-pyc" / sha / tag
+    names = {n[:-3].replace("/", ".").replace(".__init__", "") for n in zipfile.ZipFile(pyz).namelist()
+             if n.endswith(".py") and n != "__main__.py"}
+    assert {p.name[:-4] for p in cache.glob("*.pyc")} == names
+    assert oct(cache.stat().st_mode & 0o777) == "0o700"
+    assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in cache.glob("*.pyc"))
+    assert (cache / (MODULE + ".pyc")).read_bytes().startswith(magic)
+    out = _run(py, pyz, "version", "--json")
+    assert out.returncode == 0 and sha in out.stdout, out.stderr
+
+
+def _marshal(py: str, source: bytes) -> bytes:
+    """The code of `source` marshalled by `py` itself (code objects differ between Pythons)."""
+    code = "import marshal, sys; sys.stdout.buffer.write(marshal.dumps(compile(sys.stdin.buffer.read(), 'p', 'exec')))"
+    return subprocess.run([py, "-c", code], input=source, capture_output=True, check=True).stdout
+
+
+def _plant(py: str, home: Path, pyz: Path, sha: str, mark: Path, head_source: bytes | None = None,
+           magic: bytes | None = None, mode: int = 0o600) -> None:
+    """A cache entry for MODULE whose code also writes `mark`: if the agent runs it, it shows."""
+    real = zipfile.ZipFile(pyz).read(MODULE.replace(".", "/") + ".py")
+    planted = real + b"\nimport os as _o\nopen(_o.environ['MARK'], 'w').write('cached code ran')\n"
+    own_magic, tag = _py_info(py)
+    cache = home / ".agent-pyc" / sha / tag
+    cache.mkdir(parents=True, exist_ok=True, mode=0o700)
+    entry = cache / (MODULE + ".pyc")
+    head = (magic or own_magic) + _source_hash(py, real if head_source is None else head_source)
+    entry.write_bytes(head + _marshal(py, planted))
+    entry.chmod(mode)
+    mark.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("py", PYTHONS)
+def test_a_matching_entry_is_used(installed, py, tmp_path):
+    home, pyz, sha = installed
+    mark = tmp_path / "mark"
+    _plant(py, home, pyz, sha, mark)
+    assert _run(py, pyz, "version", env={"MARK": str(mark)}).returncode == 0
+    assert mark.read_text() == "cached code ran"     # so the refusals below are real refusals
+
+
+@pytest.mark.parametrize("py", PYTHONS)
+@pytest.mark.parametrize("why, plant", [
+    ("stale: compiled from another build's source", dict(head_source=b"x = 1  # another build\n")),
+    ("another Python's magic number", dict(magic=b"\x00\x00\r\n")),
+    ("foreign: readable and writable by others", dict(mode=0o666)),
+])
+def test_a_stale_or_foreign_entry_never_runs(installed, py, tmp_path, why, plant):
+    home, pyz, sha = installed
+    mark = tmp_path / "mark"
+    _plant(py, home, pyz, sha, mark, **plant)
+    out = _run(py, pyz, "version", env={"MARK": str(mark)})
+    assert out.returncode == 0 and sha in out.stdout, (why, out.stderr)
+    assert not mark.exists(), why
+
+
+def test_without_agent_sha256_there_is_no_cache(tmp_path):
+    pyz, _ = build_agent(tmp_path / "rgt-agent.pyz")
+    assert _run(sys.executable, pyz, "version").returncode == 0
+    assert not (tmp_path / ".agent-pyc").exists()

@@ -1,0 +1,54 @@
+"""prefetch: `status` starts its ssh calls before click is imported, and the command takes the
+call already under way. Still exactly one ssh call per host; a head start the command does not
+take is killed at exit; any command line it does not fully understand starts nothing."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+from rgt_client import prefetch
+from tests.client.conftest import wait_for
+from tests.hostile import pause, run_argv
+from tests.sshd import counting_ssh
+
+ENTRY = [sys.executable, "-c", "import sys; from rgt_client.entry import main; sys.argv[0] = 'rgt-client'; main()"]
+STATUS = {"schema": "rgt.status/1", "agent": {"version": "0.1.0", "pid": 7, "running": True, "state": "running",
+                                              "heartbeat_age_s": 1}, "runs": []}
+
+
+@pytest.mark.parametrize("argv, parsed", [
+    (["status", "h1", "h2"], (None, {}, ["h1", "h2"])),
+    (["--ssh-config", "c", "--debug", "status", "h", "--json", "--run=r1", "--events", "3", "--home", "/x y"],
+     ("c", {"as_json": "", "run": "r1", "events": "3", "home": "/x y"}, ["h"])),
+    (["status"], None), (["logs", "h", "r"], None), (["status", "h", "--bogus"], None), (["status", "h", "-h"], None),
+    (["status", "h", "--events", "x"], None), (["status", "h", "--run"], None), (["--version"], None), ([], None),
+])
+def test_only_a_plain_status_command_line_gets_a_head_start(argv, parsed, monkeypatch):
+    monkeypatch.delenv("RGT_SSH_CONFIG", raising=False)
+    assert prefetch._parse(argv) == parsed
+
+
+@pytest.mark.ssh
+def test_status_from_the_console_script_is_one_ssh_call_taken_from_the_head_start(hostile, sshd, tmp_path):
+    hostile.answer("status", stdout=STATUS)
+    count = tmp_path / "count"
+    env = {"PATH": "%s:%s" % (counting_ssh(tmp_path / "bin", count), os.environ["PATH"])}
+    res = run_argv(ENTRY + ["--ssh-config", str(sshd.config), "status", "rgt-box"] + hostile.args(), env=env)
+    assert res.rc == 0, res.err_text
+    assert res.text.startswith("rgt-box · profile - · agent 0.1.0 (pid 7, heartbeat 1s ago)")
+    assert count.read_text().count("x") == 1
+    assert [c["argv"] for c in hostile.calls("status")] == [["status", "--json", "--events", "0"]]
+
+
+@pytest.mark.ssh
+def test_a_head_start_the_command_does_not_take_is_killed_at_exit(hostile, sshd):
+    hostile.answer("status", stdout=[pause(30)])
+    code = ("import time; from rgt_client import prefetch; prefetch.start(['--ssh-config', %r, 'status', "
+            "'rgt-box', '--home', %r]); time.sleep(3)" % (str(sshd.config), str(hostile.home)))
+    t0 = time.monotonic()
+    res = run_argv([sys.executable, "-c", code])
+    assert res.rc == 0 and time.monotonic() - t0 < 13
+    wait_for(lambda: hostile.calls("status"), 10)     # it had started: the box saw the call

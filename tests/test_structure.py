@@ -1,0 +1,139 @@
+"""The tree keeps its shape: no module imports a module that imports it back (lazy imports inside
+functions count too), and the layers of the agent only ever import downwards."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List, Set
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Each layer may import its own and the layers after it, never one before it.
+LAYERS = [
+    ("cli", ["boxagent.cli", "boxagent.__main__"]),
+    ("daemon", ["boxagent.daemon"]),
+    ("engine", ["boxagent.engine"]),
+    ("parts", ["boxagent.health", "boxagent.triage", "boxagent.notify", "boxagent.artifacts",
+               "boxagent.runlog", "boxagent.slurm", "boxagent.cost"]),
+    ("wire", ["boxagent.wire"]),
+    ("base", ["boxagent.base", "boxagent"]),
+]
+
+
+def _modules(pkg: str) -> Dict[str, Path]:
+    out = {}
+    for path in (REPO / pkg).rglob("*.py"):
+        rel = path.relative_to(REPO).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _imports(path: Path, name: str, known: Set[str]) -> Set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    found: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            base = node.module
+            if node.level:
+                base = ".".join(name.split(".")[:-node.level] + [node.module])
+            subs = ["%s.%s" % (base, a.name) for a in node.names]
+            # `from pkg import sub` imports the submodule; the package face only for its own names
+            targets = [s for s in subs if s in known] or [base]
+            if any(s not in known for s in subs):
+                targets.append(base)
+        else:
+            continue
+        for t in targets:
+            while t and t not in known:
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                found.add(t)
+    return found
+
+
+def _graph() -> Dict[str, Set[str]]:
+    mods = dict(_modules("boxagent"), **_modules("rgt_client"))
+    known = set(mods)
+    return {name: _imports(path, name, known) - {"boxagent"} for name, path in mods.items()}
+
+
+def _cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on: Set[str] = set()
+    out: List[List[str]] = []
+    counter = [0]
+
+    def visit(root: str) -> None:
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter[0]
+                    counter[0] += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                elif nxt in on:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    m = stack.pop()
+                    on.discard(m)
+                    comp.append(m)
+                    if m == node:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    return out
+
+
+def _layer(name: str) -> int:
+    best, rank = -1, len(LAYERS)
+    for i, (_label, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (name == p or name.startswith(p + ".")) and len(p) > best:
+                best, rank = len(p), i
+    return rank
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    assert _cycles(_graph()) == []
+
+
+def test_the_agents_layers_only_import_downwards():
+    wrong = []
+    for name, deps in _graph().items():
+        if not name.startswith("boxagent"):
+            continue
+        for dep in deps:
+            if dep.startswith("boxagent") and _layer(dep) < _layer(name):
+                wrong.append("%s -> %s" % (name, dep))
+    assert wrong == [], "\n".join(sorted(wrong))
+
+
+def test_the_agent_never_imports_the_client():
+    assert not [(n, d) for n, deps in _graph().items() if n.startswith("boxagent")
+                for d in deps if d.startswith("rgt_client")]
