@@ -146,6 +146,11 @@ class JobBook:
             return False
         for job_id, rec in out["records"].items():
             self.recs[job_id] = rec
+        for job_id in out["gone"]:
+            # Forgotten before we saw it end (purged while the daemon was away, no sacct): its
+            # last state here (RUNNING, PENDING) is no longer true; "not known" is.
+            if states.phase((self.recs.get(job_id) or {}).get("state")) != "ended":
+                self.recs.pop(job_id, None)
         self.gone.update(out["gone"])
         return True
 
