@@ -104,6 +104,9 @@ class SlurmProcesses:
         fresh = set()                          # submitted by this call: Slurm knows them
         for i, (r, rec, opts) in enumerate(items):
             job = self._bound(r)
+            if job and prev and self._waits_on_another(r, job, prev):
+                self._scancel([job])           # chained on a job the chain no longer has (a retry,
+                job = None                     # a resume before Slurm cancelled it): a new one
             if job is None:
                 after = self._after(prev, items[i - 1][0], fresh) if i else ""
                 if after is None:
@@ -129,6 +132,10 @@ class SlurmProcesses:
         if rec is not None and rec.get("node") and rec.get("state") != "CANCELLED":
             return job                         # it ran (and failed before the shim claimed)
         return None                            # it never ran: this attempt is submitted again
+
+    def _waits_on_another(self, r: AttemptRef, job: str, prev: str) -> bool:
+        after = (self.book.jobs.get(r) or {}).get("after")
+        return after not in (None, prev) and self.book.phase(job) == "pending"
 
     def _after(self, prev: Optional[str], prev_ref: AttemptRef, fresh: set) -> Optional[str]:
         """The dependency for the job after `prev`: its id while Slurm knows it, "" (none) when

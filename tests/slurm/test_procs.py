@@ -272,3 +272,15 @@ def test_resume_right_after_a_restart_asks_slurm_before_it_refuses(rig):
     cluster.end("501", "FAILED", "1:0")
     again = SlurmProcesses(home, runner=cluster, sacct=None)
     assert not again.command_alive(AttemptRef("r", "a", 1))
+
+
+def test_a_stage_waiting_on_a_job_the_chain_replaced_is_submitted_again(rig):
+    """A retry (or a resume) submits the failed stage anew; the stage after it may still wait on
+    the old job for a moment (Slurm has not cancelled it yet): it is cancelled and chained anew."""
+    home, cluster, procs, _ = rig
+    procs.launch(AttemptRef("r", "a", 1), record(home, "a", 1, [("b", 1)]), 1000.0)
+    cluster.end("501", "NODE_FAIL")
+    procs.refresh(1000.0)
+    procs.launch(AttemptRef("r", "a", 2), record(home, "a", 2, [("b", 1)]), 1010.0)
+    assert [c for c in cluster.calls if c[0] == "scancel"] == [["scancel", "502"]]
+    assert dependency(cluster.sbatches()[-1]) == "503" and procs.book.job_of(AttemptRef("r", "b", 1)) == "504"
