@@ -32,6 +32,7 @@ def render(home: Home, spec: Dict[str, Any], config: Dict[str, Any]) -> str:
         "    %s start              # the daemon, if it is not running (idempotent)" % agent,
         "    %s resume %s          # stages with a marker are skipped" % (agent, q),
         "", "From your laptop: `rgt-client resume %s %s`." % (host, run), "",
+    ] + _slurm_lines(spec) + [
         "## Stop it", "",
         "    %s cancel %s" % (agent, q), "",
         "## Pull the results (from your laptop)", "",
@@ -55,6 +56,18 @@ def render(home: Home, spec: Dict[str, Any], config: Dict[str, Any]) -> str:
         what = st.get("run") or "wait for %s" % ", ".join("%s=%s" % kv for kv in sorted(st["wait"].items()))
         lines.append("- `%s`: `%s`" % (st["name"], what.replace("`", "'")))
     return "\n".join(lines) + "\n"
+
+
+def _slurm_lines(spec: Dict[str, Any]) -> List[str]:
+    """A Slurm run: its stages are jobs named rgt:<run>:<stage>, which Slurm runs without us."""
+    if spec.get("backend") != "slurm":
+        return []
+    names = ",".join("rgt:%s:%s" % (spec["name"], st["name"]) for st in spec["stage"] if "wait" not in st)
+    return ["## On the cluster", "",
+            "Each stage is one Slurm job (afterok on the one before); Slurm runs the chain with or",
+            "without the agent, and a restarted agent picks it up from the job ids it saved.", "",
+            "    squeue --user=\"$USER\" --states=all --name=%s" % shlex.quote(names),
+            "    scontrol show job JOBID        # the job ids: `status --run` (slurm_job_id)", ""]
 
 
 def write(home: Home, spec: Dict[str, Any], config: Dict[str, Any]) -> str:

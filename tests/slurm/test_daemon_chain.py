@@ -52,6 +52,15 @@ def test_three_stage_chain_succeeds_with_markers_and_job_ids_in_scontrol(login):
     assert [e["stage"] for e in login.events("stage_succeeded")] == ["prep", "train", "eval"]
     out = login.agent("status")
     assert "slurm job %s COMPLETED" % ids[0] in out.stdout
+    # The handbook's own command finds the run's jobs on the cluster.
+    handbook = (login.home / "runs" / "chain" / "HANDBOOK.md").read_text()
+    line = next(l.strip() for l in handbook.splitlines() if l.strip().startswith("squeue "))
+    import pwd
+    import subprocess
+    env = dict(slurm.env, USER=pwd.getpwuid(os.getuid()).pw_name)
+    listed = subprocess.run(["bash", "-c", line + " -h -o %i"], env=env, capture_output=True, text=True,
+                            timeout=30).stdout.split()
+    assert sorted(listed) == sorted(ids)
 
 
 def test_a_failing_middle_stage_leaves_the_last_never_run_and_cancelled(login):
