@@ -7,7 +7,7 @@ Users never see a traceback: AgentError becomes `Error:` + `Hint:` (STYLE 8); --
 from __future__ import annotations
 
 import sys
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from boxagent import __version__
 from boxagent.base.errors import EXIT_ERROR, EXIT_USAGE, AgentError
@@ -79,17 +79,52 @@ def main(argv: Optional[List[str]] = None) -> int:
         # The stage shim lives as long as the stage: skip the other parts' imports (memory, start time).
         from boxagent.engine.shim import main as shim_main
         return shim_main(args_in[1:])
-    word = _command_word(args_in)
-    if word in CORE_COMMANDS:
-        parser = build_parser(COMMAND_MODULES[:1])
-    elif word in PART_COMMANDS:
-        parser = build_parser((PART_COMMANDS[word],))
-    else:
-        parser = build_parser(COMMAND_MODULES)
-    args = parser.parse_args(args_in)
-    if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
+    args = _plain_status(args_in)
+    if args is None:
+        word = _command_word(args_in)
+        if word in CORE_COMMANDS:
+            parser = build_parser(COMMAND_MODULES[:1])
+        elif word in PART_COMMANDS:
+            parser = build_parser((PART_COMMANDS[word],))
+        else:
+            parser = build_parser(COMMAND_MODULES)
+        args = parser.parse_args(args_in)
+        if not getattr(args, "func", None):
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+    return _run(args)
+
+
+def _plain_status(args_in: List[str]) -> Any:
+    """The client's one round trip, `[--home H] status [--json] [--events N] [--run NAME]`, read
+    without argparse: building the parser was half of what `status` cost on the box. Anything
+    else (a typo, --help, another option) is None: argparse then reads it, errors and all."""
+    vals: Dict[str, Any] = {"home": None, "debug": False, "json": False, "events": None, "run": None}
+    words, seen = iter(args_in), False
+    for word in words:
+        if word == "status" and not seen:
+            seen = True
+        elif word in ("--json", "--debug") and (seen or word == "--debug"):
+            vals[word[2:]] = True
+        elif word in ("--home", "--events", "--run") and (seen or word == "--home"):
+            value = next(words, None)
+            if value is None or value.startswith("-") and word != "--events":
+                return None
+            if word == "--events":
+                if not value.isdigit():
+                    return None
+                value = int(value)
+            vals[word[2:]] = value
+        else:
+            return None
+    if not seen:
+        return None
+    from types import SimpleNamespace
+    from boxagent.daemon.commands import cmd_status
+    return SimpleNamespace(command="status", func=cmd_status, **vals)
+
+
+def _run(args: Any) -> int:
     try:
         return int(args.func(args) or 0)
     except AgentError as exc:

@@ -131,7 +131,10 @@ def preamble(target: Target, need_agent: bool = True) -> str:
 def agent_command(target: Target, args: list[str]) -> str:
     """The remote shell line that runs the installed agent with quoted args."""
     words = " ".join(shlex.quote(a) for a in args)
-    return preamble(target) + "exec %s \"$RGT_HOME/rgt-agent.pyz\" %s" % (target.python_word(), words)
+    # `status` reads the daemon's files and needs only the standard library: -S spares it the box's
+    # site-packages (a conda site's .pth files cost every status tens of milliseconds).
+    bare = " -S" if args[:1] == ["status"] else ""
+    return preamble(target) + "exec %s%s \"$RGT_HOME/rgt-agent.pyz\" %s" % (target.python_word(), bare, words)
 
 
 def python_command(target: Target, script: str, args: list[str] | None = None,

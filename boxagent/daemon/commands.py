@@ -177,7 +177,11 @@ def cmd_status(args: Any) -> int:
     if args.run:
         runs = [r for r in status.get("runs") or [] if r.get("name") == args.run]
         if not runs:
-            raise UsageError("no run named %r on this box" % args.run, "list the runs with `rgt-agent status`")
+            names = [str(r.get("name")) for r in status.get("runs") or []]
+            raise UsageError("no run named %r on this box" % args.run,
+                             ("runs here: %s%s" % (", ".join(names[-20:]), " (and %d older)" % (len(names) - 20)
+                                                   if len(names) > 20 else "")) if names else
+                             "there are no runs on this box yet")
         status["runs"] = runs
     if args.json:
         sys.stdout.write(json.dumps(status, indent=1, ensure_ascii=False) + "\n")

@@ -191,7 +191,6 @@ class _Validator:
             self.bad(path, "expected a table of NAME = \"value\" strings, got %s" % _show(value))
             return {}
         out = {}
-        sweep.check_env(value, path, self.bad)
         for key, val in value.items():
             if not ENV_KEY_RE.match(str(key)):
                 self.bad("%s.%s" % (path, key), "not a valid environment variable name")
@@ -246,6 +245,12 @@ class _Validator:
             spec["stall_after"] = self.duration(job["stall_after"], "stall_after")
         spec.update(slurm_spec.check_job(job, self.bad))
         spec.update(sweep.check_job(job, self.bad, lambda key: bool(ENV_KEY_RE.match(key))))
+        if isinstance(spec.get("gpus"), int):   # rgt picks the GPUs: the job must not pick its own
+            sweep.check_env(job.get("env"), "env", self.bad)
+            key = "stages" if "stages" in job else "stage"
+            for i, st in enumerate(job.get(key) if isinstance(job.get(key), list) else []):
+                if isinstance(st, dict):
+                    sweep.check_env(st.get("env"), "%s[%d].env" % (key, i), self.bad)
         too_long = sweep.name_room(spec.get("name") or "", spec.get("matrix")) if "group" not in spec else None
         if too_long:
             self.bad("name", too_long)

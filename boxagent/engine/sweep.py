@@ -71,12 +71,15 @@ def _check(cond: bool, bad: Bad, path: str, what: str) -> bool:
     return cond
 
 
-def check_env(env: Dict[str, Any], path: str, bad: Bad) -> None:
-    """A job that picks its own GPUs would fight the runs beside it."""
+def check_env(env: Any, path: str, bad: Bad) -> None:
+    """A job given `gpus = N` that picks its own GPUs would fight the runs beside it (with
+    `gpus = "all"` the box is the run's own, and its CUDA_VISIBLE_DEVICES is its business)."""
+    if not isinstance(env, dict):
+        return
     for key in ENV_RESERVED:
         if key in env:
-            bad("%s.%s" % (path, key), "rgt assigns GPUs: use the job key `gpus = N` instead "
-                                      "(CUDA_VISIBLE_DEVICES is set to the run's GPUs by UUID)")
+            bad("%s.%s" % (path, key), "with `gpus = N` rgt assigns the GPUs and sets CUDA_VISIBLE_DEVICES "
+                                      "to them by UUID: drop this key (or use gpus = \"all\" and pick them yourself)")
 
 
 def expand(spec: Dict[str, Any]) -> List[Dict[str, Any]]:

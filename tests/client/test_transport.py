@@ -95,3 +95,13 @@ def test_watch_tells_ssh_failed_from_run_failed_and_gives_up(sshd, rgt, tmp_path
     lines = res.stdout.splitlines()
     assert len(lines) >= 3 and all("ssh failed (the run is not affected)" in ln for ln in lines[:-1])
     assert "gave up" in lines[-1]
+
+
+def test_only_status_runs_the_box_python_without_its_site_packages():
+    """status reads files (stdlib only): -S spares it a conda site's .pth files; the commands that
+    may use the box's packages (notify-test with apprise, probe with psutil) keep them."""
+    from rgt_client.transport import Target, agent_command
+    t = Target("box", python="/opt/conda/bin/python")
+    assert "exec /opt/conda/bin/python -S \"$RGT_HOME/rgt-agent.pyz\" status --json" in agent_command(t, ["status", "--json"])
+    for args in (["notify-test"], ["probe", "--json"], ["submit", "-"]):
+        assert " -S " not in agent_command(t, args), args

@@ -87,7 +87,35 @@ def test_status_filters_and_events(box):
     assert st["schema"] == "rgt.status/1" and st["agent"]["running"] is True
     assert st["runs"][0]["stages"][0]["marker"].endswith("a.done")
     out = box.agent("status", "--run", "zz")
-    assert out.returncode == 2 and "no run named" in out.stderr
+    assert out.returncode == 2 and "no run named 'zz'" in out.stderr and "Hint: runs here: s1, s2" in out.stderr
+    # the plain status line is read without argparse; every other line still gets argparse's
+    # checks, with Error:/Hint: and exit 2
+    for bad, msg in ((["status", "--events", "x"], "invalid int value"), (["status", "--bogus"], "unrecognized"),
+                     (["status", "--run"], "expected one argument")):
+        out = box.agent(*bad)
+        assert out.returncode == 2 and msg in out.stderr and "Hint:" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("argv, plain", [
+    (["status"], {"json": False, "events": None, "run": None, "home": None}),
+    (["--home", "/h", "status", "--json", "--events", "0", "--run", "r1"],
+     {"json": True, "events": 0, "run": "r1", "home": "/h"}),
+    (["--debug", "status", "--json"], {"json": True, "debug": True}),
+    (["status", "--help"], None), (["status", "--events", "-1"], None), (["status", "extra"], None),
+    (["status", "status"], None), (["--json", "status"], None), (["cancel", "r1"], None), ([], None),
+    (["status", "--run", "--json"], None),
+])
+def test_the_plain_status_line_is_read_exactly_and_nothing_else(argv, plain):
+    from boxagent.cli import _plain_status, build_parser
+    got = _plain_status(argv)
+    if plain is None:
+        assert got is None
+        return
+    for key, value in plain.items():
+        assert getattr(got, key) == value, key
+    ref = build_parser(("boxagent.daemon.commands",)).parse_args(argv)   # what argparse makes of it
+    assert {k: getattr(ref, k) for k in ("json", "events", "run", "home", "debug")} == \
+        {k: getattr(got, k) for k in ("json", "events", "run", "home", "debug")} and ref.func is got.func
 
 
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "status.schema.json")

@@ -224,3 +224,14 @@ def test_grep_reads_the_builtin_alternation_like_python():
         out = subprocess.run(["grep", "-a", "-E", "-c", "-e", alt, str(p)], capture_output=True)
         assert out.returncode in (0, 1), out.stderr
         assert int(out.stdout) == py, p.name
+
+
+def test_the_same_rules_are_compiled_once_and_other_rules_get_their_own_set():
+    """A sweep's runs share their rules: the daemon must not recompile ~100 patterns per run."""
+    from boxagent.triage import build_rules
+    job = [{"class": "data_error", "pattern": "bad shard \\d+"}]
+    assert build_rules(None, job) is build_rules(None, [dict(job[0])])
+    other = build_rules(None, [{"class": "data_error", "pattern": "corrupt shard"}])
+    assert other is not build_rules(None, job)
+    assert any(r.pattern == "corrupt shard" for r in other.rules)
+    assert not any(r.pattern == "corrupt shard" for r in build_rules(None, job).rules)
