@@ -34,8 +34,7 @@ def test_three_stage_chain_succeeds_with_markers_and_job_ids_in_scontrol(login):
                                  {"name": "eval", "run": stamp.format("eval", 0)}))
     assert res.returncode == 0, res.stderr
     # While the first stage runs, every stage already has its job, chained afterok.
-    wait_for(lambda: all(s.get("slurm_job_id") for s in login.run_state("chain").get("stages", [])), 15, "job ids")
-    ids = [s["slurm_job_id"] for s in login.run_state("chain")["stages"]]
+    ids = wait_for(lambda: _job_ids(login, "chain"), 15, "job ids")
     third = slurm.job(ids[2])
     assert third["JobName"] == "rgt:chain:eval" and third["Dependency"].startswith("afterok:%s" % ids[1])
     assert third["StdOut"] == str(login.home / "runs" / "chain" / "logs" / "eval.1.log")
@@ -88,8 +87,7 @@ def test_daemon_killed_mid_chain_slurm_finishes_it_and_the_restart_reports_each_
                            {"name": "train", "run": "sleep 1; echo trained > t.out", "expect": ["t.out"]},
                            {"name": "eval", "run": "true"}))
     login.wait_stage("kill9", "prep", "running", timeout=15)
-    wait_for(lambda: all(s.get("slurm_job_id") for s in login.run_state("kill9")["stages"]), 15, "job ids")
-    ids = [s["slurm_job_id"] for s in login.run_state("kill9")["stages"]]
+    ids = wait_for(lambda: _job_ids(login, "kill9"), 15, "job ids")
     os.kill(first.pid, signal.SIGKILL)
     first.wait(5)
     wait_for(lambda: all(squeue_state(slurm, i)[0] == "COMPLETED" for i in ids), 60, "Slurm ran the chain")
@@ -201,6 +199,12 @@ def test_a_notification_reaches_a_loopback_receiver(login):
         assert any("run_failed" in b for b in bodies)
     finally:
         receiver.down()
+
+
+def _job_ids(login, run):
+    """Every stage's job id once each has one (None before: state.json may not exist yet)."""
+    ids = [s.get("slurm_job_id") for s in login.run_state(run).get("stages") or []]
+    return ids if ids and all(ids) else None
 
 
 def _stage(login, run, stage):
