@@ -57,10 +57,7 @@ def install(ctx: click.Context, host: str, profile: str | None, home: str | None
 
 
 def _first_contact(profile: dict[str, Any]) -> None:
-    try:
-        from rgt_client.profiles import first_contact
-    except ImportError:
-        return
+    from rgt_client.profiles import first_contact
     try:
         text = first_contact(profile)
     except Exception:  # noqa: BLE001 - a profile text problem must not fail a finished install

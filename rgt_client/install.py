@@ -96,12 +96,9 @@ def _now_iso() -> str:
 def _explicit_profile(name: str | None) -> dict[str, Any] | None:
     if not name:
         return None
-    profiles = _profiles_module()
-    loader = getattr(profiles, "load_profile", None) if profiles else None
-    if loader is None:
-        return {"name": name}
+    from rgt_client import profiles
     try:
-        prof = loader(name)
+        prof = profiles.load_profile(name)
     except ClientError as exc:
         raise ClientError(exc.message, exc.hint or "list them: rgt-client profiles", exitcodes.USAGE)
     except (OSError, ValueError, KeyError) as exc:
@@ -109,26 +106,13 @@ def _explicit_profile(name: str | None) -> dict[str, Any] | None:
     return dict(prof, name=prof.get("name") or name)
 
 
-def _profiles_module() -> Any:
-    try:
-        from rgt_client import profiles  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return profiles
-
-
 def _detect_profile(probe: dict[str, Any], target: Target) -> tuple[dict[str, Any], str]:
-    profiles = _profiles_module()
-    detect = getattr(profiles, "detect", None) if profiles else None
-    loader = getattr(profiles, "load_profile", None) if profiles else None
-    if detect is None or loader is None:
-        name = "local" if target.is_local else "generic-ssh"
-        return {"name": name}, "no profile detection available in this client"
+    from rgt_client import profiles
     try:
-        name, reason = detect(probe)
-        if target.is_local and name == getattr(profiles, "FALLBACK", "generic-ssh"):
+        name, reason = profiles.detect(probe)
+        if target.is_local and name == profiles.FALLBACK:
             name, reason = "local", "the `local` host is this machine (no platform marker found)"
-        prof = loader(name)
+        prof = profiles.load_profile(name)
     except Exception as exc:  # noqa: BLE001 - detection is a guess; a bad guess must not stop install
         return {"name": "generic-ssh"}, "detection failed (%s); using generic-ssh" % exc
     return dict(prof, name=prof.get("name") or name), reason
@@ -137,13 +121,7 @@ def _detect_profile(probe: dict[str, Any], target: Target) -> tuple[dict[str, An
 def _notify_config(path: str | None) -> dict[str, Any] | None:
     if not path:
         return None
-    try:
-        from rgt_client.notify_cmd import load_notify_file  # type: ignore[attr-defined]
-    except ImportError:
-        load_notify_file = None
-    if load_notify_file is None:
-        raise ClientError("this client cannot read notification files yet",
-                          "install without --notify, then use rgt-client notify-set", exitcodes.USAGE)
+    from rgt_client.notify_cmd import load_notify_file
     try:
         return load_notify_file(path)
     except ClientError as exc:
