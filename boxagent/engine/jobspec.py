@@ -141,12 +141,12 @@ class _Validator(Checker):
             spec["stall_after"] = self.duration(job["stall_after"], "stall_after")
         spec.update(slurm_spec.check_job(job, self.bad))
         spec.update(sweep.check_job(job, self.bad, lambda key: bool(ENV_KEY_RE.match(key))))
-        if isinstance(spec.get("gpus"), int):   # rgt picks the GPUs: the job must not pick its own
-            sweep.check_env(job.get("env"), "env", self.bad)
-            key = "stages" if "stages" in job else "stage"
-            for i, st in enumerate(job.get(key) if isinstance(job.get(key), list) else []):
-                if isinstance(st, dict):
-                    sweep.check_env(st.get("env"), "%s[%d].env" % (key, i), self.bad)
+        # rgt picks the GPUs (all of them by default): a job that picks its own would fight the runs beside it
+        sweep.check_env(job.get("env"), "env", self.bad)
+        key = "stages" if "stages" in job else "stage"
+        for i, st in enumerate(job.get(key) if isinstance(job.get(key), list) else []):
+            if isinstance(st, dict):
+                sweep.check_env(st.get("env"), "%s[%d].env" % (key, i), self.bad)
         too_long = sweep.name_room(spec.get("name") or "", spec.get("matrix")) if "group" not in spec else None
         if too_long:
             self.bad("name", too_long)
