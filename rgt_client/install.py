@@ -31,6 +31,7 @@ class InstallOptions:
     notify_file: str | None = None
     notify: dict[str, Any] | None = None       # secrets.json form, given directly (demo, tests)
     sample_every: float | None = None
+    max_parallel: int | None = None      # runs with gpus = 0 at once (the box's default: its GPU count)
     cost: dict[str, Any] | None = None         # the cost flags as a patch (costopts.cost_patch)
     remember: bool = True
     extra_config: dict[str, Any] = field(default_factory=dict)
@@ -132,6 +133,8 @@ def _config(target: Target, profile: dict[str, Any], opts: InstallOptions) -> di
     config: dict[str, Any] = {"profile": profile, "host": target.host}
     if opts.sample_every is not None:
         config["sample_every"] = opts.sample_every
+    if opts.max_parallel is not None:
+        config["max_parallel"] = opts.max_parallel
     if opts.cost is not None:
         config["cost"] = opts.cost           # the box lays it over its own (only the flags given)
     config.update(opts.extra_config)
