@@ -94,7 +94,7 @@ def _profile(facts: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     if facts.get("teardown") and _facts_ok(facts):
         return dict(facts, platform=facts.get("platform") or name or "this box")
     try:
-        return profiles.load_profile(getattr(profiles, "FALLBACK", "generic-ssh"))
+        return profiles.load_profile(profiles.FALLBACK)
     except ClientError:
         return None
 
