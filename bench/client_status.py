@@ -136,7 +136,12 @@ def main() -> int:
     aliases = alias_names(16)
     server = start_sshd(base / "sshd", aliases=aliases)
     target = None
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    # The client as a user runs it: compiled bytecode is written once and used after (a shell that
+    # exports PYTHONDONTWRITEBYTECODE would make every call compile the client from source), and
+    # the installed package, not the checkout, unless the console script is missing.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if not (Path(sys.executable).parent / "rgt-client").exists():
+        env["PYTHONPATH"] = str(REPO)
     try:
         target = setup_box(base, server.config)
         ssh_true = ["ssh", "-F", str(server.config), *SSH_OPTIONS, "rgt-box", "--", "true"]

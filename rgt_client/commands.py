@@ -36,11 +36,13 @@ def q(word: str) -> str:
 @click.option("--deps-timeout", type=DURATION, default="120s", show_default=True, help="Bound for --deps.")
 @click.option("--notify", "notify_file", type=click.Path(dir_okay=False), help="Notification TOML to send.")
 @click.option("--sample-every", type=DURATION, help="Health sampling interval on the box (default 10s).")
+@click.option("--max-parallel", type=click.IntRange(min=1), metavar="N",
+              help="Runs with gpus = 0 at once, beside the GPU runs (default: the box's GPU count, at least 1).")
 @options.cost_options
 @click.pass_context
 def install(ctx: click.Context, host: str, profile: str | None, home: str | None, python: str | None,
             deps: bool, deps_timeout: float, notify_file: str | None, sample_every: float | None,
-            **cost: str | None) -> None:
+            max_parallel: int | None, **cost: str | None) -> None:
     """Install or upgrade the agent on HOST and (re)start it. Idempotent. The cost flags change
     only what they name; the box keeps the others (docs/cost.md)."""
     from rgt_client.costopts import cost_patch
@@ -49,7 +51,8 @@ def install(ctx: click.Context, host: str, profile: str | None, home: str | None
     patch = cost_patch(**cost)                       # a bad value stops here, before the box is touched
     t = options.target(ctx, host, home, python)
     rep = do_install(t, InstallOptions(profile=profile, deps=deps, deps_timeout_s=deps_timeout,
-                                        notify_file=notify_file, sample_every=sample_every, cost=patch), say=err)
+                                        notify_file=notify_file, sample_every=sample_every, cost=patch,
+                                        max_parallel=max_parallel), say=err)
     for line in install_summary(rep):
         click.echo(line)
     _first_contact(rep.profile)
@@ -57,10 +60,7 @@ def install(ctx: click.Context, host: str, profile: str | None, home: str | None
 
 
 def _first_contact(profile: dict[str, Any]) -> None:
-    try:
-        from rgt_client.profiles import first_contact
-    except ImportError:
-        return
+    from rgt_client.profiles import first_contact
     try:
         text = first_contact(profile)
     except Exception:  # noqa: BLE001 - a profile text problem must not fail a finished install

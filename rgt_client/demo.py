@@ -189,13 +189,9 @@ def _one_line(line: str) -> str:
 
 
 def _pull_and_verify(target: Target, base: Path, say: Callable[[str], None]) -> None:
-    """Pull + verify through the artifacts engineer's plain functions, when this client has them."""
-    try:
-        from rgt_client.pull import pull
-        from rgt_client.pull_cmd import render_verify
-    except ImportError:
-        say("-- pull/verify: not in this client")
-        return
+    """Pull the run's artifacts and verify them against the box's manifest, as `rgt-client pull` does."""
+    from rgt_client.pull import pull
+    from rgt_client.pull_cmd import render_verify
     dest = base / "pulled"
     say("-- pull the artifacts to %s and verify them against the box's manifest" % dest)
     try:

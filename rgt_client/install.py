@@ -31,6 +31,7 @@ class InstallOptions:
     notify_file: str | None = None
     notify: dict[str, Any] | None = None       # secrets.json form, given directly (demo, tests)
     sample_every: float | None = None
+    max_parallel: int | None = None      # runs with gpus = 0 at once (the box's default: its GPU count)
     cost: dict[str, Any] | None = None         # the cost flags as a patch (costopts.cost_patch)
     remember: bool = True
     extra_config: dict[str, Any] = field(default_factory=dict)
@@ -96,12 +97,9 @@ def _now_iso() -> str:
 def _explicit_profile(name: str | None) -> dict[str, Any] | None:
     if not name:
         return None
-    profiles = _profiles_module()
-    loader = getattr(profiles, "load_profile", None) if profiles else None
-    if loader is None:
-        return {"name": name}
+    from rgt_client import profiles
     try:
-        prof = loader(name)
+        prof = profiles.load_profile(name)
     except ClientError as exc:
         raise ClientError(exc.message, exc.hint or "list them: rgt-client profiles", exitcodes.USAGE)
     except (OSError, ValueError, KeyError) as exc:
@@ -109,26 +107,13 @@ def _explicit_profile(name: str | None) -> dict[str, Any] | None:
     return dict(prof, name=prof.get("name") or name)
 
 
-def _profiles_module() -> Any:
-    try:
-        from rgt_client import profiles  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return profiles
-
-
 def _detect_profile(probe: dict[str, Any], target: Target) -> tuple[dict[str, Any], str]:
-    profiles = _profiles_module()
-    detect = getattr(profiles, "detect", None) if profiles else None
-    loader = getattr(profiles, "load_profile", None) if profiles else None
-    if detect is None or loader is None:
-        name = "local" if target.is_local else "generic-ssh"
-        return {"name": name}, "no profile detection available in this client"
+    from rgt_client import profiles
     try:
-        name, reason = detect(probe)
-        if target.is_local and name == getattr(profiles, "FALLBACK", "generic-ssh"):
+        name, reason = profiles.detect(probe)
+        if target.is_local and name == profiles.FALLBACK:
             name, reason = "local", "the `local` host is this machine (no platform marker found)"
-        prof = loader(name)
+        prof = profiles.load_profile(name)
     except Exception as exc:  # noqa: BLE001 - detection is a guess; a bad guess must not stop install
         return {"name": "generic-ssh"}, "detection failed (%s); using generic-ssh" % exc
     return dict(prof, name=prof.get("name") or name), reason
@@ -137,13 +122,7 @@ def _detect_profile(probe: dict[str, Any], target: Target) -> tuple[dict[str, An
 def _notify_config(path: str | None) -> dict[str, Any] | None:
     if not path:
         return None
-    try:
-        from rgt_client.notify_cmd import load_notify_file  # type: ignore[attr-defined]
-    except ImportError:
-        load_notify_file = None
-    if load_notify_file is None:
-        raise ClientError("this client cannot read notification files yet",
-                          "install without --notify, then use rgt-client notify-set", exitcodes.USAGE)
+    from rgt_client.notify_cmd import load_notify_file
     try:
         return load_notify_file(path)
     except ClientError as exc:
@@ -154,6 +133,8 @@ def _config(target: Target, profile: dict[str, Any], opts: InstallOptions) -> di
     config: dict[str, Any] = {"profile": profile, "host": target.host}
     if opts.sample_every is not None:
         config["sample_every"] = opts.sample_every
+    if opts.max_parallel is not None:
+        config["max_parallel"] = opts.max_parallel
     if opts.cost is not None:
         config["cost"] = opts.cost           # the box lays it over its own (only the flags given)
     config.update(opts.extra_config)

@@ -68,38 +68,16 @@ def _check_text(text: str, origin: str) -> None:
 
 
 def validate(job: dict[str, Any], origin: str = "job") -> None:
-    """The agent's validator when it is there; else the few checks the client can make itself."""
-    agent_validate = _agent_validator()
-    if agent_validate is not None:
-        from boxagent.base.errors import AgentError
-        try:
-            # Only a check: the box normalises the job itself (its own ~ for workdir).
-            agent_validate(json.loads(json.dumps(job)), origin, "/home/box")
-        except AgentError as exc:
-            raise ClientError(exc.message, exc.hint or "fix the job file", exitcodes.USAGE)
-        except (ValueError, TypeError, KeyError, RecursionError) as exc:
-            raise ClientError("%s: %s" % (origin, exc), "fix the job file", exitcodes.USAGE)
-        return
-    _basic_checks(job, origin)
-
-
-def _agent_validator():
+    """The agent's own validator, here: a bad job never reaches the box."""
+    from boxagent.base.errors import AgentError
+    from boxagent.engine import jobspec
     try:
-        from boxagent.engine import jobspec
-    except ImportError:
-        return None
-    return getattr(jobspec, "validate", None)
-
-
-def _basic_checks(job: dict[str, Any], origin: str) -> None:
-    name = job.get("name")
-    if not isinstance(name, str) or not NAME_RE.match(name):
-        raise ClientError("%s: name: expected letters, digits, '.', '_' or '-' (at most 64), got %r"
-                          % (origin, name), "pick a plain run name like resnet-a3", exitcodes.USAGE)
-    stages = job.get("stage")
-    if not isinstance(stages, list) or not stages:
-        raise ClientError("%s: stage: a job needs at least one [[stage]]" % origin,
-                          "add a [[stage]] table with name and run", exitcodes.USAGE)
+        # Only a check: the box normalises the job itself (its own ~ for workdir).
+        jobspec.validate(json.loads(json.dumps(job)), origin, "/home/box")
+    except AgentError as exc:
+        raise ClientError(exc.message, exc.hint or "fix the job file", exitcodes.USAGE)
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        raise ClientError("%s: %s" % (origin, exc), "fix the job file", exitcodes.USAGE)
 
 
 def check_name(name: str) -> str:

@@ -83,10 +83,7 @@ def _profile(facts: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """The host's profile: this machine's copy by name (validated), else the box's own copy,
     else the conservative generic one."""
     facts = facts or {}
-    try:
-        from rgt_client import profiles
-    except ImportError:
-        return facts if facts.get("teardown") else None
+    from rgt_client import profiles
     name = facts.get("name")
     # only a plain shipped name: a box must not make us open a local file path
     if isinstance(name, str) and re.match(r"^[A-Za-z0-9_-]{1,64}$", name):
@@ -97,7 +94,7 @@ def _profile(facts: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     if facts.get("teardown") and _facts_ok(facts):
         return dict(facts, platform=facts.get("platform") or name or "this box")
     try:
-        return profiles.load_profile(getattr(profiles, "FALLBACK", "generic-ssh"))
+        return profiles.load_profile(profiles.FALLBACK)
     except ClientError:
         return None
 
@@ -117,13 +114,8 @@ def _facts_ok(facts: Dict[str, Any]) -> bool:
 def gate_text(facts: Optional[Dict[str, Any]], verified: bool, why: Optional[str] = None) -> str:
     """The teardown gate. rgt itself never stops, releases or destroys an instance."""
     prof = _profile(facts)
-    fn = None
-    try:
-        from rgt_client import profiles
-        fn = getattr(profiles, "teardown_gate", None)
-    except ImportError:
-        pass
-    text = fn(prof, verified, why) if (prof and fn) else ""
+    from rgt_client.profiles import teardown_gate
+    text = teardown_gate(prof, verified, why) if prof else ""
     if not verified and "NOT safe" not in text:
         text = ("NOT safe to tear down: %s.\n" % (why or "the pull is not verified")) + text
     elif verified and not text:
@@ -149,10 +141,7 @@ def _pull_facts(dest: str) -> Dict[str, Any]:
 
 def _target(ctx: click.Context, host: str, home: Optional[str], python: Optional[str]) -> transport.Target:
     ssh_config = (ctx.obj or {}).get("ssh_config")
-    try:
-        from rgt_client.hosts import target_for
-    except ImportError:
-        return transport.Target(host=host, home=home, python=python or "python3", ssh_config=ssh_config)
+    from rgt_client.hosts import target_for
     return target_for(host, ssh_config=ssh_config, home=home, python=python)
 
 

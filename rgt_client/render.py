@@ -9,7 +9,7 @@ from typing import Any, Iterable
 from boxagent.base.units import format_bytes, format_duration
 from rgt_client import render_cost, statusdata
 from rgt_client.errors import ClientError
-from rgt_client.render_run import clip, s, stage_lines
+from rgt_client.render_run import clip, s, stage_lines, wrapped
 from rgt_client.textsafe import safe, safe_line
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -135,7 +135,7 @@ def _gpus(h: dict[str, Any], hist: dict[str, Any]) -> list[str]:
     gpus = h.get("gpus") or []
     if not gpus:
         reason = h.get("gpu_unavailable_reason")
-        return ["  gpus    none%s" % (" (%s)" % s(reason) if reason else "")] if h else []
+        return wrapped("  gpus    ", "none%s" % (" (%s)" % s(reason) if reason else "")) if h else []
     util_hist = hist.get("gpu_util_pct") or {}
     lines = occupancy_lines(gpus)
     for g in gpus:

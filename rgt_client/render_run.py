@@ -20,6 +20,7 @@ WARN_MARK = "⚠"
 BAD = ("failed", "interrupted", "cancelled")
 QUOTE_CLIP = 200   # a quoted log line (evidence) can be kilobytes: its start says enough
 TEXT_CLIP = 1000   # a cause, fix or warning is a sentence: cut only when it is not one (a flood)
+SCREEN = 80        # what a phone's terminal shows: sentences wrap under themselves to fit
 
 
 def s(value: Any) -> str:
@@ -29,6 +30,18 @@ def s(value: Any) -> str:
 
 def clip(text: str, width: int = QUOTE_CLIP) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def wrapped(label: str, text: str, limit: int = TEXT_CLIP, width: int = SCREEN) -> list[str]:
+    """`label` + text in lines of at most `width` columns, continued under the text's first
+    column: on an 80-column phone terminal a fix reads as a paragraph, not as lines that restart
+    at column 0 in the middle of the stage list."""
+    import textwrap
+    text = clip(text, limit)
+    if len(label) + len(text) <= width:
+        return [label + text]
+    return textwrap.wrap(text, width=width, initial_indent=label, subsequent_indent=" " * len(label),
+                         break_on_hyphens=False) or [label]
 
 
 def progress_words(st: dict[str, Any], live: bool = True) -> str:
@@ -80,20 +93,22 @@ def stage_lines(st: dict[str, Any], live: bool = True) -> list[str]:
     cause = st.get("cause") or {}
     if cause and st.get("state") in BAD:
         # a fix is never cut short: half a remediation (`expandable_segments:Tru…`) misleads
-        lines.append(clip("      cause: %s: %s" % (s(cause.get("class")), s(cause.get("summary") or "")), TEXT_CLIP))
+        lines += wrapped("      cause: ", "%s: %s" % (s(cause.get("class")), s(cause.get("summary") or "")))
         if cause.get("remediation"):
-            lines.append(clip("      fix:   %s" % s(cause["remediation"]), TEXT_CLIP))
-        if cause.get("decided_by"):
-            lines.append(clip("      decided by: %s" % s(cause["decided_by"])))
-        for ev in (cause.get("evidence") or [])[:3]:
-            lines.append(clip("      evidence: %s" % s(ev)))
+            lines += wrapped("      fix:   ", s(cause["remediation"]))
+        evidence = [s(ev) for ev in (cause.get("evidence") or [])[:3]]
+        decided = s(cause["decided_by"]) if cause.get("decided_by") else None
+        if decided and decided not in evidence:       # said once: it is often the first evidence line
+            lines += wrapped("      decided by: ", decided, QUOTE_CLIP)
+        for ev in evidence:
+            lines += wrapped("      evidence: ", ev, QUOTE_CLIP)
         over = cause.get("overruled") or []
         for note in over[:2]:
-            lines.append(clip("      overruled: %s" % s(note)))
+            lines += wrapped("      overruled: ", s(note), QUOTE_CLIP)
         if len(over) > 2:
             lines.append("      overruled: … %d more (rgt-client status --json)" % (len(over) - 2))
     for w in st.get("warnings") or []:
-        lines.append(clip("      warning: %s" % s(w), TEXT_CLIP))
+        lines += wrapped("      warning: ", s(w))
     return lines
 
 

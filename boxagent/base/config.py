@@ -67,6 +67,10 @@ def validate(cfg: Any) -> Dict[str, Any]:
         if name in cfg and (isinstance(cfg[name], bool) or not isinstance(cfg[name], (int, float))
                             or cfg[name] < 0):
             raise UsageError("config.%s: expected a number of seconds >= 0, got %r" % (name, cfg[name]))
+    if "max_parallel" in cfg and (isinstance(cfg["max_parallel"], bool) or not isinstance(cfg["max_parallel"], int)
+                                  or cfg["max_parallel"] < 1):
+        raise UsageError("config.max_parallel: expected a whole number >= 1 (runs with gpus = 0 at once), got %r"
+                         % (cfg["max_parallel"],))
     for name in ("host",):
         if name in cfg and not isinstance(cfg[name], str):
             raise UsageError("config.%s: expected a string, got %r" % (name, cfg[name]))

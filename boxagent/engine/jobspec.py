@@ -14,14 +14,14 @@ import re
 from typing import Any, Dict, List, Optional
 
 from boxagent.base.errors import UsageError
-from boxagent.base.units import parse_duration, parse_size
+from boxagent.base.units import parse_size
 from boxagent.engine import joblimits, sweep
+from boxagent.engine.jobcheck import ENV_KEY_RE, Checker, show
 from boxagent.engine.joblimits import (MAX_ENV_BYTES, MAX_ENV_VALUE_BYTES, MAX_JOB_BYTES,  # noqa: F401
                                        MAX_RUN_BYTES, MAX_STAGES, utf8_len)
 from boxagent.slurm import spec as slurm_spec
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TOP_KEYS = ("name", "workdir", "env", "stage", "stages", "artifacts", "preflight", "rule", "stall_after") + \
     slurm_spec.TOP_KEYS + sweep.TOP_KEYS
 STAGE_KEYS = ("name", "run", "wait", "expect", "success_pattern", "fail_pattern", "progress_pattern",
@@ -85,7 +85,7 @@ def check_text(text: str, source: str = "job") -> None:
 
 def check_structure(job: Any, source: str = "job") -> None:
     """JobError for too deep, a NUL byte, inf/nan anywhere (joblimits.structure_problems)."""
-    problems = joblimits.structure_problems(job, _show)
+    problems = joblimits.structure_problems(job, show)
     if problems:
         raise JobError([p for p, _ in problems], source, problems[0][1])
 
@@ -116,112 +116,8 @@ def validate(job: Any, source: str = "job", home_dir: Optional[str] = None) -> D
     return spec
 
 
-class _Validator:
-    def __init__(self) -> None:
-        self.problems: List[str] = []
-        self.job_env: Dict[str, str] = {}
-
-    def bad(self, path: str, what: str) -> None:
-        self.problems.append("%s: %s" % (path, what))
-
-    def unknown(self, obj: Dict[str, Any], allowed: tuple, prefix: str) -> None:
-        for key in obj:
-            if key not in allowed:
-                self.bad(prefix + str(key), "unknown key (allowed: %s)" % ", ".join(a for a in allowed if a != "stages"))
-
-    # -- scalar checkers: each returns the normalised value or None after recording a problem
-    def string(self, value: Any, path: str, nonempty: bool = True) -> Optional[str]:
-        if not isinstance(value, str) or (nonempty and not value.strip()):
-            self.bad(path, "expected a non-empty string, got %s" % _show(value))
-            return None
-        return value
-
-    def regex(self, value: Any, path: str) -> Optional[str]:
-        if self.string(value, path) is None:
-            return None
-        try:
-            re.compile(value)
-        except re.error as exc:
-            self.bad(path, "not a valid regular expression (%s): %s" % (exc, _show(value)))
-            return None
-        # Imported here: the triage package's imports only for jobs that give a pattern.
-        from boxagent.triage.regexsafe import unsafe_reason
-        why = unsafe_reason(value)
-        if why is not None:
-            self.bad(path, "the pattern %s %s" % (_show(value), why))
-            return None
-        return value
-
-    def metrics(self, value: Any, path: str) -> Optional[str]:
-        # Imported here: only jobs with a metrics_pattern pay for the triage package's imports.
-        from boxagent.triage.metrics import pattern_problem
-        problem = pattern_problem(value)
-        if problem:
-            self.bad(path, "%s, got %s" % (problem, _show(value)))
-            return None
-        return value
-
-    def duration(self, value: Any, path: str, positive: bool = True) -> Optional[float]:
-        try:
-            seconds = parse_duration(value)
-        except ValueError as exc:
-            self.bad(path, str(exc))
-            return None
-        if positive and seconds <= 0:
-            self.bad(path, "expected a duration above zero, got %s" % _show(value))
-            return None
-        return seconds
-
-    def integer(self, value: Any, path: str, lo: int, hi: Optional[int] = None) -> Optional[int]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < lo or (hi is not None and value > hi):
-            rng = ("%d..%d" % (lo, hi)) if hi is not None else (">= %d" % lo)
-            self.bad(path, "expected an integer %s, got %s" % (rng, _show(value)))
-            return None
-        return value
-
-    def number(self, value: Any, path: str, lo: float, hi: Optional[float] = None) -> Optional[float]:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < lo or (hi is not None and value > hi):
-            rng = ("%g..%g" % (lo, hi)) if hi is not None else (">= %g" % lo)
-            self.bad(path, "expected a number %s, got %s" % (rng, _show(value)))
-            return None
-        return float(value)
-
-    def env(self, value: Any, path: str) -> Dict[str, str]:
-        if not isinstance(value, dict):
-            self.bad(path, "expected a table of NAME = \"value\" strings, got %s" % _show(value))
-            return {}
-        out = {}
-        for key, val in value.items():
-            if not ENV_KEY_RE.match(str(key)):
-                self.bad("%s.%s" % (path, key), "not a valid environment variable name")
-            elif not isinstance(val, str):
-                self.bad("%s.%s" % (path, key), "expected a string (quote it: %s = \"%s\"), got %s"
-                         % (key, val, _show(val)))
-            elif utf8_len(key) + 1 + utf8_len(val) > MAX_ENV_VALUE_BYTES:
-                self.bad("%s.%s" % (path, key), "the value is %d KiB; at most %d KiB a variable "
-                         "(the kernel refuses 128 KiB): put it in a file and pass its path"
-                         % (utf8_len(val) >> 10, MAX_ENV_VALUE_BYTES >> 10))
-            else:
-                out[key] = val
-        return out
-
-    def env_total(self, stage_env: Dict[str, str], path: str) -> None:
-        """The job's env and this stage's together, as execve gets them."""
-        merged = dict(self.job_env, **stage_env)
-        total = sum(utf8_len(k) + utf8_len(v) + 2 for k, v in merged.items())
-        if total > MAX_ENV_BYTES:
-            self.bad(path, "env and the job's env are %d KiB together; at most %d KiB"
-                     % (total >> 10, MAX_ENV_BYTES >> 10))
-
-    def str_list(self, value: Any, path: str) -> List[str]:
-        if not isinstance(value, list):
-            self.bad(path, "expected a list of strings, got %s" % _show(value))
-            return []
-        out = []
-        for i, item in enumerate(value):
-            if self.string(item, "%s[%d]" % (path, i)) is not None:
-                out.append(item)
-        return out
+class _Validator(Checker):
+    """The job's sections, checked with the typed checks of jobcheck.Checker."""
 
     # -- sections
     def top(self, job: Dict[str, Any], home_dir: str) -> Dict[str, Any]:
@@ -231,7 +127,7 @@ class _Validator:
             self.bad("name", "required (letters, digits, . _ -; at most 64 characters)")
         elif not isinstance(job["name"], str) or not NAME_RE.match(job["name"]):
             self.bad("name", "expected letters, digits, '.', '_' or '-' (starting with a letter or "
-                             "digit, at most 64 characters), got %s" % _show(job["name"]))
+                             "digit, at most 64 characters), got %s" % show(job["name"]))
         else:
             spec["name"] = job["name"]
         spec["workdir"] = self.workdir(job.get("workdir"), home_dir)
@@ -245,12 +141,12 @@ class _Validator:
             spec["stall_after"] = self.duration(job["stall_after"], "stall_after")
         spec.update(slurm_spec.check_job(job, self.bad))
         spec.update(sweep.check_job(job, self.bad, lambda key: bool(ENV_KEY_RE.match(key))))
-        if isinstance(spec.get("gpus"), int):   # rgt picks the GPUs: the job must not pick its own
-            sweep.check_env(job.get("env"), "env", self.bad)
-            key = "stages" if "stages" in job else "stage"
-            for i, st in enumerate(job.get(key) if isinstance(job.get(key), list) else []):
-                if isinstance(st, dict):
-                    sweep.check_env(st.get("env"), "%s[%d].env" % (key, i), self.bad)
+        # rgt picks the GPUs (all of them by default): a job that picks its own would fight the runs beside it
+        sweep.check_env(job.get("env"), "env", self.bad)
+        key = "stages" if "stages" in job else "stage"
+        for i, st in enumerate(job.get(key) if isinstance(job.get(key), list) else []):
+            if isinstance(st, dict):
+                sweep.check_env(st.get("env"), "%s[%d].env" % (key, i), self.bad)
         too_long = sweep.name_room(spec.get("name") or "", spec.get("matrix")) if "group" not in spec else None
         if too_long:
             self.bad("name", too_long)
@@ -263,7 +159,7 @@ class _Validator:
             return None
         path = os.path.expanduser(value) if value.startswith("~") else value
         if not os.path.isabs(path):
-            self.bad("workdir", "expected an absolute path (or ~/...), got %s" % _show(value))
+            self.bad("workdir", "expected an absolute path (or ~/...), got %s" % show(value))
             return None
         return os.path.normpath(path)
 
@@ -274,7 +170,7 @@ class _Validator:
         key = "stages" if "stages" in job else "stage"
         raw = job.get(key)
         if not isinstance(raw, list) or not raw:
-            self.bad(key, "expected a non-empty list of stages ([[stage]] tables), got %s" % _show(raw))
+            self.bad(key, "expected a non-empty list of stages ([[stage]] tables), got %s" % show(raw))
             return []
         if len(raw) > MAX_STAGES:
             self.bad(key, "%d stages; at most %d (split the work into several jobs, or loop "
@@ -287,14 +183,14 @@ class _Validator:
             name = norm.get("name")
             if name is not None:
                 if name in seen:
-                    self.bad(path + ".name", "duplicate stage name %s (also %s[%d])" % (_show(name), key, seen[name]))
+                    self.bad(path + ".name", "duplicate stage name %s (also %s[%d])" % (show(name), key, seen[name]))
                 seen.setdefault(name, i)
             out.append(norm)
         return out
 
     def stage(self, st: Any, path: str) -> Dict[str, Any]:
         if not isinstance(st, dict):
-            self.bad(path, "expected a table, got %s" % _show(st))
+            self.bad(path, "expected a table, got %s" % show(st))
             return {}
         self.unknown(st, STAGE_KEYS, path + ".")
         out: Dict[str, Any] = {}
@@ -302,7 +198,7 @@ class _Validator:
         if name is None:
             self.bad(path + ".name", "required")
         elif not isinstance(name, str) or not NAME_RE.match(name):
-            self.bad(path + ".name", "expected letters, digits, '.', '_' or '-' (at most 64), got %s" % _show(name))
+            self.bad(path + ".name", "expected letters, digits, '.', '_' or '-' (at most 64), got %s" % show(name))
         else:
             out["name"] = name
         if ("run" in st) == ("wait" in st):
@@ -346,7 +242,7 @@ class _Validator:
 
     def wait(self, w: Any, path: str) -> Dict[str, Any]:
         if not isinstance(w, dict):
-            self.bad(path, "expected a table with `log` + `pattern`, or `file`, or `pid`, got %s" % _show(w))
+            self.bad(path, "expected a table with `log` + `pattern`, or `file`, or `pid`, got %s" % show(w))
             return {}
         self.unknown(w, WAIT_KEYS, path + ".")
         forms = [k for k in ("log", "file", "pid") if k in w]
@@ -375,7 +271,7 @@ class _Validator:
 
     def artifacts(self, a: Any) -> Dict[str, List[str]]:
         if not isinstance(a, dict):
-            self.bad("artifacts", "expected a table with `include` and `exclude` globs, got %s" % _show(a))
+            self.bad("artifacts", "expected a table with `include` and `exclude` globs, got %s" % show(a))
             return {"include": [], "exclude": []}
         self.unknown(a, ("include", "exclude"), "artifacts.")
         out = {}
@@ -383,15 +279,15 @@ class _Validator:
             globs = self.str_list(a.get(key, []), "artifacts." + key)
             for i, g in enumerate(globs):
                 if g.startswith("/") or g.startswith("~"):
-                    self.bad("artifacts.%s[%d]" % (key, i), "must be relative to workdir, got %s" % _show(g))
+                    self.bad("artifacts.%s[%d]" % (key, i), "must be relative to workdir, got %s" % show(g))
                 elif ".." in g.replace("\\", "/").split("/"):
-                    self.bad("artifacts.%s[%d]" % (key, i), "must not climb out of workdir with '..', got %s" % _show(g))
+                    self.bad("artifacts.%s[%d]" % (key, i), "must not climb out of workdir with '..', got %s" % show(g))
             out[key] = globs
         return out
 
     def preflight(self, p: Any) -> Dict[str, Any]:
         if not isinstance(p, dict):
-            self.bad("preflight", "expected a table, got %s" % _show(p))
+            self.bad("preflight", "expected a table, got %s" % show(p))
             return {}
         self.unknown(p, ("gpus", "min_free_disk", "min_free_inodes", "max_gpu_temp_c"), "preflight.")
         out: Dict[str, Any] = {}
@@ -410,13 +306,13 @@ class _Validator:
 
     def rules(self, rules: Any) -> List[Dict[str, Any]]:
         if not isinstance(rules, list):
-            self.bad("rule", "expected a list of [[rule]] tables, got %s" % _show(rules))
+            self.bad("rule", "expected a list of [[rule]] tables, got %s" % show(rules))
             return []
         out = []
         for i, r in enumerate(rules):
             path = "rule[%d]" % i
             if not isinstance(r, dict):
-                self.bad(path, "expected a table, got %s" % _show(r))
+                self.bad(path, "expected a table, got %s" % show(r))
                 continue
             self.unknown(r, RULE_KEYS, path + ".")
             norm = {"class": self.string(r.get("class"), path + ".class"),
@@ -424,22 +320,10 @@ class _Validator:
                     "severity": r.get("severity", "warning"),
                     "retryable": r.get("retryable", False)}
             if norm["severity"] not in SEVERITIES:
-                self.bad(path + ".severity", "expected one of %s, got %s" % ("|".join(SEVERITIES), _show(norm["severity"])))
+                self.bad(path + ".severity", "expected one of %s, got %s" % ("|".join(SEVERITIES), show(norm["severity"])))
             if not isinstance(norm["retryable"], bool):
-                self.bad(path + ".retryable", "expected true or false, got %s" % _show(norm["retryable"]))
+                self.bad(path + ".retryable", "expected true or false, got %s" % show(norm["retryable"]))
             if "remediation" in r:
                 norm["remediation"] = self.string(r["remediation"], path + ".remediation")
             out.append(norm)
         return out
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, str):
-        text = json.dumps(value, ensure_ascii=False)
-    elif value is None:
-        text = "nothing"
-    elif isinstance(value, (dict, list)):
-        text = "a %s" % ("table" if isinstance(value, dict) else "list")
-    else:
-        text = json.dumps(value) if isinstance(value, (bool, int, float)) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."

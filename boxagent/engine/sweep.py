@@ -72,14 +72,13 @@ def _check(cond: bool, bad: Bad, path: str, what: str) -> bool:
 
 
 def check_env(env: Any, path: str, bad: Bad) -> None:
-    """A job given `gpus = N` that picks its own GPUs would fight the runs beside it (with
-    `gpus = "all"` the box is the run's own, and its CUDA_VISIBLE_DEVICES is its business)."""
+    """A job that picks its own GPUs would fight the runs beside it: rgt assigns them (`gpus`)."""
     if not isinstance(env, dict):
         return
     for key in ENV_RESERVED:
         if key in env:
-            bad("%s.%s" % (path, key), "with `gpus = N` rgt assigns the GPUs and sets CUDA_VISIBLE_DEVICES "
-                                      "to them by UUID: drop this key (or use gpus = \"all\" and pick them yourself)")
+            bad("%s.%s" % (path, key), "rgt assigns the GPUs: drop this key and give the job `gpus = N` "
+                                      "(CUDA_VISIBLE_DEVICES is then set to the run's GPUs by UUID)")
 
 
 def expand(spec: Dict[str, Any]) -> List[Dict[str, Any]]:

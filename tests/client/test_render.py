@@ -202,7 +202,7 @@ def test_status_screens_fit_80_columns():
         st = scenario(runs)
         st["history"]["disk_used_pct"] = {"/root/.rgt": [40] * 60}
         for line in render_status(st, {"host": "box"}).splitlines():
-            assert len(line) <= 80 or "workdir" in line or "cause:" in line or "warning:" in line, line
+            assert len(line) <= 80 or "workdir" in line, line
 
 
 def test_a_dead_daemons_last_eta_is_not_shown():
@@ -230,8 +230,11 @@ def test_a_failed_stage_says_what_decided_its_cause_and_what_it_overruled():
                    "line 50: second (code_error) overruled: x", "line 60: third (code_error) overruled: x"])
     text = render_status(scenario([failed]), {"host": "box"})
     assert "      decided by: cgroup oom_kill counter +1 during the stage" in text
-    over = [ln for ln in text.splitlines() if "overruled:" in ln]
+    failed["stages"][0]["cause"]["decided_by"] = "oom_kill 0 -> 1"       # the first evidence: said once
+    assert "decided by" not in render_status(scenario([failed]), {"host": "box"})
+    over = [ln for ln in text.splitlines() if ln.startswith("      overruled:")]
     assert len(over) == 3 and "line 41: RuntimeError" in over[0]
+    assert all(len(ln) <= 80 for ln in text.splitlines() if "workdir" not in ln)
     assert over[2] == "      overruled: … 1 more (rgt-client status --json)"
     plain = render_status(scenario([FAILED]), {"host": "box"})
     assert "decided by" not in plain and "overruled" not in plain

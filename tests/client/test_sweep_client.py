@@ -81,3 +81,18 @@ def test_cancel_of_a_finished_sweep_and_of_no_such_name(gpu_home, tmp_path):
     assert res.exit_code == 0 and "none of its 4 run(s) is live" in res.stdout, res.output
     res = rgt("cancel", "local", "nosuch", "--home", str(home))
     assert res.exit_code == 2 and "no run 'nosuch'" in res.output and "quick-1" in res.output, res.output
+
+
+def test_install_max_parallel_reaches_the_box_and_a_bad_value_stops_before_it(tmp_path):
+    rgt, home = Cli(None), tmp_path / "home"
+    try:
+        res = rgt("install", "local", "--home", str(home), "--max-parallel", "3")
+        assert res.exit_code == 0, res.output
+        assert json.loads((home / "config.json").read_text())["max_parallel"] == 3
+        before = (home / "config.json").read_text()
+        for bad in ("0", "two"):
+            res = rgt("install", "local", "--home", str(home), "--max-parallel", bad)
+            assert res.exit_code == 2 and "Error:" in res.output and "max-parallel" in res.output, res.output
+        assert (home / "config.json").read_text() == before
+    finally:
+        stop_daemon(home)

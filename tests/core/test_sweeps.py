@@ -111,6 +111,60 @@ def test_a_daemon_killed_mid_sweep_restarts_without_starting_or_moving_any_run(g
         assert len((box.workdir / ("k%d.gpus" % i)).read_text().split()) == 1   # each started once
 
 
+def _ran(box, name):
+    """(start, end, CUDA_VISIBLE_DEVICES) of a PROBE run."""
+    uuids, _indices, _order, start = _started(box, name)
+    return start, float((box.workdir / ("%s.end" % name)).read_text()), uuids
+
+
+def test_a_2_gpu_run_waits_for_two_free_gpus_while_a_later_smaller_run_fits(gpu_box):
+    box = gpu_box
+    hold = 'sleep 2.5; date +%s.%N > "$RGT_RUN.end"'
+    for i in range(7):                                  # GPUs 0..6 busy, GPU 7 free
+        box.submit(job("h%d" % i, box.workdir, {"name": "s", "run": hold}, gpus=1))
+    box.submit(job("big", box.workdir, {"name": "s", "run": PROBE}, gpus=2))
+    box.submit(job("small", box.workdir, {"name": "s", "run": PROBE}, gpus=1))
+    box.start()
+    for name in ["h%d" % i for i in range(7)] + ["big", "small"]:
+        assert box.wait_run(name, timeout=40)["state"] == "succeeded", name
+    first_free = min(float((box.workdir / ("h%d.end" % i)).read_text()) for i in range(7))
+    big, small = _ran(box, "big"), _ran(box, "small")
+    assert small[0] < first_free, "the later one-GPU run should have taken the free GPU at once"
+    assert big[0] >= min(first_free, small[1]) - 0.05, "the 2-GPU run started before two GPUs were free"
+    assert len(set(big[2].split(","))) == 2
+    if big[0] < small[1]:                              # side by side: never on the same GPU
+        assert small[2] not in big[2].split(",")
+
+
+def test_an_all_run_waits_for_the_box_to_empty_and_blocks_the_runs_after_it(gpu_box):
+    box = gpu_box
+    box.submit(job("first", box.workdir, {"name": "s", "run": PROBE}, gpus=1))
+    box.submit(job("whole", box.workdir, {"name": "s", "run": PROBE}))          # gpus = "all", the default
+    box.submit(job("later", box.workdir, {"name": "s", "run": PROBE}, gpus=1))
+    box.start()
+    for name in ("first", "whole", "later"):
+        assert box.wait_run(name, timeout=40)["state"] == "succeeded", name
+    first, whole, later = _ran(box, "first"), _ran(box, "whole"), _ran(box, "later")
+    assert whole[0] >= first[1] - 0.05 and later[0] >= whole[1] - 0.05     # 7 GPUs were free all along
+    assert whole[2] == ""                  # the whole box: rgt narrows nothing (the job's own env is refused)
+
+
+def test_gpu_less_runs_beside_the_others_up_to_max_parallel(gpu_box):
+    box = gpu_box
+    assert box.agent("configure", stdin=json.dumps({"max_parallel": 2})).returncode == 0
+    for i in range(4):
+        box.submit(job("c%d" % i, box.workdir, {"name": "s", "run": PROBE}, gpus=0))
+    box.start()
+    spans = []
+    for i in range(4):
+        assert box.wait_run("c%d" % i, timeout=40)["state"] == "succeeded"
+        start, end, uuids = _ran(box, "c%d" % i)
+        assert uuids == ""                                   # gpus = 0: no GPU visible
+        spans.append((start, end))
+    most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
+    assert most == 2, spans
+
+
 def test_a_run_asking_more_gpus_than_the_box_has_is_refused_at_submit(gpu_box):
     box = gpu_box
     box.start()
