@@ -261,3 +261,14 @@ def test_multi_gpu_status_and_patrol_say_which_run_holds_which_gpu():
     st["health"]["gpus"] = [_gpu(0), _gpu(1)]   # nobody holds a GPU: no occupancy words at all
     assert "busy" not in render_status(st, {"host": "box"})
     assert "busy" not in patrol_detail(patrol_verdict(hs(st), since_s=86400), "box")
+
+
+def test_a_slurm_stage_shows_its_job_and_why_it_waits():
+    from rgt_client.render_run import stage_head
+    st = {"name": "eval", "state": "pending", "slurm_job_id": "48213", "slurm_state": "PENDING",
+          "slurm_reason": "Dependency", "slurm_waiting": {"text": "waiting for the stage before it", "blocked": False}}
+    assert stage_head(st).endswith("slurm job 48213 PENDING (waiting for the stage before it)")
+    held = dict(st, slurm_reason="JobHeldAdmin", slurm_waiting={"text": "held by an\x1b[31m admin", "blocked": True})
+    line = stage_head(held)
+    assert line.endswith(", blocked)") and "\x1b" not in line
+    assert "slurm" not in stage_head({"name": "train", "state": "running"})
