@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from boxagent.engine import states as S
 from boxagent.engine.attempt import RELAUNCH, Attempt
-from boxagent.engine.facts import build_facts, newest_mtime
+from boxagent.engine.facts import build_facts
 from boxagent.engine.launch import launch_record, stage_env
 from boxagent.engine.ports import AttemptRef, BoxReader, Journal, StageProcesses
 from boxagent.engine.records import Run, Stage
@@ -23,6 +23,7 @@ from boxagent.engine.requests import Requests
 from boxagent.engine.slots import Gpu, Start, plan, stage_env as gpu_env
 from boxagent.engine.slurmrules import SlurmRules
 from boxagent.engine.store import RunStore
+from boxagent.engine.views import Views
 from boxagent.engine.verdict import decide, preflight_cause
 from boxagent.base.units import iso_utc
 from boxagent.triage import StageWatch, build_rules, diagnose
@@ -33,7 +34,7 @@ LAST_LINES = 20
 SCAN_BUDGET_S = 0.1
 
 
-class Scheduler(Requests, SlurmRules):
+class Scheduler(Requests, SlurmRules, Views):
     def __init__(self, store: RunStore, journal: Journal, procs: StageProcesses, box: BoxReader,
                  finisher: Any, settings: Dict[str, Any], config: Dict[str, Any],
                  profile_rules: List[Dict[str, Any]], env_hints: Dict[str, str], boot_id: Optional[str],
@@ -376,51 +377,3 @@ class Scheduler(Requests, SlurmRules):
                 self._commit(run, [run.end_badly(new, now, cause, None)], now)
 
     # -- what the loop and status ask
-    def next_deadline(self, now: float, mono: float) -> float:
-        """Seconds until something is due without any wakeup: a retry backoff ends, a stage times
-        out, a TERM escalates to KILL. The loop sleeps no longer than this (the tick may be long)."""
-        due = [3600.0]
-        backend = self.procs.wake_in(now)
-        if backend is not None:
-            due.append(backend)
-        if self.finalizing:
-            due.append(1.0)    # the worker wakes us when it ends; this is only a backstop
-        for run in self.runs.values():
-            if run.state == S.RUNNING:
-                due += [st.retry_at - now for st in run.stages if st.state == S.PENDING and st.retry_at]
-        for att in self.active.values():
-            d = att.deadline(now, mono)
-            if d is not None:
-                due.append(d)
-        return max(0.0, min(due))
-
-    def stall_checks(self, now: float, default_stall: Optional[float], gpu_busy: Optional[bool]) -> None:
-        for att in list(self.active.values()):
-            spec = self.specs[att.run]
-            after = att.sspec.get("stall_after") or spec.get("stall_after") or default_stall
-            if not after or att.watch is None:
-                continue
-            if self.is_slurm(att.run) and att.kind == "run" and (att.running_since is None or now - att.running_since < after):
-                continue            # waiting in the queue (or just started) is no stall
-            mtime = newest_mtime(spec["workdir"], att.sspec.get("expect") or [])
-            cpu_s = att.cpu_while_silent(now, after)
-            for ev in att.watch.stall_check(now, after, mtime, gpu_busy, cpu_s=cpu_s):
-                self._emit_for(att, ev, now)
-
-    def running_pairs(self) -> List[tuple]:
-        return [(a.run, a.stage) for a in self.active.values()]
-
-    def gpu_holders(self) -> Dict[int, tuple]:
-        """GPU index -> (run, running stage or None) for every running run on its own GPUs."""
-        out: Dict[int, tuple] = {}
-        for run in self.runs.values():
-            if run.state == S.RUNNING and run.gpus:
-                att = self.active.get(run.name)
-                for i in run.gpus:
-                    out[i] = (run.name, att.stage if att is not None else None)
-        return out
-
-    def live(self, run: str) -> Optional[Dict[str, Any]]:
-        """The running stage's live blocks (progress, metrics) for status.json."""
-        att = self.active.get(run)
-        return att.watch.status_block() if att is not None and att.watch is not None else None
