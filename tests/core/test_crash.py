@@ -4,6 +4,7 @@ in events.jsonl exactly once and reaches the notifier."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -69,8 +70,12 @@ def test_a_kill_the_instant_a_state_lands_then_a_restart_ends_everything_right(b
     wait_for(lambda: ids <= {m["id"] for m in _sink(sink)}, 15, "every event delivered")
 
 
+# 80 kills in the suite (~55 s on 2 cores); the note's figure is RGT_CRASH_KILLS=200.
+KILLS = int(os.environ.get("RGT_CRASH_KILLS") or 80)
+
+
 @pytest.mark.slow
-def test_200_random_kills_with_a_flaky_receiver_lose_nothing_and_run_nothing_twice(box):
+def test_random_kills_with_a_flaky_receiver_lose_nothing_and_run_nothing_twice(box):
     rng = random.Random(1795)
     receiver = Receiver()
     receiver.handler_hook = lambda req: (500, {}, b"flaky") if rng.random() < 0.3 else None
@@ -85,7 +90,7 @@ def test_200_random_kills_with_a_flaky_receiver_lose_nothing_and_run_nothing_twi
                            *[{"name": s, "run": "echo %s-%s >> ran.txt; sleep 0.0%d" % (name, s, rng.randint(1, 9))}
                              for s in ("a", "b", "c")]))
         mid_run = 0
-        for _ in range(200):
+        for _ in range(KILLS):
             d = box.daemon()
             time.sleep(rng.uniform(0.0, 0.25))
             d.send_signal(signal.SIGKILL)
@@ -103,7 +108,7 @@ def test_200_random_kills_with_a_flaky_receiver_lose_nothing_and_run_nothing_twi
         routed = {e["id"] for e in events if e["type"] in ROUTED}
         got = lambda: {r.headers.get("X-Rgt-Event-Id") for r in receiver.matching()}  # noqa: E731
         wait_for(lambda: routed <= got(), 60, "every routed event delivered")
-        print("kills=200 mid-run=%d events=%d delivered=%d requests=%d (30%% answered 500)"
-              % (mid_run, len(routed), len(got()), len(receiver.requests)))
+        print("kills=%d mid-run=%d events=%d delivered=%d requests=%d (30%% answered 500)"
+              % (KILLS, mid_run, len(routed), len(got()), len(receiver.requests)))
     finally:
         receiver.down()
