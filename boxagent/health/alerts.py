@@ -25,6 +25,10 @@ DEFAULTS: Dict[str, Any] = {
     # stage that dies of it reports it as its cause (one message), one that survives it (a killed
     # DataLoader worker) gets the alert at the next sample after this.
     "oom_defer_s": 5,
+    # Memory crossing a level while a stage runs must stay there this long before it is an
+    # alert: a process racing to the limit is OOM-killed within a second, and its stage's
+    # failure (cause cgroup_oom) is the one message; a slow climb still warns in time.
+    "memory_hold_s": 5,
 }
 # Clock-event reasons that mean the GPU is being slowed against the job's will (sw_power_cap
 # is excluded: a busy GPU at its power limit is normal, not a fault).
@@ -70,6 +74,7 @@ class AlertBook:
         self._last_oom: Optional[int] = None       # the counter the last alert (or baseline) covered
         self._claimed_oom: Optional[int] = None    # kills up to this count are some stage's cause
         self._oom_seen_at: Optional[float] = None  # when unclaimed kills were first seen
+        self._memory_rise_at: Optional[float] = None  # when memory first stood above the alert's level
 
     def claim_oom(self, count: int) -> None:
         """A stage that ended reports the kills up to `count` as its own cause: no alert for them."""
@@ -162,12 +167,26 @@ class AlertBook:
         if pct is not None:
             summary = "cgroup memory at %.0f%% of its %s limit" % (pct, format_bytes(mem.get("max_bytes")))
             evidence = ["cgroup %s current=%s max=%s" % (mem.get("cgroup"), mem.get("current_bytes"), mem.get("max_bytes"))]
-            specs += self._level("memory", "memory_high", pct, self.t["memory_warn_pct"],
-                                 self.t["memory_crit_pct"], now, summary, evidence, who)
+            if not self._memory_held(pct, now, who):
+                specs += self._level("memory", "memory_high", pct, self.t["memory_warn_pct"],
+                                     self.t["memory_crit_pct"], now, summary, evidence, who)
         oom = mem.get("oom_kill")
         if isinstance(oom, int):
             specs += self._oom(oom, mem, now, who)
         return specs
+
+    def _memory_held(self, pct: float, now: float, who: Dict[str, Any]) -> bool:
+        """True while a rise to a higher level is still within memory_hold_s (a stage runs)."""
+        cur = (self.active.get("memory") or {}).get("severity")
+        rising = pct >= self.t["memory_crit_pct"] if cur == "warning" else (cur is None and pct >= self.t["memory_warn_pct"])
+        if not rising or not who["run"]:
+            self._memory_rise_at = None
+            return False
+        self._memory_rise_at = self._memory_rise_at if self._memory_rise_at is not None else now
+        if now - self._memory_rise_at < self.t["memory_hold_s"]:
+            return True
+        self._memory_rise_at = None
+        return False
 
     def _oom(self, oom: int, mem: Dict[str, Any], now: float, who: Dict[str, Any]) -> List[Dict[str, Any]]:
         if self._last_oom is None:

@@ -26,6 +26,25 @@ def test_memory_hysteresis_no_flapping():
     assert _walk(book, values) == [None, "warning", None, None, "info", "critical", None, None, "warning", "info"]
 
 
+def test_memory_rise_while_a_stage_runs_waits_for_the_hold():
+    """A process racing to the limit dies of the OOM killer within a second: its stage's
+    failure is the one message, so a level seen once while a stage runs is not yet an alert."""
+    book = AlertBook({"memory_hold_s": 5})
+    run = [("r1", "train")]
+
+    def at(pct, t):
+        return [s["severity"] for s in book.evaluate(_mem(pct), [], run, t) if s["key"] == "memory"]
+    assert at(98, 1000.0) == []          # the spike just before the kill
+    assert at(40, 1001.0) == []          # the stage died; memory is back: never an alert
+    assert at(92, 1010.0) == []          # a slow climb: held...
+    assert at(93, 1016.0) == ["warning"]  # ...still there after the hold: warned
+    assert at(98, 1017.0) == []          # the step to critical is held too
+    assert at(98, 1023.0) == ["critical"]
+    # with no stage running there is no stage failure to speak for it: at once
+    idle = AlertBook({"memory_hold_s": 5})
+    assert [s["severity"] for s in idle.evaluate(_mem(98), [], [], 1000.0)] == ["critical"]
+
+
 def test_memory_alert_is_listed_while_active():
     book = AlertBook()
     book.evaluate(_mem(92), [], [], 1000.0)

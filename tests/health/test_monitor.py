@@ -47,7 +47,7 @@ def test_health_block_has_designs_fields(cgtree, fake_nvml, tmp_path):
 def test_memory_pressure_walks_through_alerts_and_history(cgtree, tmp_path, monkeypatch):
     monkeypatch.setenv("RGT_NVML_LIB", str(tmp_path / "no-nvml.so"))
     _tree(cgtree, 5)
-    m = HealthMonitor(cgtree.roots(), {"thresholds": {"memory_warn_pct": 80}}, {})
+    m = HealthMonitor(cgtree.roots(), {"thresholds": {"memory_warn_pct": 80, "memory_hold_s": 0}}, {})
     mem = cgtree.cgroup / "memory" / "job"
     try:
         seen = []
