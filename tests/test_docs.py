@@ -154,3 +154,28 @@ def test_a_made_up_command_is_caught(capsys):
     assert found == {("client", "frobnicate", "gpu1"), ("client", "profiles", "frob"), ("agent", "frob", None)}
     assert len(_missing_client_commands({("frobnicate", None): "x", ("profiles", "frob"): "x"})) == 2
     assert _missing_agent_commands({"frob"}, capsys) == ["rgt-agent frob --help: exit 2"]
+
+
+def _job_blocks() -> list:
+    """Every TOML block in the README and docs that is a whole job (a name and a stage)."""
+    out = []
+    for path in _doc_files():
+        for block in re.findall(r"^```toml\n(.*?)^```", path.read_text(), re.S | re.M):
+            try:
+                job = tomllib.loads(block)
+            except tomllib.TOMLDecodeError:
+                continue  # a fragment with placeholders, not a job
+            if "name" in job and "stage" in job:
+                out.append((path.relative_to(REPO).as_posix(), block))
+    return out
+
+
+def test_every_complete_job_the_docs_show_is_accepted_by_the_agent():
+    from boxagent.engine import jobspec
+    blocks = _job_blocks()
+    assert any(p == "README.md" and 'backend = "slurm"' in b for p, b in blocks)  # the README's Slurm job
+    for path, block in blocks:
+        try:
+            jobspec.validate(jobspec.parse_text(block, path), path)
+        except Exception as e:  # noqa: BLE001 - the message names the doc and the block
+            raise AssertionError("%s: a job the docs show is refused: %s\n%s" % (path, e, block)) from e
