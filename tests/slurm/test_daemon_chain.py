@@ -221,14 +221,26 @@ def _status_stage(login, run, stage):
 
 @pytest.mark.slow
 def test_a_stage_over_its_time_ends_timeout(login):
-    """Slurm's unit is the minute and slurmctld checks limits every 30 s: 60-90 s."""
+    """Slurm's unit is the minute and slurmctld checks limits every 30 s: 60-90 s, the longest
+    test here, so this one run is read at every level: the record the real poll parses, the line
+    slurmstepd writes into the log, the stage's TERM, and the cause the daemon gives."""
+    from boxagent.slurm import states
+    from tests.slurm.jobs import Jobs
     login.daemon()
-    login.submit(slurm_job("tl", login.workdir, {"name": "train", "run": "echo started; sleep 300"},
+    t0 = time.monotonic()
+    login.submit(slurm_job("tl", login.workdir,
+                           {"name": "train", "run": "trap 'echo got TERM; exit 143' TERM; echo started; sleep 300 & wait"},
                            slurm={"time": "1m"}))
     state = login.wait_run("tl", timeout=240)
-    cause = state["stages"][0]["cause"]
-    assert cause["class"] == "timeout" and "slurm.time" in cause["remediation"]
-    assert state["stages"][0]["slurm_state"] == "TIMEOUT"
+    assert 55 < time.monotonic() - t0
+    st = state["stages"][0]
+    cause = st["cause"]
+    assert cause["class"] == "timeout" and "slurm.time" in cause["remediation"] and "0:01:00" in cause["summary"], cause
+    assert st["slurm_state"] == "TIMEOUT"
+    rec = Jobs(login.slurm, login.workdir).poll([st["slurm_job_id"]])["records"][st["slurm_job_id"]]
+    assert rec["state"] == "TIMEOUT" and rec["reason"] == "TimeLimit" and rec["time_limit_s"] == 60
+    log = (login.home / "runs" / "tl" / "logs" / "train.1.log").read_text()
+    assert states.cancel_line(log)["due"] == "TIME LIMIT" and "got TERM" in log
 
 
 def test_a_memory_limited_stage_ends_cgroup_oom(login):
