@@ -6,7 +6,7 @@ import math
 import shlex
 from typing import Any, Iterable
 
-from boxagent.base.units import format_bytes, format_duration
+from boxagent.base.units import NON_FINITE, format_bytes, format_duration
 from rgt_client import render_cost, statusdata
 from rgt_client.errors import ClientError
 from rgt_client.render_run import clip, s, stage_lines, wrapped
@@ -209,6 +209,8 @@ def _metrics(st: dict[str, Any], spark: dict[str, Any] | None) -> list[str]:
 
 
 def _metric(v: Any) -> str:
+    if isinstance(v, str) and v in NON_FINITE:
+        return v
     return "%.4g" % v if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
 
 

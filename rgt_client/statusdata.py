@@ -10,6 +10,7 @@ import math
 import shlex
 from typing import Any
 
+from boxagent.base.units import NON_FINITE
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
 
@@ -20,11 +21,12 @@ RECENT_ENDED = 5          # `status` without --all: active runs and this many en
 
 # -- the shape the client reads (anything else in the answer is passed on by --json, unread) --
 # "s" str, "n" finite number, "f" any number (a metric: NaN or inf is news, not damage),
-# "i" int, "b" bool; every field may also be null/absent.
+# "m" a metric's last value (a number, or "nan"/"inf"/"-inf" as the agent writes a non-finite
+# one), "i" int, "b" bool; every field may also be null/absent.
 _PROGRESS = {"done": "n", "total": "n", "fraction": "n", "eta_s": "n", "last_line": "s"}
 _CAUSE = {"class": "s", "summary": "s", "remediation": "s", "retryable": "b", "evidence": ["s"]}
 _STAGE = {"name": "s", "kind": "s", "state": "s", "attempt": "i", "exit_code": "i", "duration_s": "n",
-          "log": "s", "progress": _PROGRESS, "cause": _CAUSE, "warnings": ["s"], "metrics": {"*": "f"}}
+          "log": "s", "progress": _PROGRESS, "cause": _CAUSE, "warnings": ["s"], "metrics": {"*": "m"}}
 _RUN = {"name": "s", "state": "s", "workdir": "s", "created_at": "s", "started_at": "s", "ended_at": "s",
         "stages": [_STAGE], "artifacts": {"files": "i", "bytes": "n"}, "pending_pickup": "b",
         "cost": {"hours": "n", "spent": "n"}}
@@ -51,7 +53,7 @@ SHAPE = {
     "metrics_history": {"*": {"stage": "s", "metric": "s", "values": ["f"]}},
     "cost": _COST,
 }
-_NAMES = {"s": "a string", "n": "a finite number", "f": "a number", "i": "an integer", "b": "true or false"}
+_NAMES = {"s": "a string", "n": "a finite number", "f": "a number", "m": "a number or \"nan\"/\"inf\"/\"-inf\"", "i": "an integer", "b": "true or false"}
 _BIG = 1e18   # past this a number is nonsense, and %d/%.0f of it is slow or overflows
 
 
@@ -104,11 +106,13 @@ def _scalar(value: Any, kind: str, path: str) -> None:
         good = isinstance(value, str)
     elif kind == "b":
         good = isinstance(value, bool)
+    elif kind == "m" and isinstance(value, str):
+        good = value in NON_FINITE
     elif isinstance(value, bool) or not isinstance(value, (int, float)):
         good = False
     elif kind == "i":
         good = isinstance(value, int) and abs(value) < _BIG
-    elif kind == "f":
+    elif kind in ("f", "m"):
         good = not isinstance(value, int) or abs(value) < _BIG   # a float is any float
     else:
         good = abs(value) < _BIG and math.isfinite(value)   # abs first: isfinite(10**400) overflows

@@ -9,6 +9,9 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _DUR_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.I)
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+# A measured value that is not a finite number travels in JSON as one of these strings (JSON has
+# no literal for NaN or infinity): a metric's last value in status.json.
+NON_FINITE = ("nan", "inf", "-inf")
 
 
 def parse_duration(value: Union[int, float, str]) -> float:

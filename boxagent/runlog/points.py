@@ -130,8 +130,10 @@ def from_status(health: Dict[str, Any], run: Dict[str, Any], t: float, span: flo
         if prog.get("done") is not None or prog.get("fraction") is not None:
             point["p"] = [prog.get("done"), prog.get("total"), prog.get("fraction")]
         metrics = st.get("metrics")
-        if isinstance(metrics, dict) and metrics:
-            point["x"] = {str(k): v for k, v in metrics.items() if isinstance(v, (int, float))}
+        numbers = {str(k): v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} \
+            if isinstance(metrics, dict) else {}
+        if numbers:                      # a "nan" last value is status's news; a chart plots numbers
+            point["x"] = numbers
             point["st"] = st.get("name")
     return point
 

@@ -1,5 +1,6 @@
 """Metrics from a stage's log: the stage key `metrics_pattern`, a regex whose named groups are
-numbers (`loss=(?P<loss>[0-9.eE+-]+)`, `acc (?P<acc>[0-9.]+)`).
+numbers (`loss=(?P<loss>[0-9.eE+-]+)`, `acc (?P<acc>[0-9.]+)`); a value the log prints as nan or
+inf is kept as the text "nan"/"inf"/"-inf" (the history, which charts numbers, skips it).
 
 The StageWatch feeds every block its tailer reads (and the redrawn tqdm line not yet ended by a
 newline, where `set_postfix(loss=...)` lands) to a MetricsTracker: no second pass over the log.
@@ -11,8 +12,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple, Union
 
+from boxagent.base.units import NON_FINITE
 from boxagent.triage.anchors import Finder, candidate_lines
 from boxagent.triage.regexsafe import unsafe_reason
 from boxagent.triage.rules import derive_keywords
@@ -62,6 +64,20 @@ def number(text: Optional[str]) -> Optional[float]:
     return int(value) if value.is_integer() and abs(value) < 1e15 and "." not in text else value
 
 
+def reading(text: Optional[str]) -> Optional[Union[float, str]]:
+    """What a group says the value is now: a finite number, or "nan"/"inf"/"-inf" as text (a
+    loss gone to nan IS its last value: showing the last finite one would say the run is fine;
+    JSON has no literal for it, so it travels as a string)."""
+    value = number(text)
+    if value is not None or text is None:
+        return value
+    try:
+        raw = float(text.strip())
+    except ValueError:
+        return None
+    return NON_FINITE[0] if math.isnan(raw) else NON_FINITE[1 if raw > 0 else 2]
+
+
 class MetricsTracker:
     """The last value of each named group of one stage's metrics_pattern."""
 
@@ -71,7 +87,7 @@ class MetricsTracker:
         kws = derive_keywords(rx.pattern)
         self.finder = Finder(k.encode("utf-8") for k in kws) if kws else None
         self.anchors = self.finder.literals if self.finder else ()
-        self.last: Dict[str, float] = {}
+        self.last: Dict[str, Union[float, str]] = {}
         self.updated_at: Optional[float] = None
         self.lines = 0          # lines that gave at least one value
 
@@ -90,7 +106,7 @@ class MetricsTracker:
         found = False
         for m in self.rx.finditer(user_text(text)):   # \r segments in order: the last is the newest
             for name, raw in m.groupdict().items():
-                value = number(raw)
+                value = reading(raw)
                 if value is not None:
                     self.last[name] = value
                     found = True
@@ -99,7 +115,7 @@ class MetricsTracker:
             self.updated_at = now
         return found
 
-    def block(self) -> Optional[Dict[str, float]]:
+    def block(self) -> Optional[Dict[str, Union[float, str]]]:
         """{name: last value} in the pattern's group order (the first is the headline metric)."""
         if not self.last:
             return None

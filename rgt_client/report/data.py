@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from boxagent.base.units import NON_FINITE
 from rgt_client.report.svg import epoch
 
 _TEXT_LIMIT = 4000
@@ -84,7 +85,8 @@ def stage(st: Any) -> dict[str, Any] | None:
     out: dict[str, Any] = {k: _text(st.get(k)) for k in ("name", "state", "started_at", "ended_at")}
     out["attempt"] = int(_num(st.get("attempt")) or 0)
     out["cause"] = cause(st.get("cause"))
-    out["metrics"] = {str(k): _num(v) for k, v in _dict(st.get("metrics")).items() if _num(v) is not None}
+    out["metrics"] = {str(k): _num(v) if _num(v) is not None else v for k, v in _dict(st.get("metrics")).items()
+                      if _num(v) is not None or v in NON_FINITE}
     return out
 
 

@@ -2,6 +2,7 @@
 the log (complete lines and tqdm's redrawn line), last values in status_block()."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -10,7 +11,7 @@ import pytest
 
 from boxagent.engine import jobspec
 from boxagent.triage import StageWatch
-from boxagent.triage.metrics import MetricsTracker, compile_metrics_pattern, number, pattern_problem
+from boxagent.triage.metrics import MetricsTracker, compile_metrics_pattern, number, pattern_problem, reading
 
 LOSS = r"loss[=: ]+(?P<loss>[0-9.eE+-]+)"
 
@@ -114,13 +115,27 @@ def test_only_lines_with_the_patterns_literal_are_matched():
     assert t.block() == {"loss": 0.25} and t.updated_at == 5.0
 
 
-def test_values_json_cannot_carry_are_skipped():
+def test_a_loss_gone_to_nan_is_its_last_value_as_text():
+    """The captured NaN run printed `Epoch 2/3 loss nan`: showing the last finite loss (9.599)
+    would tell a reader at 3 a.m. the run is fine."""
     t = MetricsTracker(compile_metrics_pattern(r"loss=(?P<loss>\S+)"))
     t.feed_text("loss=0.5", 1.0)
+    assert t.block() == {"loss": 0.5}
     t.feed_text("loss=nan", 2.0)
-    t.feed_text("loss=inf", 3.0)
-    t.feed_text("loss=abc", 4.0)
-    assert t.block() == {"loss": 0.5} and t.updated_at == 1.0
+    assert t.block() == {"loss": "nan"} and t.updated_at == 2.0
+    t.feed_text("loss=-inf", 3.0)
+    assert t.block() == {"loss": "-inf"}
+    t.feed_text("loss=abc", 4.0)                      # not a number at all: ignored
+    assert t.block() == {"loss": "-inf"} and t.updated_at == 3.0
+    t.feed_text("loss=0.25", 5.0)                     # it can come back
+    assert t.block() == {"loss": 0.25}
+    assert json.loads(json.dumps(t.block(), allow_nan=False)) == {"loss": 0.25}
+
+
+def test_reading():
+    assert [reading(x) for x in ("nan", "NaN", "inf", "-inf", "+Infinity", "1e999", "x", None)] == \
+        ["nan", "nan", "inf", "-inf", "inf", "inf", None, None]
+    assert reading("2") == 2 and reading("0.5") == 0.5
 
 
 def test_number():

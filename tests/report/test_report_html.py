@@ -154,3 +154,21 @@ def test_malformed_data_from_the_box_never_breaks_the_page(tmp_path, junk):
     doc["run"]["artifacts"] = {"files": junk, "bytes": junk}
     html = render(doc, {"run": junk, "files": junk, "bytes": junk, "verified_at": junk})
     assert offline_problems(html) == [] and "Run r1" in html
+
+
+def test_a_loss_gone_to_nan_is_the_last_value_and_the_chart_skips_it(tmp_path):
+    home = Home(str(tmp_path / "home"))
+    d = Driver(home)
+    d.make_run("r1")
+    (tmp_path / "home" / "runs" / "r1" / "spec.json").write_text(json.dumps(
+        {"name": "r1", "workdir": "/", "stage": [{"name": "train", "run": "x"}]}))
+    d.event(T0, "run_started", "r1")
+    for k, loss in enumerate([2.0, 1.5, 1.2, "nan", "nan"]):
+        d.sample(T0 + 60 * k, status([run_block("r1", metrics={"loss": loss})]))
+    doc = report_data.build(home, Roots(), "r1", now=T0 + 300)
+    assert [p.get("x") for p in doc["history"]["points"]][:4] == [{"loss": 2.0}, {"loss": 1.5}, {"loss": 1.2}, None]
+    doc["run"] = {"name": "r1", "state": "running", "workdir": "/", "started_at": iso_utc(T0),
+                  "stages": [{"name": "train", "state": "running", "attempt": 1, "metrics": {"loss": "nan"}}]}
+    html = render(doc)
+    assert '<td>loss</td><td class="num">nan</td>' in html
+    assert offline_problems(html) == []

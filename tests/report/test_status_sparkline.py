@@ -32,3 +32,18 @@ def test_a_finished_stage_keeps_its_sparkline_from_the_history():
 
 def test_no_metrics_no_line():
     assert "metrics" not in render_status(_status(), {"host": "box"})
+
+
+def test_a_loss_gone_to_nan_is_shown_as_nan_and_passes_the_status_check():
+    """The agent writes a non-finite last value as the text "nan" (JSON has no NaN): the client
+    takes it, shows it, and still names any other text in its place as malformed."""
+    import pytest
+
+    from rgt_client.errors import ClientError
+    from rgt_client.statusdata import validate
+    status = _status({"loss": "nan", "acc": 0.5})
+    assert validate(status, "box") is status
+    assert "metrics loss nan, acc 0.5" in render_status(status, {"host": "box"})
+    with pytest.raises(ClientError) as bad:
+        validate(_status({"loss": "\x1b[31mfine"}), "box")
+    assert "runs[0].stages[0].metrics.loss" in str(bad.value) and 'a number or "nan"' in str(bad.value)
