@@ -1,8 +1,10 @@
-"""`demo`: the README's main command, on this machine, in under a minute."""
+"""`demo`: the README's main command, on this machine, in under a minute: the run, its cost and
+idle warning, the verified pull, and the run's report."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.client.conftest import needs_daemon, stop_daemon
+from tests.report.htmlcheck import offline_problems
 
 pytestmark = needs_daemon
 REPO = Path(__file__).resolve().parents[2]
@@ -24,6 +27,16 @@ def check_demo_output(out: str, base: Path) -> None:
     assert "the daemon is stopped" in out and str(base / "box-home") in out
     status = json.loads((base / "box-home" / "status.json").read_text())
     assert status["agent"]["running"] is False
+    # what the box costs: the cost line, and the idle warning as it reaches a phone
+    assert re.search(r"^  cost    \S+ paid since .* USD at 2\.49 USD/h$", out, re.M), out
+    assert "notify > 💸 local · idle for" in out
+    # it ends with the run's report: a file path people can open, offline, with the verified pull
+    m = re.search(r"the run's report \(.*\): (.+report\.html)$", out, re.M)
+    assert m and m.group(1) == str(base / "report.html"), out
+    html = (base / "report.html").read_text()
+    assert offline_problems(html) == []
+    assert "Run demo" in html and "st-succeeded" in html and "stage timeline" in html
+    assert "3 files" in html
 
 
 def test_demo_completes_and_leaves_the_daemon_stopped(rgt_local, tmp_path):

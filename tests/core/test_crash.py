@@ -70,8 +70,10 @@ def test_a_kill_the_instant_a_state_lands_then_a_restart_ends_everything_right(b
     wait_for(lambda: ids <= {m["id"] for m in _sink(sink)}, 15, "every event delivered")
 
 
-# 80 kills in the suite (~55 s on 2 cores); the note's figure is RGT_CRASH_KILLS=200.
-KILLS = int(os.environ.get("RGT_CRASH_KILLS") or 80)
+# 40 kills over 30 runs in the suite (~30 s on 2 cores); the figure for the record is
+# RGT_CRASH_KILLS=200 (with 60 runs, so the kills still land mid-run).
+KILLS = int(os.environ.get("RGT_CRASH_KILLS") or 40)
+RUNS = 30 if KILLS <= 40 else 60
 
 
 @pytest.mark.slow
@@ -84,7 +86,7 @@ def test_random_kills_with_a_flaky_receiver_lose_nothing_and_run_nothing_twice(b
         box.agent("configure", stdin=json.dumps({"notify": {"retry_base_s": 0.05, "retry_cap_s": 0.2}}))
         box.agent("notify-set", stdin=json.dumps({"notify": [{"url": receiver.url + "/hook", "format": "json",
                                                               "events": ROUTED}]}))
-        names = ["k%02d" % i for i in range(60)]
+        names = ["k%02d" % i for i in range(RUNS)]
         for name in names:
             box.submit(job(name, box.workdir,
                            *[{"name": s, "run": "echo %s-%s >> ran.txt; sleep 0.0%d" % (name, s, rng.randint(1, 9))}
@@ -100,7 +102,7 @@ def test_random_kills_with_a_flaky_receiver_lose_nothing_and_run_nothing_twice(b
         for name in names:
             assert box.wait_run(name, timeout=120)["state"] == "succeeded"
         ran = Counter((box.workdir / "ran.txt").read_text().split())
-        assert len(ran) == 180 and max(ran.values()) == 1, [k for k, v in ran.items() if v > 1]   # none twice
+        assert len(ran) == 3 * RUNS and max(ran.values()) == 1, [k for k, v in ran.items() if v > 1]   # none twice
         events = box.events()
         for name in names:
             types = [e["type"] for e in events if e.get("run") == name]

@@ -90,7 +90,7 @@ def test_random_kills_with_a_flaky_receiver_zero_missing_zero_undelivered(rgt_ho
     assert _feeder(rgt_home, "--until-drained").returncode == 0
     seen = set()
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    for _round in range(12):
+    for _round in range(8):
         # ~19 KB of events a round against a 24 KB rotation: the log rotates under the kills, at
         # most once between two looks, so the union of the looks is every event ever appended.
         p = subprocess.Popen([sys.executable, "-m", "tests.notify.feeder", str(rgt_home), "--events", "40",

@@ -169,6 +169,10 @@ def test_report_of_a_run_that_succeeded(realbox, rgt_local, tmp_path):
     img = browser.screenshot(tmp_path / "good.html", tmp_path / "good.png")
     _check_drawn(img, html, {"blue": BLUE})
     assert len(rows_with(img, GREEN, 150, 1050)) > 20          # succeeded stages in the Gantt
+    dom = browser.dump_dom(tmp_path / "good.html")               # the DOM Chromium built: every chart
+    assert dom.count("<svg") == html.count("<svg") >= 10
+    assert "<script" not in dom
+    assert os.path.getsize(tmp_path / "good.html") < 400_000
 
 
 def test_report_of_a_run_with_a_retry_alerts_and_a_failure(realbox, rgt_local, tmp_path):
@@ -189,31 +193,3 @@ def test_report_of_a_run_with_a_retry_alerts_and_a_failure(realbox, rgt_local, t
     bg = dark.pixel(3, 3)
     assert sum(bg) < 120, "dark mode did not apply: background %s" % (bg,)
     assert len(clusters(rows_with(dark, (86, 180, 233), 150, 1050))) >= 6      # sky blue lines on dark
-
-
-def test_the_dom_chromium_builds_has_every_chart(realbox, rgt_local, tmp_path):
-    realbox.run("dom", "ok")
-    html = _report(rgt_local, realbox, "dom", tmp_path / "dom.html")
-    dom = browser.dump_dom(tmp_path / "dom.html")
-    assert dom.count("<svg") == html.count("<svg") >= 10
-    assert "<script" not in dom
-    assert os.path.getsize(tmp_path / "dom.html") < 400_000
-
-
-def _keep(img_path: Path, name: str) -> None:
-    """RGT_KEEP_SCREENSHOTS=DIR keeps the screenshots to look at (how docs/img/report.png is made)."""
-    keep = os.environ.get("RGT_KEEP_SCREENSHOTS")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        (Path(keep) / name).write_bytes(img_path.read_bytes())
-
-
-@pytest.fixture(autouse=True)
-def _keep_screenshots(tmp_path):
-    yield
-    for png_path in tmp_path.glob("*.png"):
-        _keep(png_path, png_path.name)
-    for html_path in tmp_path.glob("*.html"):
-        _keep(html_path, html_path.name)
-
-

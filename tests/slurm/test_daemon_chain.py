@@ -152,6 +152,66 @@ def test_resume_after_a_failure_submits_only_the_unmarked_stages(login):
     assert not (login.home / "runs" / "res" / "stages" / "prep.2.job").exists()
 
 
+TIME_LIMITED = {"name": "train", "run": "trap 'echo got TERM; exit 143' TERM; echo started; sleep 300 & wait"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def time_limited(slurm, tmp_path_factory):
+    """The time-limit run takes 60-90 s of Slurm's clock (its unit is the minute and slurmctld
+    checks limits every 30 s), the longest wait here: it starts with this module, in a home and
+    daemon of its own, and runs beside the tests before its own, which use one CPU at a time (the
+    node-failure test, which takes the node down, comes after it). On a one-CPU node it would
+    block them: there its test starts it."""
+    if int(slurm.hardware["CPUs"]) < 2:
+        yield None
+        return
+    box = _time_limited_box(slurm, tmp_path_factory.mktemp("timelimit"))
+    yield box
+    _cleanup_login(box)
+
+
+def _time_limited_box(slurm, tmp):
+    from tests.core.conftest import Box
+    box = Box(tmp)
+    box.env.update(SLURM_CONF=str(slurm.conf), RGT_SLURM_POLL="0.5", RGT_SLURM_EXIT_GRACE="3")
+    box.slurm = slurm
+    box.daemon()
+    box.t0 = time.monotonic()
+    res = box.submit(slurm_job("tl", box.workdir, TIME_LIMITED, slurm={"time": "1m"}))
+    assert res.returncode == 0, res.stderr
+    return box
+
+
+def _cleanup_login(box):
+    box.cleanup()
+    ids = [json.loads(p.read_text()).get("job_id") for p in (box.home / "runs").glob("*/stages/*.job")]
+    if any(ids):
+        box.slurm.run("scancel", *[i for i in ids if i], timeout=30)
+
+
+@pytest.mark.slow
+def test_a_stage_over_its_time_ends_timeout(time_limited, login):
+    """One time-limited run read at every level: the record the real poll parses, the line
+    slurmstepd writes into the log, the stage's TERM, and the cause the daemon gives."""
+    from boxagent.slurm import states
+    from tests.slurm.jobs import Jobs
+    box = time_limited or _time_limited_box(login.slurm, login.tmp / "timelimit")
+    try:
+        state = box.wait_run("tl", timeout=240)
+        assert 55 < time.monotonic() - box.t0
+        st = state["stages"][0]
+        cause = st["cause"]
+        assert cause["class"] == "timeout" and "slurm.time" in cause["remediation"] and "0:01:00" in cause["summary"], cause
+        assert st["slurm_state"] == "TIMEOUT"
+        rec = Jobs(box.slurm, box.workdir).poll([st["slurm_job_id"]])["records"][st["slurm_job_id"]]
+        assert rec["state"] == "TIMEOUT" and rec["reason"] == "TimeLimit" and rec["time_limit_s"] == 60
+        log = (box.home / "runs" / "tl" / "logs" / "train.1.log").read_text()
+        assert states.cancel_line(log)["due"] == "TIME LIMIT" and "got TERM" in log
+    finally:
+        if time_limited is None:
+            _cleanup_login(box)
+
+
 def test_node_failure_is_retried_with_the_rest_of_the_chain(login):
     slurm = login.slurm
     login.daemon()
@@ -217,30 +277,6 @@ def _status_stage(login, run, stage):
         if r["name"] == run:
             return next((s for s in r["stages"] if s["name"] == stage), {})
     return {}
-
-
-@pytest.mark.slow
-def test_a_stage_over_its_time_ends_timeout(login):
-    """Slurm's unit is the minute and slurmctld checks limits every 30 s: 60-90 s, the longest
-    test here, so this one run is read at every level: the record the real poll parses, the line
-    slurmstepd writes into the log, the stage's TERM, and the cause the daemon gives."""
-    from boxagent.slurm import states
-    from tests.slurm.jobs import Jobs
-    login.daemon()
-    t0 = time.monotonic()
-    login.submit(slurm_job("tl", login.workdir,
-                           {"name": "train", "run": "trap 'echo got TERM; exit 143' TERM; echo started; sleep 300 & wait"},
-                           slurm={"time": "1m"}))
-    state = login.wait_run("tl", timeout=240)
-    assert 55 < time.monotonic() - t0
-    st = state["stages"][0]
-    cause = st["cause"]
-    assert cause["class"] == "timeout" and "slurm.time" in cause["remediation"] and "0:01:00" in cause["summary"], cause
-    assert st["slurm_state"] == "TIMEOUT"
-    rec = Jobs(login.slurm, login.workdir).poll([st["slurm_job_id"]])["records"][st["slurm_job_id"]]
-    assert rec["state"] == "TIMEOUT" and rec["reason"] == "TimeLimit" and rec["time_limit_s"] == 60
-    log = (login.home / "runs" / "tl" / "logs" / "train.1.log").read_text()
-    assert states.cancel_line(log)["due"] == "TIME LIMIT" and "got TERM" in log
 
 
 def test_a_memory_limited_stage_ends_cgroup_oom(login):
