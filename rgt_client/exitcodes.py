@@ -6,3 +6,4 @@ AGENT_DOWN = 3        # agent not running, or its heartbeat is stale
 RUN_FAILED = 4        # a run failed (or verify found a mismatch)
 UNREACHABLE = 5       # ssh could not reach the host
 GAVE_UP = 6           # watch: gave up waiting
+STATE_FULL = 7        # patrol: the agent's state dir is full (runs go on, no new stage starts)

@@ -85,6 +85,7 @@ def _watch_tick(target: Target, run: str, show: Callable[[WatchEvent], None], de
 PATROL_TABLE = (
     ("UNREACHABLE", exitcodes.UNREACHABLE, "ssh could not reach the host"),
     ("AGENT-DOWN", exitcodes.AGENT_DOWN, "agent not installed, not running, or heartbeat stale"),
+    ("STATE-FULL", exitcodes.STATE_FULL, "the agent's state dir is full: runs go on, no new stage starts"),
     ("RUN-FAILED", exitcodes.RUN_FAILED, "a run failed or was interrupted within --since"),
     ("WARNED", exitcodes.OK, "a run has stage warnings and is active or ended within --since"),
     ("HEALTHY", exitcodes.OK, "a run is running or queued"),
@@ -94,7 +95,8 @@ PATROL_TABLE = (
 )
 _CODE = {word: code for word, code, _ in PATROL_TABLE}
 # Several hosts: the exit code of the most urgent verdict, in this order.
-PATROL_PRIORITY = (exitcodes.RUN_FAILED, exitcodes.AGENT_DOWN, exitcodes.UNREACHABLE, exitcodes.ERROR)
+PATROL_PRIORITY = (exitcodes.RUN_FAILED, exitcodes.STATE_FULL, exitcodes.AGENT_DOWN, exitcodes.UNREACHABLE,
+                   exitcodes.ERROR)
 
 
 @dataclass
@@ -117,6 +119,9 @@ def patrol_verdict(hs: HostStatus, since_s: float) -> Verdict:
         return _v("AGENT-DOWN", runs, status)
     recent = [r for r in runs if r.get("state") in statusdata.ACTIVE or _recent(r, status, since_s)]
     failed = [r for r in recent if r.get("state") in ("failed", "interrupted")]
+    if statusdata.state_dir_full(status):
+        # its own verdict: the agent is up (it serves status from memory), but nothing new starts
+        return _v("STATE-FULL", failed + [r for r in runs if r.get("state") in statusdata.ACTIVE], status)
     if failed:
         return _v("RUN-FAILED", failed, status)
     warned = [r for r in recent if statusdata.warnings_of(r)]

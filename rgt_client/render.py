@@ -55,6 +55,14 @@ def heartbeat_words(status: dict[str, Any]) -> str:
     return "pid %s, %s" % (s(agent.get("pid")), age_s)
 
 
+def state_full_words(storage: dict[str, Any]) -> str:
+    """What a full state dir means for the runs, from agent.storage."""
+    pending = storage.get("pending_writes")
+    kept = "; %s write%s kept in memory" % (pending, "" if pending == 1 else "s") if isinstance(pending, int) and pending else ""
+    since = " since %s" % s(storage["since"]) if storage.get("since") else ""
+    return "the agent's state dir is FULL%s: runs go on, no new stage starts%s" % (since, kept)
+
+
 def render_status(status: dict[str, Any], client: dict[str, Any]) -> str:
     host = client.get("host") or s(status.get("host"))
     lines = _header(status, client)
@@ -98,6 +106,9 @@ def _header(status: dict[str, Any], client: dict[str, Any]) -> list[str]:
     if not statusdata.alive(status):
         lines.append("  ! the daemon is not looking after this box; restart it (running stages are "
                      "re-adopted): rgt-client install %s" % word)
+    full = statusdata.state_dir_full(status)
+    if full:
+        lines += wrapped("  ! ", state_full_words(full) + ": free space there (df -h; df -i)")
     if agent.get("machine_restarted"):
         lines.append("  ! the machine restarted since the daemon started (boot_id changed)")
     box, local = agent.get("build_sha256"), client.get("local_build_sha256")

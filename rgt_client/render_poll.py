@@ -9,7 +9,7 @@ from boxagent.base.units import format_duration
 from rgt_client import statusdata
 from rgt_client.errors import BoxTooSlow
 from rgt_client.poll import Verdict, WatchEvent
-from rgt_client.render import heartbeat_words, occupancy
+from rgt_client.render import heartbeat_words, occupancy, state_full_words
 from rgt_client.render_cost import patrol_brief
 from rgt_client.render_run import run_line, s
 from rgt_client.textsafe import safe_line
@@ -45,6 +45,9 @@ def patrol_detail(v: Verdict, host: str) -> str:
         brief = ", ".join("%s %s" % (s(r.get("name")), s(r.get("state"))) for r in runs[-5:]) or "none"
         return "%s; %d run(s): %s" % (heartbeat_words(v.status), len(runs), brief)
     paid = patrol_brief(v.status)
+    if v.word == "STATE-FULL":
+        return state_full_words(statusdata.state_dir_full(v.status) or {}) + "".join(
+            "; " + run_line(r, True) for r in v.runs) + paid
     if v.word in ("RUN-FAILED", "WARNED", "HEALTHY"):
         busy = occupancy((v.status.get("health") or {}).get("gpus") or [])
         return "; ".join(run_line(r, statusdata.alive(v.status)) for r in v.runs) + (" · %s" % busy if busy else "") \

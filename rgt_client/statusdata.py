@@ -43,7 +43,8 @@ _HEALTH = {"memory": {"cgroup": "s", "current_bytes": "n", "max_bytes": "n", "us
 SHAPE = {
     "observed_at": "s", "host": "s", "profile": "s",
     "agent": {"version": "s", "build_sha256": "s", "pid": "i", "running": "b", "state": "s",
-              "heartbeat_age_s": "n", "machine_restarted": "b"},
+              "heartbeat_age_s": "n", "machine_restarted": "b",
+              "storage": {"state": "s", "since": "s", "error": "s", "pending_writes": "i"}},
     "health": _HEALTH,
     "history": {"mem_used_pct": ["n"], "gpu_util_pct": {"*": ["n"]}, "disk_used_pct": {"*": ["n"]}},
     "runs": [_RUN],
@@ -135,6 +136,12 @@ def agent_state(status: dict[str, Any]) -> str:
     if state in AGENT_STATES:
         return state
     return "running" if agent.get("running") else "stopped"
+
+
+def state_dir_full(status: dict[str, Any]) -> dict[str, Any] | None:
+    """agent.storage when the agent says its state dir is full (it runs on, from memory)."""
+    storage = (status.get("agent") or {}).get("storage") or {}
+    return storage if storage.get("state") == "full" else None
 
 
 def alive(status: dict[str, Any]) -> bool:

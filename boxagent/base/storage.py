@@ -16,6 +16,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from boxagent.base.fsutil import append_bytes, atomic_write_bytes
+from boxagent.base.units import iso_utc
 
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 RESERVE_BYTES = 1 << 20
@@ -111,7 +112,7 @@ class Storage:
 
     def state(self) -> Dict[str, Any]:
         """status.json agent.storage."""
-        return {"state": "full" if self.full else "ok", "since": self.full_since, "error": self.error,
+        return {"state": "full" if self.full else "ok", "since": iso_utc(self.full_since), "error": self.error,
                 "pending_writes": len(self.pending)}
 
     def _make_reserve(self) -> bool:

@@ -42,6 +42,7 @@ FAILED = {"name": "b1", "state": "failed", "ended_at": "2025-01-02T09:00:00Z", "
     {"name": "train", "state": "failed", "attempt": 2, "duration_s": 180,
      "cause": {"class": "cgroup_oom", "summary": "killed by the cgroup OOM killer",
                "remediation": "size DataLoader workers against memory.max", "evidence": ["oom_kill 0 -> 1"]}}]}
+FULL = {"state": "full", "since": "2025-01-02T09:55:00Z", "error": "[Errno 28] No space left on device", "pending_writes": 3}
 DONE = {"name": "c1", "state": "succeeded", "ended_at": "2025-01-02T08:00:00Z",
         "stages": [{"name": "train", "state": "succeeded"}]}
 
@@ -87,6 +88,9 @@ def hs(status=None, error=None):
     # the agent decides liveness once: the client never second-guesses it from the heartbeat age
     (hs(scenario([RUNNING], state="running", heartbeat_age_s=1000)), "HEALTHY", 0),
     (hs(scenario([RUNNING, FAILED])), "RUN-FAILED", 4),
+    (hs(scenario([RUNNING], storage=FULL)), "STATE-FULL", 7),      # up, serving from memory: not AGENT-DOWN
+    (hs(scenario([RUNNING, FAILED], storage=FULL)), "STATE-FULL", 7),
+    (hs(scenario([RUNNING], storage={"state": "ok", "since": None, "error": None, "pending_writes": 0})), "HEALTHY", 0),
     (hs(scenario([RUNNING])), "HEALTHY", 0),
     (hs(scenario([DONE])), "DONE", 0),
     (hs(scenario([])), "IDLE", 0),
@@ -95,6 +99,19 @@ def hs(status=None, error=None):
 def test_patrol_decision_table(host_status, word, code):
     v = patrol_verdict(host_status, since_s=86400)
     assert (v.word, v.code) == (word, code), patrol_detail(v, "box")
+
+
+def test_a_full_state_dir_is_said_in_status_and_patrol_with_the_runs_it_holds_up():
+    status = scenario([RUNNING, FAILED], storage=FULL)
+    text = render_status(status, {"host": "box"})
+    assert "  ! the agent's state dir is FULL since 2025-01-02T09:55:00Z: runs go on, no new\n" in text
+    assert "    stage starts; 3 writes kept in memory: free space there (df -h; df -i)" in text
+    assert all(len(line) <= 80 for line in text.splitlines() if "workdir" not in line)
+    v = patrol_verdict(hs(status), since_s=86400)
+    line = patrol_detail(v, "box")
+    assert line.startswith("the agent's state dir is FULL since") and "b1 failed at stage train: cgroup_oom" in line
+    assert "a3 running stage eval" in line and "\n" not in line
+    assert patrol_exit([4, 7, 3]) == 4 and patrol_exit([7, 3, 5]) == 7
 
 
 def test_patrol_old_failure_expires_after_since():
