@@ -122,7 +122,8 @@ SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "statu
 
 
 def check_schema(value, schema, root, path="$"):
-    """A small JSON Schema subset (type, const, enum, required, properties, items, $ref): enough
+    """A small JSON Schema subset (type, const, enum, required, properties, additionalProperties,
+    items, $ref): enough
     for docs/status.schema.json, and it runs where the jsonschema package is not installed."""
     if "$ref" in schema:
         schema = root["$defs"][schema["$ref"].split("/")[-1]]
@@ -144,6 +145,10 @@ def check_schema(value, schema, root, path="$"):
         for key, sub in schema.get("properties", {}).items():
             if key in value:
                 check_schema(value[key], sub, root, path + "." + key)
+        if isinstance(schema.get("additionalProperties"), dict):
+            for key, item in value.items():
+                if key not in schema.get("properties", {}):
+                    check_schema(item, schema["additionalProperties"], root, path + "." + key)
     if isinstance(value, list) and "items" in schema:
         for i, item in enumerate(value):
             check_schema(item, schema["items"], root, "%s[%d]" % (path, i))
@@ -153,7 +158,8 @@ def test_status_json_matches_the_schema(box):
     schema = json.loads(open(SCHEMA_PATH).read())
     dead = json.loads(box.agent("status", "--json").stdout)       # no daemon ever ran
     check_schema(dead, schema, schema)
-    box.submit(job("sch", box.workdir, {"name": "a", "run": "true"}, {"name": "b", "run": "exit 2"}))
+    box.submit(job("sch", box.workdir, {"name": "a", "run": "echo loss=0.5; echo loss=nan",
+                                        "metrics_pattern": r"loss=(?P<loss>\S+)"}, {"name": "b", "run": "exit 2"}))
     box.submit(job("sch2", box.workdir, {"name": "w", "wait": {"file": "never"}, "timeout": "30s"}))
     box.start()
     box.wait_run("sch")
@@ -162,6 +168,12 @@ def test_status_json_matches_the_schema(box):
     status = json.loads(box.agent("status", "--json").stdout)
     check_schema(status, schema, schema)
     assert status["health"] is not None and status["events"]
+    assert status["agent"]["state"] == "running" and status["agent"]["storage"]["state"] == "ok"
+    sch = next(r for r in status["runs"] if r["name"] == "sch")
+    assert sch["stages"][0]["metrics"] == {"loss": "nan"}     # the last value, as JSON can carry it
+    def no_constant(name):
+        raise AssertionError("status --json holds %s: not JSON" % name)
+    json.loads(box.agent("status", "--json").stdout, parse_constant=no_constant)
     try:
         import jsonschema
     except ImportError:
