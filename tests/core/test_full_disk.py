@@ -39,6 +39,13 @@ def _status(box):
         return {}
 
 
+def _sink(path):
+    try:
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return []
+
+
 def _events_parse(box):
     lines = (box.home / "events.jsonl").read_bytes().split(b"\n")
     assert lines[-1] == b"", "the log ends in the middle of a line"
@@ -51,6 +58,8 @@ def test_a_stage_that_fills_the_state_dir_leaves_the_daemon_up_and_it_catches_up
     (box.workdir / "fill.py").write_text(FILL)
     box.submit(job("fill", box.workdir, {"name": "fill", "run": "%s fill.py" % sys.executable},
                    {"name": "after", "run": "touch after-ran"}))
+    sink = box.tmp / "sink.jsonl"                            # the phone, on another disk
+    assert box.agent("notify-set", stdin=json.dumps({"notify": [{"url": "file://%s" % sink}]})).returncode == 0
     box.start()
     try:
         st = wait_for(lambda: (lambda s: s if (s.get("agent") or {}).get("storage", {}).get("state") == "full"
@@ -72,6 +81,11 @@ def test_a_stage_that_fills_the_state_dir_leaves_the_daemon_up_and_it_catches_up
     verdict = patrol_verdict(HostStatus(Target("box"), status=validate(st, "box")), since_s=86400)
     assert (verdict.word, verdict.code) == ("STATE-FULL", 7)
     assert "the agent's state dir is FULL since 20" in render_status(st, {"host": "box"})
+    # one message, sent from memory while the disk is still full
+    full_msgs = wait_for(lambda: [m for m in _sink(sink) if m.get("type") == "state_dir_full"], 20,
+                         "the state_dir_full message")
+    assert len(full_msgs) == 1 and full_msgs[0]["severity"] == "critical"
+    assert (box.workdir / "blob").exists()
     os.unlink(box.workdir / "blob")                          # space returns
     run = box.wait_run("fill", timeout=30)                   # state.json and its event on disk now
     assert run["state"] == "failed" and run["stages"][0]["cause"]["class"] == "disk_full"
@@ -79,6 +93,8 @@ def test_a_stage_that_fills_the_state_dir_leaves_the_daemon_up_and_it_catches_up
     types = [e["type"] for e in _events_parse(box)]
     assert "state_dir_full" in types and "state_dir_ok" in types and types.count("run_failed") == 1, " ".join(types)
     assert (_status(box).get("agent") or {}).get("storage", {}).get("state") == "ok"
+    wait_for(lambda: [m for m in _sink(sink) if m.get("type") == "stage_failed"], 20, "the caught-up messages")
+    assert [m.get("type") for m in _sink(sink)].count("state_dir_full") == 1    # caught up: not sent again
 
 
 @pytest.mark.root
