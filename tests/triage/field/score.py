@@ -189,6 +189,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     split = None
     if args[:1] == ["--split"] and len(args) > 1 and args[1] in ("dev", "holdout"):
         split, args = args[1], args[2:]
+    bad = [a for a in args if a.startswith("-") or not Path(a).is_file()]
+    if bad:
+        sys.stderr.write("Error: not an index file: %s\nHint: python -m tests.triage.field.score "
+                         "[--split dev|holdout] [INDEX.toml ...]\n" % bad[0])
+        return 2
     result = score([Path(a) for a in args] if args else None, split)
     sys.stdout.write(render(result))
     return 0 if not result["misses"] else 1
