@@ -111,16 +111,10 @@ def group_alive(pgid: Optional[int], roots: Optional[Roots] = None) -> bool:
 def group_members(roots: Roots, pgid: int) -> List[int]:
     """Non-zombie pids whose process group is pgid (a /proc scan: not for the fast tick)."""
     out = []
-    try:
-        names = os.listdir(roots.proc)
-    except OSError:
-        return out
-    for name in names:
-        if not name.isdigit():
-            continue
-        rest = roots.stat(name)
+    for pid in roots.pids():
+        rest = roots.stat(pid)
         if rest and len(rest) > 2 and rest[2] == str(pgid) and rest[0] not in ("Z", "X"):
-            out.append(int(name))
+            out.append(pid)
     return out
 
 

@@ -35,6 +35,14 @@ class Roots:
         except OSError:
             return None
 
+    def pids(self) -> List[int]:
+        """Every pid /proc lists now (none when it cannot be read)."""
+        try:
+            names = os.listdir(self.proc)
+        except OSError:
+            return []
+        return [int(name) for name in names if name.isdigit()]
+
     def stat(self, pid: Any) -> Optional[List[str]]:
         """The fields of /proc/PID/stat after comm: [0] is the state letter, [2] the pgid,
         [19] the start time in clock ticks since boot. None when there is no such process."""

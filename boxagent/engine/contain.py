@@ -128,20 +128,14 @@ def _cgroup_pids(cgroup: Optional[str]) -> List[int]:
 def _token_pids(roots: Roots, token: str) -> List[int]:
     needle = ("%s=%s" % (TOKEN_VAR, token)).encode()
     out = []
-    try:
-        names = os.listdir(roots.proc)
-    except OSError:
-        return out
-    for name in names:
-        if not name.isdigit():
-            continue
+    for pid in roots.pids():
         try:
-            with open(os.path.join(roots.proc, name, "environ"), "rb") as fh:
+            with open(os.path.join(roots.proc, str(pid), "environ"), "rb") as fh:
                 env = fh.read()
         except OSError:
             continue
         if needle in env.split(b"\0"):
-            out.append(int(name))
+            out.append(pid)
     return out
 
 
