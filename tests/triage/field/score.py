@@ -135,14 +135,19 @@ def judge(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:
             "confidence": str(cause.get("confidence") or "high") if cause else ""}
 
 
-def score(index_paths: Optional[Iterable[Path]] = None, split: Optional[str] = None) -> Dict[str, Any]:
-    """Run every case; per-class results, the misses, and the innocent runs that warned.
+def score(index_paths: Optional[Iterable[Path]] = None, split: Optional[str] = None,
+          added: Optional[str] = None) -> Dict[str, Any]:
+    """Run every case (only those of one `added` wave when given: "wave1-2", the cases the
+    rules were developed against, or "wave3", held out); per-class results, the misses, and
+    the innocent runs that warned.
 
     {"classes": {cls: {"cases", "right", "accuracy"}}, "total": {...}, "misses": [...],
      "innocent_called_failed": [...], "innocent_warned": [...], "results": [...]}
     """
     results = []
     for case in split_cases(load_cases(index_paths), split):
+        if added is not None and F.added_of(case) != added:
+            continue
         verdict = judge(case, triage_case(case))
         results.append(dict(case, **verdict))
     classes: Dict[str, Dict[str, Any]] = {}
