@@ -1,6 +1,7 @@
 """Score the agent's triage against the field corpus: logs that users pasted into public
 issue trackers, each with the class a person gave it (index.toml), plus the captured
-real-library cases (captured/index.toml) when that index exists.
+real-library cases (captured/index.toml: torch; captured_libs/index.toml: h5py, numpy,
+requests, pip, bash, C/C++ on a CPU) when those indexes exist.
 
 Every case goes through the agent's own triage, in-process, the way
 `rgt-agent triage LOG --exit-code N --json` runs it (boxagent.triage.cli.report), so a
@@ -45,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 INDEX = HERE / "index.toml"
 HOLDOUT = HERE / "holdout.toml"
 CAPTURED_INDEX = HERE / "captured" / "index.toml"
+CAPTURED_LIBS_INDEX = HERE / "captured_libs" / "index.toml"   # capture/capture_libs.py, CPU
 INNOCENT = "none"
 WARNED = "warning"      # outcome of an exit-0 case whose class triage should warn about
 
@@ -59,8 +61,8 @@ CASE_KEYS = ("file", "class", "exit_code", "source", "url", "why")
 
 
 def default_indexes() -> List[Path]:
-    """The field index, and the captured one when it exists."""
-    return [p for p in (INDEX, CAPTURED_INDEX) if p.is_file()]
+    """The field index, and the captured ones when they exist."""
+    return [p for p in (INDEX, CAPTURED_INDEX, CAPTURED_LIBS_INDEX) if p.is_file()]
 
 
 def load_cases(index_paths: Optional[Iterable[Path]] = None) -> List[Dict[str, Any]]:
