@@ -18,9 +18,9 @@ from tests.triage.field import score as S
 # figures of `python -m tests.triage.field.score --by all`). The issue's goals are a
 # leave-one-ecosystem-out accuracy of at least 0.92 and at most 0.03 confidently wrong: raise
 # these floors as the engine gets there, never lower them.
-HELD_OUT_LOEO_MEAN = 0.64     # mean over ecosystems of the held-out accuracy (was 0.648)
-HELD_OUT_POOLED = 0.69        # all held-out cases together (was 0.698)
-HELD_OUT_LOSO_POOLED = 0.70   # held-out cases from repositories never developed against (0.709)
+HELD_OUT_LOEO_MEAN = 0.64     # mean over ecosystems of the held-out accuracy (was 0.650)
+HELD_OUT_POOLED = 0.70        # all held-out cases together (was 0.701)
+HELD_OUT_LOSO_POOLED = 0.70   # held-out cases from repositories never developed against (0.710)
 CONFIDENTLY_WRONG_MAX = 0.23  # of all failure cases (was 0.228)
 
 MIN_CASES, MIN_ECOSYSTEMS, MIN_INNOCENT, MIN_PER_CLASS = 300, 15, 30, 8
@@ -51,7 +51,7 @@ def test_the_corpus_has_the_breadth_the_issue_asks_for(result):
     assert len(rs) >= MIN_CASES and per_class.get(S.INNOCENT, 0) >= MIN_INNOCENT and not thin, \
         (len(rs), per_class.get(S.INNOCENT), thin)
     assert len(ecosystems) >= MIN_ECOSYSTEMS, sorted(ecosystems)
-    assert sum(1 for r in rs if F.added_of(r) == F.HELD_OUT) >= 180
+    assert sum(1 for r in rs if F.added_of(r) == F.HELD_OUT) >= 200
 
 
 def test_no_innocent_run_is_called_a_failure(figures):
