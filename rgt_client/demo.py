@@ -126,7 +126,6 @@ def _follow(target: Target, sink: Path, max_wait_s: float, say: Callable[[str], 
     logs: dict[str, int] = {}
     offset, state, deadline = 0, None, time.monotonic() + max_wait_s
     while time.monotonic() < deadline:
-        offset = _show_notifications(sink, offset, say)
         hs = fetch_status(target, events=0)
         run = find_run(hs.status or {}, "demo") or {}
         for st in run.get("stages") or []:
@@ -140,6 +139,9 @@ def _follow(target: Target, sink: Path, max_wait_s: float, say: Callable[[str], 
             if changed and st.get("state") != "running":
                 say("   stage %-10s %s" % (st.get("name"), st.get("state")))
             seen[st.get("name")] = st.get("state")
+        # Notifications after the stages' output: a message about the run's end printed before
+        # the last stage's lines read as if the demo finished before its eval ran.
+        offset = _show_notifications(sink, offset, say)
         state = run.get("state")
         if state in ("succeeded", "failed", "cancelled", "interrupted"):
             time.sleep(0.5)  # let the last notification reach the sink

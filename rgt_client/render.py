@@ -192,7 +192,7 @@ def _run(run: dict[str, Any], live: bool, spark: dict[str, Any] | None = None, c
     if run.get("pending_pickup"):
         lines.append("  (submitted; the daemon has not picked it up yet)")
     for st in run.get("stages") or []:
-        lines += stage_lines(st, live)
+        lines += stage_lines(st, live, run.get("state"))
         lines += _metrics(st, spark if spark and spark.get("stage") == st.get("name") else None)
     art = run.get("artifacts") or {}
     if art.get("files"):

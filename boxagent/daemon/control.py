@@ -323,8 +323,12 @@ def logs(home: Home, name: str, stage: Optional[str], n: int, attempt: Optional[
     each under a `==> stage (attempt K): path <==` header like tail(1) prints for several files."""
     run = read_state(home, name)
     if run is None:
-        raise UsageError("no run named %r on this box (or the daemon has not picked it up yet)" % name,
-                         "list the runs with `rgt-agent status`")
+        if inbox.pending_submits(home).get(name) is not None:
+            # submitted, not yet picked up (the daemon is down or busy): status lists it as
+            # queued, so "no run named" here contradicted it
+            raise UsageError("run %s is queued and has no stage log yet" % name,
+                             "its stages log once it starts; see `rgt-agent status --run %s`" % name)
+        raise UsageError("no run named %r on this box" % name, "list the runs with `rgt-agent status`")
     if stage is not None or attempt is not None:
         st = _pick_stage(run, stage)
         return tail_lines(_log_path(home, name, st, attempt), n)

@@ -112,8 +112,13 @@ def cost(v: Any) -> dict[str, Any] | None:
 
 
 def verified(v: Any) -> dict[str, Any] | None:
-    """A PULL_VERIFIED.json (rgt.pull_verified/1), from the box or from this laptop."""
-    return _fields(v, ("files", "bytes"), ("run", "verified_at", "manifest_sha256"))
+    """A verified pull: the box's runs/<run>/pull_verified.json, or this laptop's
+    PULL_VERIFIED.json (--pulled DIR), which also counts the files and bytes."""
+    out = _fields(v, ("files", "bytes"), ("run", "verified_at", "manifest_sha256"))
+    if out is not None:
+        match = v.get("matches_box_manifest")
+        out["matches_box_manifest"] = match if isinstance(match, bool) else None
+    return out
 
 
 def normalise(doc: Any) -> dict[str, Any]:

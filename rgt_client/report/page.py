@@ -165,7 +165,13 @@ def _money(v: Any) -> str:
 def _verified(v: Any, run: dict[str, Any]) -> str:
     if not isinstance(v, dict):
         return "none recorded (rgt-client pull, then pass --pulled DIR to include it)"
-    text = "%s files, %s, verified %s" % (_count(v.get("files")), format_bytes(v.get("bytes")), v.get("verified_at") or "?")
+    parts = []
+    if v.get("files") is not None or v.get("bytes") is not None:
+        parts.append("%s files, %s" % (_count(v.get("files")), format_bytes(v.get("bytes"))))
+    parts.append("verified %s" % (v.get("verified_at") or "?"))
+    text = ", ".join(parts)
+    if v.get("matches_box_manifest") is False:
+        text += " — WARNING: the box's manifest has changed since (the run wrote more after the pull)"
     if v.get("run") not in (None, run.get("name")):
         text += " — WARNING: this verification is of run %s, not this run" % v.get("run")
     if v.get("manifest_sha256"):

@@ -289,3 +289,15 @@ def test_a_slurm_stage_shows_its_job_and_why_it_waits():
     line = stage_head(held)
     assert line.endswith(", blocked)") and "\x1b" not in line
     assert "slurm" not in stage_head({"name": "train", "state": "running"})
+
+
+@pytest.mark.parametrize("run_state", ["failed", "cancelled", "interrupted"])
+def test_stages_of_an_ended_run_that_will_not_run_are_not_shown_pending(run_state):
+    run = copy.deepcopy(FAILED)
+    run["state"] = run_state
+    run["stages"] += [{"name": "eval", "state": "pending"}, {"name": "agg", "state": "pending"}]
+    text = render_status(scenario([run]), {"host": "box"})
+    assert "– eval       not run" in text and "– agg        not run" in text
+    assert " pending" not in text.split("notifications")[0]
+    live = render_status(scenario([RUNNING]), {"host": "box"})     # a live run's later stages still wait
+    assert "· agg        pending" in live
