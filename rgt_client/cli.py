@@ -69,7 +69,12 @@ class _Group(click.Group):
         except ClientError as exc:
             # messages and hints often quote the box (its Error: lines, run names): textsafe
             from rgt_client.textsafe import safe, safe_line
-            click.echo("Error: %s" % safe_line(exc.message), err=True)
+            # a message of several lines (a job's N problems) keeps its lines, each made safe:
+            # one safe_line over all of it printed them joined by a literal "\n"
+            first, *rest = exc.message.splitlines() or [""]
+            click.echo("Error: %s" % safe_line(first), err=True)
+            for line in rest:
+                click.echo(safe_line(line), err=True)
             if exc.hint:
                 click.echo("Hint: %s" % safe(exc.hint), err=True)
             ctx.exit(exc.code)

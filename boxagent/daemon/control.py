@@ -167,9 +167,10 @@ def _plan(home: Home, spec: Dict[str, Any], sha: str, replace: bool) -> Dict[str
         raise UsageError("run %s is %s with a different job" % (name, cur_state),
                          "pick another name, or cancel it first: `rgt-agent cancel %s`" % name)
     if not replace:
+        # resume was the first suggestion here: it reruns the OLD job, not the one just sent
         raise UsageError("run %s already exists (%s) with a different job" % (name, cur_state),
-                         "pick another name, resume it (`rgt-agent resume %s`), or submit with --replace "
-                         "(the old run moves to runs/.archive/)" % name)
+                         "to run this job under that name, submit with --replace (the old run moves to "
+                         "runs/.archive/), or pick another name")
     return {"run": name, "state": state.QUEUED, "duplicate": False, "replace": True}
 
 
