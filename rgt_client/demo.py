@@ -96,8 +96,8 @@ def run_demo(base: Path, epochs: int = 5, max_wait_s: float = 90.0,
     # idle warning shows before the demo ends (a real box waits 30 min: docs/cost.md).
     rep = install(target, InstallOptions(profile="local", sample_every=1.0, remember=False,
                                          notify={"notify": [{"url": "file://%s" % sink}]},
-                                         cost={"price_per_hour": DEMO_PRICE, "idle_alert_after_s": DEMO_IDLE_S},
-                                         extra_config={"history_every": 1.0}), say=say)
+                                         cost={"price_per_hour": DEMO_PRICE, "idle_alert_after_s": DEMO_IDLE_S}),
+                 say=say)
     say("   agent sha256 %s, daemon started" % rep.sha256[:16])
     try:
         say("-- submit a 3-stage job: train (%d epochs) -> eval -> aggregate" % epochs)

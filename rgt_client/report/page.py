@@ -229,8 +229,9 @@ def _figure(axis: TimeAxis, chart: Chart) -> str:
              for s in chart.series]
     if chart.bands:
         items.append(('<span class="sw box band"></span>', "throttled"))
+    unit = "%s · %s" % (chart.unit, chart.note) if chart.note else chart.unit
     return "<h3>%s <span class=\"note\">(%s)</span></h3>%s%s" % (
-        esc(chart.title), esc(chart.unit), _legend(items) if len(items) > 1 or chart.bands else "", line_chart(axis, chart))
+        esc(chart.title), esc(unit), _legend(items) if len(items) > 1 or chart.bands else "", line_chart(axis, chart))
 
 
 def _box(css: str) -> str:
