@@ -21,6 +21,7 @@ NOT_RUN_MARK = "–"
 BAD = ("failed", "interrupted", "cancelled")
 QUOTE_CLIP = 200   # a quoted log line (evidence) can be kilobytes: its start says enough
 TEXT_CLIP = 1000   # a cause, fix or warning is a sentence: cut only when it is not one (a flood)
+PROGRESS_AGE_SHOWN_S = 5.0   # a reading older than this says its age
 SCREEN = 80        # what a phone's terminal shows: sentences wrap under themselves to fit
 
 
@@ -56,6 +57,10 @@ def progress_words(st: dict[str, Any], live: bool = True) -> str:
         out += " (%s/%s)" % (_num(prog["done"]), _num(prog["total"]))
     if live and st.get("state") == "running" and prog.get("eta_s") is not None:
         out += " eta %s" % format_duration(prog["eta_s"])
+    age = prog.get("age_s")
+    if st.get("state") == "running" and isinstance(age, (int, float)) and age >= PROGRESS_AGE_SHOWN_S:
+        # status.json is written every sample_every: `15% (3/20)` while the log was at 12/20
+        out += " (as of %s ago)" % format_duration(age)
     return out
 
 
