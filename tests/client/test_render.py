@@ -328,3 +328,15 @@ def test_the_agent_adds_the_age_of_a_running_stages_progress(tmp_path):
     (tmp_path / "home" / "status.json").write_text(json.dumps(doc))
     got = status_mod.read(home, Roots(), now=1004.0, n_events=0)
     assert got["runs"][0]["stages"][0]["progress"]["age_s"] == 9.0
+
+
+def test_a_full_state_dir_says_the_room_it_needs_and_has_and_a_queued_run_waits_for_it():
+    """A small disk stayed FULL at 86 % used: status said "free space there" without saying how
+    much, and a queued run waited without a word."""
+    queued = {"name": "q9", "state": "queued", "stages": [{"name": "train", "state": "pending"}]}
+    full = dict(FULL, need_free_bytes=2 << 20, free_bytes=400 << 10)
+    text = render_status(scenario([RUNNING, queued], storage=full), {"host": "box"})
+    flat = " ".join(text.split())
+    assert "it needs 2.1 MB free and has 409.6 KB: free space there" in flat, flat
+    assert "run q9  queued\n  (waits for room in the agent's state dir: no new stage starts while it is full)" in text
+    assert "waits for room" not in render_status(scenario([RUNNING, queued]), {"host": "box"})

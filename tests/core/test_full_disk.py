@@ -81,6 +81,9 @@ def test_a_stage_that_fills_the_state_dir_leaves_the_daemon_up_and_it_catches_up
     verdict = patrol_verdict(HostStatus(Target("box"), status=validate(st, "box")), since_s=86400)
     assert (verdict.word, verdict.code) == ("STATE-FULL", 7)
     assert "the agent's state dir is FULL since 20" in render_status(st, {"host": "box"})
+    storage = st["agent"]["storage"]       # how much room it needs, and has (a real statvfs)
+    assert storage["need_free_bytes"] == 2 << 20 and 0 <= storage["free_bytes"] < storage["need_free_bytes"]
+    assert "it needs 2.1 MB free and has" in " ".join(render_status(st, {"host": "box"}).split())
     # one message, sent from memory while the disk is still full
     full_msgs = wait_for(lambda: [m for m in _sink(sink) if m.get("type") == "state_dir_full"], 20,
                          "the state_dir_full message")
