@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 import click
 
-from rgt_client import __version__, exitcodes, options
+from rgt_client import __version__, exitcodes, options, usage
 from rgt_client.errors import ClientError
 
 COMMAND_MODULES = {
@@ -42,13 +43,38 @@ class _Group(click.Group):
                 self.add_command(cmd)
         return self.commands.get(cmd_name)
 
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        """click's own usage errors in rgt's form: `Error:` + `Hint:` and exit 2 (click printed its
+        usage block and `Error: Missing argument 'DEST'.` with no hint)."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.UsageError as exc:
+            usage.report(exc)
+            sys.exit(exitcodes.USAGE)
+        except click.exceptions.ClickException as exc:      # a bad file argument and the like
+            click.echo("Error: %s" % exc.format_message(), err=True)
+            click.echo("Hint: see rgt-client --help", err=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted.", err=True)
+            sys.exit(exitcodes.ERROR)
+        sys.exit(rv if isinstance(rv, int) else exitcodes.OK)
+
     def invoke(self, ctx: click.Context) -> object:  # type: ignore[override]
         try:
             return super().invoke(ctx)
         except ClientError as exc:
             # messages and hints often quote the box (its Error: lines, run names): textsafe
             from rgt_client.textsafe import safe, safe_line
-            click.echo("Error: %s" % safe_line(exc.message), err=True)
+            # a message of several lines (a job's N problems) keeps its lines, each made safe:
+            # one safe_line over all of it printed them joined by a literal "\n"
+            first, *rest = exc.message.splitlines() or [""]
+            click.echo("Error: %s" % safe_line(first), err=True)
+            for line in rest:
+                click.echo(safe_line(line), err=True)
             if exc.hint:
                 click.echo("Hint: %s" % safe(exc.hint), err=True)
             ctx.exit(exc.code)
@@ -63,7 +89,7 @@ class _Group(click.Group):
             ctx.exit(exitcodes.ERROR)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("rgt-client", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rgt-client")
 @options.ssh_config
 @options.debug

@@ -3,6 +3,7 @@ Data to stdout, diagnostics to stderr, exit codes from exitcodes.py, options fro
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from typing import Any
 
@@ -97,16 +98,20 @@ def run(ctx: click.Context, host: str, args: tuple[str, ...], name: str | None, 
         raise ClientError("run needs a job file, or --name and a command after --",
                           "rgt-client run HOST job.toml   |   rgt-client run HOST --name N -- python train.py",
                           exitcodes.USAGE)
-    _submit(ctx, host, job, as_json, home, python, replace)
+    _submit(ctx, host, job, as_json, home, python, replace, args[0] if len(args) == 1 and not name else None)
 
 
 def _submit(ctx: click.Context, host: str, job: dict[str, Any], as_json: bool, home: str | None,
-            python: str | None, replace: bool = False) -> None:
+            python: str | None, replace: bool = False, job_file: str | None = None) -> None:
     from rgt_client.ops import submit
     from rgt_client.render_run import s
     t = options.target(ctx, host, home, python)
     options.say_home(t)
-    out, notes = submit(t, job, replace=replace)
+    try:
+        out, notes = submit(t, job, replace=replace)
+    except ClientError as exc:
+        exc.hint = with_job_file(exc.hint, host, job_file)
+        raise
     for note in notes:
         err("Note: %s" % s(note))
     if as_json:
@@ -126,6 +131,14 @@ def _submit(ctx: click.Context, host: str, job: dict[str, Any], as_json: bool, h
     click.echo("  check:  rgt-client status %s --run %s" % (q(host), q(name)))
     click.echo("  follow: rgt-client watch %s %s" % (q(host), q(name)))
     click.echo("  logs:   rgt-client logs %s %s --follow" % (q(host), q(name)))
+
+
+def with_job_file(hint: str | None, host: str, job_file: str | None) -> str | None:
+    """The agent's "submit with --replace" as the command to type, with this job's file."""
+    if not hint or not job_file or "--replace" not in hint:
+        return hint
+    return re.sub(r"submit it again with --replace \(`[^`]*`\)|submit with --replace",
+                  "`rgt-client run %s %s --replace`" % (q(host), q(job_file)), hint)
 
 
 def _sweep_lines(host: str, group: str, runs: list[Any]) -> None:

@@ -96,8 +96,8 @@ def run_demo(base: Path, epochs: int = 5, max_wait_s: float = 90.0,
     # idle warning shows before the demo ends (a real box waits 30 min: docs/cost.md).
     rep = install(target, InstallOptions(profile="local", sample_every=1.0, remember=False,
                                          notify={"notify": [{"url": "file://%s" % sink}]},
-                                         cost={"price_per_hour": DEMO_PRICE, "idle_alert_after_s": DEMO_IDLE_S},
-                                         extra_config={"history_every": 1.0}), say=say)
+                                         cost={"price_per_hour": DEMO_PRICE, "idle_alert_after_s": DEMO_IDLE_S}),
+                 say=say)
     say("   agent sha256 %s, daemon started" % rep.sha256[:16])
     try:
         say("-- submit a 3-stage job: train (%d epochs) -> eval -> aggregate" % epochs)
@@ -126,7 +126,6 @@ def _follow(target: Target, sink: Path, max_wait_s: float, say: Callable[[str], 
     logs: dict[str, int] = {}
     offset, state, deadline = 0, None, time.monotonic() + max_wait_s
     while time.monotonic() < deadline:
-        offset = _show_notifications(sink, offset, say)
         hs = fetch_status(target, events=0)
         run = find_run(hs.status or {}, "demo") or {}
         for st in run.get("stages") or []:
@@ -140,6 +139,9 @@ def _follow(target: Target, sink: Path, max_wait_s: float, say: Callable[[str], 
             if changed and st.get("state") != "running":
                 say("   stage %-10s %s" % (st.get("name"), st.get("state")))
             seen[st.get("name")] = st.get("state")
+        # Notifications after the stages' output: a message about the run's end printed before
+        # the last stage's lines read as if the demo finished before its eval ran.
+        offset = _show_notifications(sink, offset, say)
         state = run.get("state")
         if state in ("succeeded", "failed", "cancelled", "interrupted"):
             time.sleep(0.5)  # let the last notification reach the sink

@@ -48,13 +48,43 @@ def _parse(p: Path, raw: bytes) -> dict[str, Any]:
     except RecursionError:  # 200,000 nested [ : the parser's own stack
         raise ClientError("%s: nested too deeply" % p, "a job nests tables a few levels deep",
                           exitcodes.USAGE) from None
-    except (ValueError, UnicodeDecodeError) as exc:  # TOMLDecodeError and JSONDecodeError are ValueErrors
-        raise ClientError("%s is not valid %s: %s" % (p, "JSON" if p.suffix == ".json" else "TOML", exc),
-                          "fix the file; the job format is in the README", exitcodes.USAGE)
+    except UnicodeDecodeError as exc:
+        raise ClientError("%s is not UTF-8 text (byte %d)" % (p, exc.start),
+                          "save the job file as UTF-8", exitcodes.USAGE) from None
+    except ValueError as exc:  # TOMLDecodeError and JSONDecodeError are ValueErrors
+        raise syntax_error(p, text, exc) from None
     if not isinstance(job, dict):
         raise ClientError("%s: a job is a table of keys" % p, "see the job format in the README",
                           exitcodes.USAGE)
     return job
+
+
+_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_CHAR = re.compile(r"Illegal character '(\\[nr])'")
+
+
+def syntax_error(p: Path, text: str, exc: ValueError) -> ClientError:
+    """`FILE line L, column C: what` and, as the hint, that line with a caret under the column.
+    tomllib says `Illegal character '\\n' (at line 1, column 14)` for an unclosed quote: the
+    literal \\n and no line shown left a user guessing."""
+    kind = "JSON" if p.suffix == ".json" else "TOML"
+    what = str(exc)
+    line_no, col = getattr(exc, "lineno", None), getattr(exc, "colno", None)
+    at = _AT.search(what)
+    if at:
+        line_no, col, what = int(at.group(1)), int(at.group(2)), what[:at.start()]
+    elif isinstance(exc, json.JSONDecodeError):
+        what = exc.msg
+    what = _CHAR.sub(lambda m: "the line ends before its value does (an unclosed quote or bracket?)"
+                     if m.group(1) == "\\n" else "a carriage return (save the file with LF line ends)", what)
+    if not line_no:
+        return ClientError("%s is not valid %s: %s" % (p, kind, what), "fix the file; docs/jobs.md has the format",
+                           exitcodes.USAGE)
+    lines = text.splitlines() or [""]
+    shown = lines[line_no - 1] if 0 < line_no <= len(lines) else ""
+    caret = " " * max(0, min(col or 1, len(shown) + 1) - 1) + "^"
+    return ClientError("%s line %d, column %d is not valid %s: %s" % (p, line_no, col or 1, kind, what),
+                       "fix line %d:\n    %s\n    %s" % (line_no, shown[:200], caret), exitcodes.USAGE)
 
 
 def _check_text(text: str, origin: str) -> None:

@@ -124,8 +124,10 @@ def main():
     # later call (status above all) loads code instead of compiling it
     steps["precompile"] = agent(["--rgt-precompile"], timeout=120)
     if req.get("notify") is not None:
-        res = agent(["notify-set"], json.dumps(req["notify"]).encode())
-        steps["notify-set"] = {"rc": res["rc"], "out": res["out"][-300:], "err": res["err"]}
+        res = agent(["notify-set", "--json"], json.dumps(req["notify"]).encode())
+        steps["notify-set"] = {"rc": res["rc"], "out": "", "err": res["err"]}
+        # the redacted targets the box set (ids, formats, no secrets), for install to list
+        OUT["notifiers"] = (as_json(res) or {}).get("notifiers") if res["rc"] == 0 else None
     if req.get("restart", True):
         # stop leaves running stages alone: the new daemon re-adopts them (DESIGN: upgrades)
         steps["stop"] = agent(["stop"], timeout=90)

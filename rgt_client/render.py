@@ -63,13 +63,22 @@ def state_full_words(storage: dict[str, Any]) -> str:
     return "the agent's state dir is FULL%s: runs go on, no new stage starts%s" % (since, kept)
 
 
+def state_full_room(storage: dict[str, Any]) -> str:
+    """`it needs 2.1 MB free and has 0.4 MB`, when the agent says both."""
+    need, free = storage.get("need_free_bytes"), storage.get("free_bytes")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (need, free)):
+        return ""
+    return "; it needs %s free and has %s" % (format_bytes(need), format_bytes(free))
+
+
 def render_status(status: dict[str, Any], client: dict[str, Any]) -> str:
     host = client.get("host") or s(status.get("host"))
     lines = _header(status, client)
     lines += _health(status.get("health") or {}, status.get("history") or {})
     lines += render_cost.status_lines(status.get("cost"))
     lines += _runs(status.get("runs") or [], host, bool(client.get("show_all")), statusdata.alive(status),
-                   status.get("metrics_history") or {}, status.get("cost"))
+                   status.get("metrics_history") or {}, status.get("cost"),
+                   bool(statusdata.state_dir_full(status)))
     lines += _alerts(status.get("alerts") or [])
     lines += _notifications(status.get("notifications"))
     if client.get("show_events"):
@@ -78,13 +87,13 @@ def render_status(status: dict[str, Any], client: dict[str, Any]) -> str:
 
 
 def _runs(runs: list[dict[str, Any]], host: str, show_all: bool, live: bool,
-          metrics: dict[str, Any], cost: Any = None) -> list[str]:
+          metrics: dict[str, Any], cost: Any = None, full_state_dir: bool = False) -> list[str]:
     if not runs:
         return ["  no runs yet: rgt-client run %s JOB.toml" % shlex.quote(host)]
     shown, hidden = statusdata.runs_to_show(runs, show_all)
     lines: list[str] = []
     for run in shown:
-        lines += _run(run, live, metrics.get(str(run.get("name"))), cost)
+        lines += _run(run, live, metrics.get(str(run.get("name"))), cost, full_state_dir)
     if hidden:
         lines.append("… %d older ended run%s not shown: rgt-client status %s --all"
                      % (hidden, "" if hidden == 1 else "s", shlex.quote(host)))
@@ -108,7 +117,7 @@ def _header(status: dict[str, Any], client: dict[str, Any]) -> list[str]:
                      "re-adopted): rgt-client install %s" % word)
     full = statusdata.state_dir_full(status)
     if full:
-        lines += wrapped("  ! ", state_full_words(full) + ": free space there (df -h; df -i)")
+        lines += wrapped("  ! ", state_full_words(full) + state_full_room(full) + ": free space there (df -h; df -i)")
     if agent.get("machine_restarted"):
         lines.append("  ! the machine restarted since the daemon started (boot_id changed)")
     box, local = agent.get("build_sha256"), client.get("local_build_sha256")
@@ -186,13 +195,16 @@ def _int(v: Any) -> str:
     return "-" if not isinstance(v, (int, float)) else "%.0f" % v
 
 
-def _run(run: dict[str, Any], live: bool, spark: dict[str, Any] | None = None, cost: Any = None) -> list[str]:
+def _run(run: dict[str, Any], live: bool, spark: dict[str, Any] | None = None, cost: Any = None,
+         full_state_dir: bool = False) -> list[str]:
     lines = ["run %s  %s%s" % (s(run.get("name")), s(run.get("state")),
                                "  workdir %s" % s(run["workdir"]) if run.get("workdir") else "")]
     if run.get("pending_pickup"):
         lines.append("  (submitted; the daemon has not picked it up yet)")
+    if run.get("state") == "queued" and full_state_dir:
+        lines.append("  (waits for room in the agent's state dir: no new stage starts while it is full)")
     for st in run.get("stages") or []:
-        lines += stage_lines(st, live)
+        lines += stage_lines(st, live, run.get("state"))
         lines += _metrics(st, spark if spark and spark.get("stage") == st.get("name") else None)
     art = run.get("artifacts") or {}
     if art.get("files"):

@@ -29,7 +29,19 @@ def install_summary(rep: "InstallReport") -> list[str]:
     else:   # "started" here once hid a daemon that was not running after the restart
         lines.append("  daemon   %s after the restart: rgt-client status %s" % (s(state).upper(), rep.target.host))
     lines.append(settings_line(status.get("cost")))
+    lines += notifier_lines(rep.start.get("notifiers"))
     lines += ["  warning  %s" % s(w) for w in rep.warnings]
+    return lines
+
+
+def notifier_lines(notifiers: Any) -> list[str]:
+    """What `install --notify FILE` set, as `notify-set` says it (ids and redacted targets): the
+    install said nothing, and a user could not tell which of the file's notifiers were taken."""
+    if not isinstance(notifiers, list):
+        return []
+    rows = [n for n in notifiers if isinstance(n, dict)]
+    lines = ["  notify   %d notifier%s set" % (len(rows), "" if len(rows) == 1 else "s")]
+    lines += ["           %-10s %-13s %s" % (s(n.get("id")), s(n.get("format")), s(n.get("target"))) for n in rows[:20]]
     return lines
 
 

@@ -17,9 +17,11 @@ from rgt_client.textsafe import safe_line
 STATE_MARK = {"succeeded": "✓", "failed": "✗", "running": "▶", "pending": "·", "skipped": "↷",
               "cancelled": "⊘", "interrupted": "!", "queued": "·"}
 WARN_MARK = "⚠"
+NOT_RUN_MARK = "–"
 BAD = ("failed", "interrupted", "cancelled")
 QUOTE_CLIP = 200   # a quoted log line (evidence) can be kilobytes: its start says enough
 TEXT_CLIP = 1000   # a cause, fix or warning is a sentence: cut only when it is not one (a flood)
+PROGRESS_AGE_SHOWN_S = 5.0   # a reading older than this says its age
 SCREEN = 80        # what a phone's terminal shows: sentences wrap under themselves to fit
 
 
@@ -55,6 +57,10 @@ def progress_words(st: dict[str, Any], live: bool = True) -> str:
         out += " (%s/%s)" % (_num(prog["done"]), _num(prog["total"]))
     if live and st.get("state") == "running" and prog.get("eta_s") is not None:
         out += " eta %s" % format_duration(prog["eta_s"])
+    age = prog.get("age_s")
+    if st.get("state") == "running" and isinstance(age, (int, float)) and age >= PROGRESS_AGE_SHOWN_S:
+        # status.json is written every sample_every: `15% (3/20)` while the log was at 12/20
+        out += " (as of %s ago)" % format_duration(age)
     return out
 
 
@@ -62,11 +68,16 @@ def _num(v: Any) -> str:
     return "%d" % v if float(v).is_integer() else "%g" % v
 
 
-def stage_head(st: dict[str, Any], live: bool = True) -> str:
+def stage_head(st: dict[str, Any], live: bool = True, run_state: Any = None) -> str:
     state = st.get("state") or "?"
     warned = bool(st.get("warnings"))
     mark = WARN_MARK if warned and state == "succeeded" else STATE_MARK.get(state, "?")
-    parts = ["  %s %-10s %-11s" % (mark, s(st.get("name")), s(state))]
+    shown = s(state)
+    if state == "pending" and run_state in BAD:
+        # a failed or cancelled run starts nothing more: "pending" promised a stage that will
+        # not run (resume queues the run again, and its stages are pending then)
+        mark, shown = NOT_RUN_MARK, "not run"
+    parts = ["  %s %-10s %-11s" % (mark, s(st.get("name")), shown)]
     if st.get("attempt"):
         parts.append("attempt %s" % st["attempt"])
     if st.get("kind") == "wait":
@@ -86,10 +97,11 @@ def stage_head(st: dict[str, Any], live: bool = True) -> str:
     return " ".join(p for p in parts if p).rstrip()
 
 
-def stage_lines(st: dict[str, Any], live: bool = True) -> list[str]:
+def stage_lines(st: dict[str, Any], live: bool = True, run_state: Any = None) -> list[str]:
     """The stage's line, then its cause (failed/interrupted/cancelled) and its warnings.
-    live: the daemon is running (else what the box's files last said: no eta)."""
-    lines = [stage_head(st, live)]
+    live: the daemon is running (else what the box's files last said: no eta). run_state: the
+    run's, so a stage that will not run is not shown as pending."""
+    lines = [stage_head(st, live, run_state)]
     cause = st.get("cause") or {}
     if cause and st.get("state") in BAD:
         # a fix is never cut short: half a remediation (`expandable_segments:Tru…`) misleads

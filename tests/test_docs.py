@@ -46,6 +46,11 @@ def test_site_builds_strictly(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert (site / "search" / "search_index.json").stat().st_size > 0   # the site has search
     assert (site / "jobs" / "index.html").exists()
+    # the home page is the README itself (docs/index.md was a copy that drifted from it)
+    home = (site / "index.html").read_text()
+    assert "What it costs" in home and 'href="client/#ssh-your-own-client-bounded"' in home
+    assert 'src="img/report.png"' in home and 'href="docs/' not in home and 'src="docs/' not in home
+    assert (REPO / "docs" / "index.md").read_text().startswith("<!-- The home page is README.md")
 
 
 def test_readme_fresh_machine_commands_are_the_supported_ones():

@@ -20,6 +20,7 @@ from boxagent.base.units import iso_utc
 
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 RESERVE_BYTES = 1 << 20
+NEED_FREE_BYTES = 2 * RESERVE_BYTES     # free room that ends "full": the reserve, and as much again
 BACKOFF_MIN_S, BACKOFF_MAX_S = 0.5, 30.0
 
 Op = Tuple[str, str, bytes, int, bool]      # (kind: replace|append, path, data, mode, durable)
@@ -95,7 +96,7 @@ class Storage:
             return None
         # Room again means room beyond what freeing the reserve gave back, or the daemon would
         # call a still-full disk healthy the moment it re-took its own reserve.
-        if _free_bytes(self.root) < 2 * RESERVE_BYTES or not self._make_reserve():
+        if _free_bytes(self.root) < NEED_FREE_BYTES or not self._make_reserve():
             self._retry_later(now, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.reserve_path))
             return None
         self.full_since, self.error = None, None
@@ -111,9 +112,15 @@ class Storage:
         return self.full_since is not None
 
     def state(self) -> Dict[str, Any]:
-        """status.json agent.storage."""
-        return {"state": "full" if self.full else "ok", "since": iso_utc(self.full_since), "error": self.error,
-                "pending_writes": len(self.pending)}
+        """status.json agent.storage; while full, the room the daemon needs to call the disk
+        healthy again and the room there is ("free space there" alone left a user guessing
+        how much, on a small disk that stayed FULL at 86 % used)."""
+        out = {"state": "full" if self.full else "ok", "since": iso_utc(self.full_since), "error": self.error,
+               "pending_writes": len(self.pending)}
+        if self.full:
+            out["need_free_bytes"] = NEED_FREE_BYTES
+            out["free_bytes"] = _free_bytes(self.root)
+        return out
 
     def _make_reserve(self) -> bool:
         try:

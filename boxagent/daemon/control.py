@@ -167,9 +167,10 @@ def _plan(home: Home, spec: Dict[str, Any], sha: str, replace: bool) -> Dict[str
         raise UsageError("run %s is %s with a different job" % (name, cur_state),
                          "pick another name, or cancel it first: `rgt-agent cancel %s`" % name)
     if not replace:
+        # resume was the first suggestion here: it reruns the OLD job, not the one just sent
         raise UsageError("run %s already exists (%s) with a different job" % (name, cur_state),
-                         "pick another name, resume it (`rgt-agent resume %s`), or submit with --replace "
-                         "(the old run moves to runs/.archive/)" % name)
+                         "to run this job under that name, submit with --replace (the old run moves to "
+                         "runs/.archive/), or pick another name")
     return {"run": name, "state": state.QUEUED, "duplicate": False, "replace": True}
 
 
@@ -323,8 +324,12 @@ def logs(home: Home, name: str, stage: Optional[str], n: int, attempt: Optional[
     each under a `==> stage (attempt K): path <==` header like tail(1) prints for several files."""
     run = read_state(home, name)
     if run is None:
-        raise UsageError("no run named %r on this box (or the daemon has not picked it up yet)" % name,
-                         "list the runs with `rgt-agent status`")
+        if inbox.pending_submits(home).get(name) is not None:
+            # submitted, not yet picked up (the daemon is down or busy): status lists it as
+            # queued, so "no run named" here contradicted it
+            raise UsageError("run %s is queued and has no stage log yet" % name,
+                             "its stages log once it starts; see `rgt-agent status --run %s`" % name)
+        raise UsageError("no run named %r on this box" % name, "list the runs with `rgt-agent status`")
     if stage is not None or attempt is not None:
         st = _pick_stage(run, stage)
         return tail_lines(_log_path(home, name, st, attempt), n)

@@ -54,6 +54,7 @@ STATUS_SLACK = 8192
 FLUSH_TIMEOUT_S = 5.0    # what the parts' stop() may take on the way out (a spot grace is often ~5 s)
 MIN_SLEEP_S = 0.02
 RESUME_CAUSES = ("machine_restart", "preempted")
+WATCHED_WORKDIRS = 16    # workdirs whose disks health samples, beside the state dir
 
 
 def log_line(text: str) -> None:
@@ -327,9 +328,16 @@ class Daemon:
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     def _watched(self) -> List[tuple]:
+        """The state dir and the workdirs of the runs there are: the live ones first, then the
+        most recently ended, at most WATCHED_WORKDIRS. A workdir whose disk filled vanished from
+        status the moment its run failed, and its disk_low alert never fired."""
         out = [(self.home.root, "state")]
-        for run in self.scheduler.runs.values():
-            if run.state in S.LIVE and (run.workdir, "workdir") not in out:
+        runs = sorted(self.scheduler.runs.values(),
+                      key=lambda r: (r.state not in S.LIVE, -(r.ended_at or r.created_at or 0.0)))
+        for run in runs:
+            if len(out) > WATCHED_WORKDIRS:
+                break
+            if run.workdir and (run.workdir, "workdir") not in out:
                 out.append((run.workdir, "workdir"))
         return out
 

@@ -119,6 +119,7 @@ def parse_entry(index: int, entry: Any, apprise_ok: Optional[bool] = None) -> No
     url = entry.get("url")
     if not isinstance(url, str) or not url.strip():
         raise NotifyConfigError("%s has no url" % where, 'add url = "ntfys://ntfy.sh/your-topic"')
+    _check_url_form(where, url.strip())
     fmt = _entry_format(where, url, entry, apprise_ok)
     _check_fields(where, entry, fmt)
     clean = dict(entry, url=url.strip())
@@ -126,6 +127,23 @@ def parse_entry(index: int, entry: Any, apprise_ok: Optional[bool] = None) -> No
     if fmt != "apprise" or apprise_importable():   # the client may validate for a box that has it
         _check_url_shape(where, notifier)
     return notifier
+
+
+def _check_url_form(where: str, url: str) -> None:
+    """scheme://... and, but for file://, something after the slashes. `ntfy:/mytopic` (one
+    slash, a typo) was taken for the public server with an empty topic and never delivered.
+    The message names the scheme only: the rest of a URL is often its token."""
+    try:
+        sp = urlsplit(url)
+    except ValueError:
+        raise NotifyConfigError("%s: the url is not a URL" % where, 'e.g. url = "ntfys://ntfy.sh/your-topic"')
+    if not sp.scheme or not url[len(sp.scheme) + 1:].startswith("//"):
+        scheme = sp.scheme or "ntfys"
+        raise NotifyConfigError("%s: the url needs two slashes after %s:" % (where, scheme),
+                                'write it as %s://... (e.g. url = "ntfys://ntfy.sh/your-topic")' % scheme)
+    if sp.scheme != "file" and not sp.netloc:
+        raise NotifyConfigError("%s: the url has nothing after %s://" % (where, sp.scheme),
+                                'e.g. url = "%s://ntfy.sh/your-topic"' % sp.scheme)
 
 
 def _entry_format(where: str, url: str, entry: Dict[str, Any], apprise_ok: Optional[bool]) -> str:

@@ -293,6 +293,8 @@ class NotifyHub(Part):
             repeated, since = got
         if event.get("type") == "stage_failed":
             self._last_stage_cause[(n.id, event.get("run"))] = routing.cause_key(event)
+        elif event.get("type") == "stage_cancelled":
+            self._last_stage_cause[(n.id, event.get("run"))] = routing.CANCELLED_KEY
         rec = {"v": 1, "notifier": n.id, "kind": "event", "event": event, "repeated": repeated,
                "since": since, "created_at": now, "attempts": 0, "next_at": 0, "last_error": None}
         name, error = self.outbox.add(n.id, rec)

@@ -1,5 +1,6 @@
 """Which events a notifier takes: its `events` list, or its min_severity minus the quiet ones,
-and never a run_failed that only repeats the stage_failed it just got (one buzz, not two)."""
+and never a run_failed (run_cancelled) that only repeats the stage_failed (stage_cancelled) it just
+got (one buzz, not two)."""
 from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
@@ -12,6 +13,7 @@ QUIET_EVENTS = frozenset(("heartbeat", "progress", "status", "notify_failed"))
 QUIET_INFO_EVENTS = frozenset(("daemon_started", "daemon_stopped", "run_queued", "stage_started",
                                "stage_succeeded", "stage_skipped", "box_busy"))
 CauseKey = Tuple[Any, Any]
+CANCELLED_KEY: CauseKey = ("cancelled", None)   # what a sent stage_cancelled leaves for its run
 
 
 def rank(event: Dict[str, Any]) -> int:
@@ -34,4 +36,6 @@ def routes(n: Any, event: Dict[str, Any], last_stage_cause: Optional[CauseKey]) 
         return False
     if etype == "run_failed" and last_stage_cause is not None and last_stage_cause == cause_key(event):
         return False
+    if etype == "run_cancelled" and last_stage_cause == CANCELLED_KEY:
+        return False            # the stage_cancelled just sent said it: one push per cancel
     return sev >= SEVERITY_RANK.get(n.min_severity, 0)

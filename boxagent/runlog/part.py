@@ -4,8 +4,12 @@ Events: every event of a run goes into its history, and box-wide alerts (no run,
 key) into the history of every run live then. run_started makes a run live; run_succeeded,
 run_failed, run_cancelled and run_interrupted end it (its last, partial minute is written then).
 Points: sample(now) reads the status the daemon last wrote (ctx.last_status(): its `health`
-block and `runs[]`) and folds each sample into the current step (60 s) of every live run; a
-point is appended when its step is over, so a run gets one point a minute from start to end.
+block and `runs[]`) and folds each sample into the current step of every live run; a point is
+appended when its step is over. The step is the sampling interval (10 s unless `sample_every`
+says otherwise): a 39 s training on an H100 drew each chart as a single dot at one point a
+minute. The file thins old points as it grows (store.py), so the resolution falls with age.
+Metrics: every value a stage's log prints for its metrics_pattern (metricfeed.py), read at each
+sample, before a run that ended is closed (its last value is the chart's last point).
 A run that status shows running but no run_started reached (the daemon restarted under it) is
 adopted from status; one that status shows ended is closed the same way.
 A failing write (disk full) costs this part's history, never the chain: the daemon's part
@@ -20,6 +24,7 @@ from typing import Any, Dict, List, Optional
 from boxagent.base.config import interval
 from boxagent.base.part import Part, PartContext, Spec
 from boxagent.runlog import points
+from boxagent.runlog.metricfeed import MetricFeed
 from boxagent.runlog.store import HistoryFile
 
 DEFAULT_STEP_S = 60.0
@@ -30,17 +35,20 @@ SPARK_POINTS = 60        # status.json metrics_history: the last hour of a run's
 SPARK_RUNS = 16          # ... for this many runs (the live ones and the latest ended)
 
 
-def step_from(config: Dict[str, Any], env: Optional[Dict[str, str]] = None) -> float:
-    """config.json `history_every` (seconds per point), else $RGT_HISTORY_EVERY, else 60."""
+def step_from(config: Dict[str, Any], env: Optional[Dict[str, str]] = None) -> Optional[float]:
+    """$RGT_HISTORY_EVERY, else config.json `history_every` (seconds per point), else None: the
+    sampling interval."""
     env = os.environ if env is None else env
     for raw in (env.get(STEP_ENV), (config or {}).get("history_every")):
         if raw is None or raw == "" or isinstance(raw, bool):
             continue
         try:
-            return max(MIN_STEP_S, float(raw))
+            step = float(raw)
         except (TypeError, ValueError):
             continue
-    return DEFAULT_STEP_S
+        if step == step and step != float("inf"):       # nan and inf are not a step
+            return max(MIN_STEP_S, step)
+    return None
 
 
 def is_box_alert(event: Dict[str, Any]) -> bool:
@@ -61,6 +69,8 @@ class _Live:
         self.acc: Optional[Dict[str, Any]] = None
         self.last_at: Optional[float] = None
         self.info_written: Optional[Dict[str, Any]] = None
+        self.feed = MetricFeed()
+        self.patterns: Optional[Dict[str, str]] = None
 
 
 class RunLog(Part):
@@ -81,8 +91,8 @@ class RunLog(Part):
         self.reload(ctx.config, ctx.profile)
 
     def reload(self, config: Dict[str, Any], profile: Dict[str, Any]) -> None:
-        self.step_s = self.fixed_step or step_from(config)
         self.sample_every = interval(config or {}, "sample_every") or 10.0
+        self.step_s = self.fixed_step or step_from(config) or max(MIN_STEP_S, self.sample_every)
 
     def on_event(self, event: Dict[str, Any]) -> None:
         run, etype = event.get("run"), event.get("type")
@@ -109,6 +119,9 @@ class RunLog(Part):
         self._seen_status = status
         health = status.get("health") if isinstance(status.get("health"), dict) else {}
         runs = {r.get("name"): r for r in status.get("runs") or [] if isinstance(r, dict)}
+        for name, live in self.live.items():      # before a run that ended is closed
+            if name in runs:
+                self._read_metrics(live, runs[name], now)
         self._follow_states(runs, now)
         for name, live in self.live.items():
             run = runs.get(name)
@@ -168,6 +181,22 @@ class RunLog(Part):
         self._info(live, health, run, now)
         raw = points.from_status(health, run, bucket * self.step_s, max(span, 1e-3))
         live.acc = raw if live.acc is None else points.merge(live.acc, raw)
+
+    def _read_metrics(self, live: _Live, run: Dict[str, Any], now: float) -> None:
+        if live.patterns is None:
+            live.patterns = self._metric_patterns(live.hist.run)
+        if live.patterns:
+            stages = [st for st in run.get("stages") or [] if isinstance(st, dict)]
+            live.hist.add_metrics(live.feed.read(stages, live.patterns, now))
+
+    def _metric_patterns(self, run: str) -> Dict[str, str]:
+        """{stage: metrics_pattern} from the run's spec.json."""
+        from boxagent.base.fsutil import read_json
+        spec = read_json(self.ctx.home.run_spec(run), None) if self.ctx is not None else None
+        stages = spec.get("stage") if isinstance(spec, dict) else None
+        return {st["name"]: st["metrics_pattern"] for st in stages or []
+                if isinstance(st, dict) and isinstance(st.get("name"), str)
+                and isinstance(st.get("metrics_pattern"), str)}
 
     def _info(self, live: _Live, health: Dict[str, Any], run: Dict[str, Any], now: float) -> None:
         info = points.gpu_info(health, run)

@@ -29,7 +29,6 @@ from boxagent.base.errors import UsageError
 
 SCHEMA = "rgt.report/1"
 FALLBACK_BYTES = 4 << 20
-VERIFIED_NAME = "PULL_VERIFIED.json"
 _RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _SPEC_STAGE_KEYS = (("timeout", "timeout_s"), ("retries", "retries"), ("expected_duration", "expected_duration_s"),
                     ("metrics_pattern", "metrics_pattern"), ("progress_pattern", "progress_pattern"))
@@ -123,5 +122,8 @@ def _tail_bytes(path: str, n: int) -> bytes:
 
 
 def _verified(home: Home, run: str) -> Optional[Dict[str, Any]]:
-    data = read_json(os.path.join(home.run_dir(run), VERIFIED_NAME), None)
+    """The box's own record of a verified pull (`rgt-agent pull-verified`, written by
+    `rgt-client pull`/`verify`). Reading a name nobody writes made every report say "none
+    recorded" after a pull the box did record."""
+    data = read_json(home.pull_verified(run), None)
     return data if isinstance(data, dict) else None

@@ -3,6 +3,8 @@
   {"k": "h", "schema", "run", "step_s", "gpu_cols", "throttle_bits"}   header (first line)
   {"k": "i", "t", "gpus": {"0": {name, memory_total_mib, sm_clock_max_mhz}}, "workdir_disk", "cgroup"}
   {"k": "p", "t", "s", "m", "d", "p", "g", "x", "st"}                    one point (see points.py)
+  {"k": "m", "t", "st", "l", "x"}                                        one logged metric reading:
+                                                    its stage, log line and values (metricfeed.py)
   {"k": "e", "e": {...}}                                                 one event, as in events.jsonl
 
 Appending is one O_APPEND write: a point never rewrites the file. When the file passes
@@ -32,6 +34,7 @@ EVENT_BYTES = 1_000_000     # beyond this much of events, routine (info) ones ar
 MAX_EVENT_BYTES = 8_192     # one event, clipped (a stage_failed carries its last 20 log lines)
 KEEP_RECENT = 360           # points (6 h at 1/min) thinned last
 MIN_POINTS = 240            # never thin below this many points
+METRIC_KEEP = 8000          # logged metric readings kept whole; older ones thin past this
 _KEEP_ALWAYS = ("run_", "stage_")   # lifecycle events are kept even past EVENT_BYTES
 
 
@@ -68,6 +71,10 @@ class HistoryFile:
         rec = dict(point)
         rec["k"] = "p"
         self._append(_line(rec))
+
+    def add_metrics(self, readings: List[Dict[str, Any]]) -> None:
+        if readings:
+            self._append(b"".join(_line(dict(r, k="m")) for r in readings))
 
     def add_info(self, info: Dict[str, Any]) -> None:
         rec = dict(info)
@@ -108,6 +115,7 @@ class HistoryFile:
         hist = read(self.path)
         if hist is None:
             return
+        hist["metrics"] = thin_readings(hist.get("metrics") or [])
         hist["points"] = thin(hist["points"], self.compact_to - _records_bytes(hist))
         body = render(hist, self.run, self.step_s)
         atomic_write_bytes(self.path, body)
@@ -126,6 +134,7 @@ def _records_bytes(hist: Dict[str, Any]) -> int:
     n = len(_line(header(hist.get("run") or "", hist.get("step_s") or 60)))
     n += sum(len(_line(dict(i, k="i"))) for i in hist["info"])
     n += sum(len(_line({"k": "e", "e": e})) for e in hist["events"])
+    n += sum(len(_line(dict(r, k="m"))) for r in hist.get("metrics") or [])
     return n + 64
 
 
@@ -138,6 +147,8 @@ def render(hist: Dict[str, Any], run: str, step_s: float) -> bytes:
         recs.append((_num(p.get("t")), 1, _line(dict(p, k="p"))))
     for e in hist["events"]:
         recs.append((_num(e.get("ts")), 2, _line({"k": "e", "e": e})))
+    for r in hist.get("metrics") or []:
+        recs.append((_num(r.get("t")), 1, _line(dict(r, k="m"))))
     if hist.get("dropped_events"):
         recs.append((float("inf"), 3, _line({"k": "n", "dropped_events": hist["dropped_events"]})))
     recs.sort(key=lambda r: (r[0], r[1]))
@@ -149,8 +160,9 @@ def _num(v: Any) -> float:
 
 
 def read(path: str, max_bytes: int = 4 * BUDGET) -> Optional[Dict[str, Any]]:
-    """{header, run, step_s, info[], points[], events[], dropped_events}, or None without a file.
-    Duplicates are dropped (events by id, points by t: the last written wins)."""
+    """{header, run, step_s, info[], points[], metrics[], events[], dropped_events}, or None
+    without a file. Duplicates are dropped (events by id, points by t, metric readings by stage
+    and log line: the last written wins)."""
     try:
         with open(path, "rb") as fh:
             data = fh.read(max_bytes)
@@ -160,6 +172,7 @@ def read(path: str, max_bytes: int = 4 * BUDGET) -> Optional[Dict[str, Any]]:
     info: List[Dict[str, Any]] = []
     pts: Dict[float, Dict[str, Any]] = {}
     events: Dict[str, Dict[str, Any]] = {}
+    readings: Dict[Tuple[str, int], Dict[str, Any]] = {}
     dropped = 0
     for raw in data.split(b"\n"):
         rec = parse_line(raw)
@@ -172,6 +185,8 @@ def read(path: str, max_bytes: int = 4 * BUDGET) -> Optional[Dict[str, Any]]:
             info.append(rec)
         elif kind == "p" and isinstance(rec.get("t"), (int, float)):
             pts[float(rec["t"])] = rec
+        elif kind == "m" and isinstance(rec.get("t"), (int, float)) and isinstance(rec.get("l"), int):
+            readings[(str(rec.get("st")), rec["l"])] = rec
         elif kind == "e" and isinstance(rec.get("e"), dict):
             ev = rec["e"]
             events[str(ev.get("id") or len(events))] = ev
@@ -179,6 +194,7 @@ def read(path: str, max_bytes: int = 4 * BUDGET) -> Optional[Dict[str, Any]]:
             dropped += rec["dropped_events"]
     return {"header": head, "run": head.get("run"), "step_s": head.get("step_s"), "info": info,
             "points": [pts[t] for t in sorted(pts)], "events": sorted(events.values(), key=_event_order),
+            "metrics": sorted(readings.values(), key=lambda r: (_num(r.get("t")), r["l"])),
             "dropped_events": dropped}
 
 
@@ -218,6 +234,15 @@ def thin(pts: List[Dict[str, Any]], budget: int, keep_recent: int = KEEP_RECENT,
         pts = merged + new
         total = sum(len(_line(p)) for p in pts)
     return pts
+
+
+def thin_readings(readings: List[Dict[str, Any]], keep: int = METRIC_KEEP) -> List[Dict[str, Any]]:
+    """Every logged reading up to `keep`; past it, the older half loses every other reading
+    (the newest half and the last reading stay whole), until they fit."""
+    while len(readings) > keep:
+        half = len(readings) // 2
+        readings = readings[:half][1::2] + readings[half:]
+    return readings
 
 
 def _merge_finest(old: List[Dict[str, Any]], need: float = float("inf")) -> List[Dict[str, Any]]:

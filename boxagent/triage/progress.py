@@ -1,7 +1,9 @@
 """Progress from log lines: tqdm / Lightning / Keras bars, `[n/total]`, `step n/N`,
 `epoch e/E`, `step n` - or a job's progress_pattern (named groups done, total) instead.
 
-progress {done, total, fraction, eta_s, last_line}: eta_s is tqdm's own remaining time when
+progress {done, total, fraction, eta_s, last_line, seen_at}: seen_at is when the agent read that
+line (epoch seconds; `rgt-agent status` adds its age, age_s: status.json is written every
+sample_every, so a reading can trail the log by that much). eta_s is tqdm's own remaining time when
 the bar prints one, else (1 - fraction) / rate, the rate measured over the last samples.
 A fraction that goes down (a new epoch's bar) restarts the rate.
 """
@@ -139,6 +141,7 @@ class ProgressTracker:
             p = parse(text, self.custom, 0)
             p.pop("epoch", None)
         p["last_line"] = clip(text.strip(), 200)
+        p["seen_at"] = round(now, 3) if now is not None else None
         self.latest, self.line_no = p, line_no
         if now is not None and p["fraction"] is not None:
             self._sample(now, p["fraction"])
@@ -162,7 +165,7 @@ class ProgressTracker:
         return (s[-1][1] - s[0][1]) / (s[-1][0] - s[0][0])
 
     def block(self) -> Optional[Dict[str, Any]]:
-        """status.json's progress {done, total, fraction, eta_s, last_line}."""
+        """status.json's progress {done, total, fraction, eta_s, last_line, seen_at}."""
         p = self.latest
         if p is None:
             return None
@@ -172,4 +175,5 @@ class ProgressTracker:
             if rate:
                 eta = (1.0 - p["fraction"]) / rate
         return {"done": p["done"], "total": p["total"], "fraction": p["fraction"],
-                "eta_s": round(eta, 1) if eta is not None else None, "last_line": p["last_line"]}
+                "eta_s": round(eta, 1) if eta is not None else None, "last_line": p["last_line"],
+                "seen_at": p.get("seen_at")}

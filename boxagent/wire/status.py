@@ -196,14 +196,21 @@ def _state_files(home: Home) -> List[Dict[str, Any]]:
 
 
 def _refresh_running(status: Dict[str, Any], now: float) -> None:
-    """A running stage's elapsed time is the observer's now, not the last status.json write's."""
+    """A running stage's elapsed time is the observer's now, not the last status.json write's;
+    its progress says how old it is (it trails the log by up to sample_every)."""
     for run in status.get("runs") or []:
         for st in run.get("stages") or []:
-            if st.get("state") == "running" and isinstance(st.get("started_at"), str):
+            if st.get("state") != "running":
+                continue
+            if isinstance(st.get("started_at"), str):
                 try:
                     st["duration_s"] = round(max(0.0, now - parse_iso_utc(st["started_at"])), 3)
                 except ValueError:
                     pass
+            prog = st.get("progress")
+            seen = prog.get("seen_at") if isinstance(prog, dict) else None
+            if isinstance(seen, (int, float)) and not isinstance(seen, bool):
+                prog["age_s"] = round(max(0.0, now - seen), 1)
 
 
 def _refresh_cost(status: Dict[str, Any], now: float, written_at: Any) -> None:

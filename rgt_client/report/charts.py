@@ -78,7 +78,19 @@ class Measures:
             chart = make()
             if chart is not None:
                 out.append(chart)
+        note = self.resolution()
+        for chart in out:
+            chart.note = note
         return out
+
+    def resolution(self) -> str:
+        """`a point every 10 s`, and how coarse the thinned older points are."""
+        spans = sorted(_num(p.get("s")) or 0.0 for p in self.pts if (_num(p.get("s")) or 0.0) > 0)
+        if not spans:
+            return ""
+        fine, coarse = spans[0], spans[-1]
+        text = "a point every %s" % _secs(fine)
+        return text + (" (older points thinned to %s)" % _secs(coarse) if coarse > fine * 1.5 else "")
 
     # -- GPUs
     def _gpu_series(self, col: str, scale: float = 1.0) -> list[Series]:
@@ -161,32 +173,53 @@ class Measures:
                          marks=self.marks)
         return None
 
-    # -- metrics
+    # -- metrics: every logged reading (`m` records) where the history has them, else the
+    # last value of each point (a history written before readings were kept)
+    def _metric_records(self) -> list[dict[str, Any]]:
+        readings = [r for r in self.hist.get("metrics") or [] if isinstance(r, dict)]
+        return readings or self.pts
+
     def metric_names(self) -> list[tuple[str, str]]:
         """(stage, metric) in order of first appearance."""
         seen: dict[tuple[str, str], None] = {}
-        for p in self.pts:
+        for p in self._metric_records():
             for name in p.get("x") or {}:
                 seen.setdefault((str(p.get("st") or ""), str(name)), None)
         return list(seen)
 
     def last_metrics(self) -> list[tuple[str, str, float]]:
-        """(stage, metric, value) of the last point holding each: the table when status has none."""
+        """(stage, metric, value) of the last record holding each: the table when status has none."""
         last: dict[tuple[str, str], float] = {}
-        for p in self.pts:
+        for p in self._metric_records():
             for name, v in (p.get("x") or {}).items():
                 if _num(v) is not None:
                     last[(str(p.get("st") or ""), str(name))] = v
         return [(st, name, v) for (st, name), v in last.items()]
 
     def metric_charts(self) -> list[Chart]:
+        readings = [r for r in self.hist.get("metrics") or [] if isinstance(r, dict)]
         out = []
         for i, (stage, name) in enumerate(self.metric_names()):
-            pts = series_of(self.pts, lambda p, s=stage, n=name: _num((p.get("x") or {}).get(n))
-                            if str(p.get("st") or "") == s else None)
+            if readings:
+                pts = [(float(r["t"]), _num((r.get("x") or {}).get(name))) for r in readings
+                       if str(r.get("st") or "") == stage and _num((r.get("x") or {}).get(name)) is not None]
+                note = "every logged value (%d)" % len(pts)
+            else:
+                pts = series_of(self.pts, lambda p, s=stage, n=name: _num((p.get("x") or {}).get(n))
+                                if str(p.get("st") or "") == s else None)
+                note = "the last logged value of each point"
             title = "%s (stage %s)" % (name, stage) if stage else name
-            out.append(Chart(title, "as logged", [Series(name, pts, color=i)], None, None, marks=self.marks))
+            out.append(Chart(title, "as logged", [Series(name, pts, color=i)], None, None, marks=self.marks,
+                             note=note))
         return out
+
+
+def _secs(v: float) -> str:
+    if v < 90:
+        return "%g s" % round(v, 1)
+    if v < 5400:
+        return "%g min" % round(v / 60, 1)
+    return "%g h" % round(v / 3600, 1)
 
 
 def _col(p: dict[str, Any], key: str, i: int) -> float | None:

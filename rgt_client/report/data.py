@@ -53,6 +53,16 @@ def point(p: Any) -> dict[str, Any] | None:
     return out
 
 
+def reading(r: Any) -> dict[str, Any] | None:
+    """One logged metric reading (an `m` record): its time, stage, log line and numbers."""
+    if not isinstance(r, dict) or _num(r.get("t")) is None:
+        return None
+    values = {str(k): _num(v) for k, v in _dict(r.get("x")).items() if _num(v) is not None}
+    if not values:
+        return None
+    return {"t": _num(r["t"]), "st": _text(r.get("st")) or "", "l": _num(r.get("l")), "x": values}
+
+
 def event(ev: Any) -> dict[str, Any] | None:
     if not isinstance(ev, dict):
         return None
@@ -112,8 +122,13 @@ def cost(v: Any) -> dict[str, Any] | None:
 
 
 def verified(v: Any) -> dict[str, Any] | None:
-    """A PULL_VERIFIED.json (rgt.pull_verified/1), from the box or from this laptop."""
-    return _fields(v, ("files", "bytes"), ("run", "verified_at", "manifest_sha256"))
+    """A verified pull: the box's runs/<run>/pull_verified.json, or this laptop's
+    PULL_VERIFIED.json (--pulled DIR), which also counts the files and bytes."""
+    out = _fields(v, ("files", "bytes"), ("run", "verified_at", "manifest_sha256"))
+    if out is not None:
+        match = v.get("matches_box_manifest")
+        out["matches_box_manifest"] = match if isinstance(match, bool) else None
+    return out
 
 
 def normalise(doc: Any) -> dict[str, Any]:
@@ -134,7 +149,9 @@ def normalise(doc: Any) -> dict[str, Any]:
                 "stages": [s for s in (stage(x) for x in _list(run.get("stages"))) if s],
                 "artifacts": _fields(run.get("artifacts"), ("files", "bytes"), ()) or {}, "cost": cost(run.get("cost"))},
         "spec": _dict(doc.get("spec")),
-        "history": {"source": _text(hist.get("source")), "points": pts,
+        "history": {"source": _text(hist.get("source")), "points": pts, "step_s": _num(hist.get("step_s")),
+                    "metrics": sorted((r for r in (reading(x) for x in _list(hist.get("metrics"))) if r),
+                                      key=lambda r: (r["t"], r["l"] or 0)),
                     "events": [e for e in (event(x) for x in _list(hist.get("events"))) if e],
                     "info": [i for i in (info(x) for x in _list(hist.get("info"))) if i],
                     "gpu_cols": cols, "throttle_bits": bits,

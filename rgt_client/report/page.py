@@ -165,7 +165,13 @@ def _money(v: Any) -> str:
 def _verified(v: Any, run: dict[str, Any]) -> str:
     if not isinstance(v, dict):
         return "none recorded (rgt-client pull, then pass --pulled DIR to include it)"
-    text = "%s files, %s, verified %s" % (_count(v.get("files")), format_bytes(v.get("bytes")), v.get("verified_at") or "?")
+    parts = []
+    if v.get("files") is not None or v.get("bytes") is not None:
+        parts.append("%s files, %s" % (_count(v.get("files")), format_bytes(v.get("bytes"))))
+    parts.append("verified %s" % (v.get("verified_at") or "?"))
+    text = ", ".join(parts)
+    if v.get("matches_box_manifest") is False:
+        text += " — WARNING: the box's manifest has changed since (the run wrote more after the pull)"
     if v.get("run") not in (None, run.get("name")):
         text += " — WARNING: this verification is of run %s, not this run" % v.get("run")
     if v.get("manifest_sha256"):
@@ -223,8 +229,9 @@ def _figure(axis: TimeAxis, chart: Chart) -> str:
              for s in chart.series]
     if chart.bands:
         items.append(('<span class="sw box band"></span>', "throttled"))
+    unit = "%s · %s" % (chart.unit, chart.note) if chart.note else chart.unit
     return "<h3>%s <span class=\"note\">(%s)</span></h3>%s%s" % (
-        esc(chart.title), esc(chart.unit), _legend(items) if len(items) > 1 or chart.bands else "", line_chart(axis, chart))
+        esc(chart.title), esc(unit), _legend(items) if len(items) > 1 or chart.bands else "", line_chart(axis, chart))
 
 
 def _box(css: str) -> str:

@@ -115,6 +115,7 @@ class Chart:
     marks: list[tuple[float, str]] = field(default_factory=list)           # vertical lines (t, severity)
     height: int = 130
     fmt: str = "%s"                                                         # value -> label
+    note: str = ""                                                          # its resolution, in words
 
 
 def _y_range(chart: Chart) -> tuple[float, float]:
@@ -200,6 +201,8 @@ def thin_points(pts: Sequence[tuple[float, float | None]], limit: int) -> list[t
             out.append((group[0][0], None))        # a gap inside the group stays a gap
         if vals:
             out.append((sum(t for t, _v in group) / len(group), sum(vals) / len(vals)))
+    if pts[-1][1] is not None and out and out[-1] != pts[-1]:
+        out.append(pts[-1])       # the curve ends at the last value, not at its group's mean
     return out
 
 

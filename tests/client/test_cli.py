@@ -3,6 +3,8 @@ defines it (cli imports a module only when one of its commands runs), and `statu
 none of the other commands' modules."""
 from __future__ import annotations
 
+import pytest
+
 import importlib
 import subprocess
 import sys
@@ -36,3 +38,21 @@ def test_help_lists_every_command(rgt_local):
     for names in COMMAND_MODULES.values():
         for name in names:
             assert "  %s " % name in res.stdout, name
+
+
+@pytest.mark.parametrize("argv, meant", [
+    (("verify", "gpu1", "run1"), "usage: rgt-client verify [OPTIONS] DEST"),
+    (("verify",), "usage: rgt-client verify [OPTIONS] DEST"),
+    (("profiles", "runpod"), "`rgt-client profiles show runpod`"),
+    (("logs", "gpu1", "run1", "-n", "0"), "usage: rgt-client logs [OPTIONS] HOST RUN"),
+    (("stauts", "gpu1"), "`rgt-client status`"),
+    (("install",), "usage: rgt-client install [OPTIONS] HOST"),
+    (("status", "gpu1", "--no-such-flag"), "rgt-client status --help"),
+])
+def test_clicks_own_usage_errors_get_an_error_and_a_hint(rgt_local, argv, meant):
+    """click printed its usage block and `Error: Missing argument 'DEST'.` with no Hint."""
+    res = rgt_local(*argv)
+    assert res.exit_code == 2, res.output
+    lines = res.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("Error: ") and lines[1].startswith("Hint: "), res.stderr
+    assert meant in lines[1] and res.stdout == ""

@@ -37,6 +37,19 @@ def check_demo_output(out: str, base: Path) -> None:
     assert offline_problems(html) == []
     assert "Run demo" in html and "st-succeeded" in html and "stage timeline" in html
     assert "3 files" in html
+    # curves at the run's resolution, not dots: every logged loss, health at the sample interval
+    assert re.search(r"every logged value \((\d+)\)", html) and "a point every 1 s" in html, html[:2000]
+    the_demo_prints_every_stage_before_the_run_end_message(out)
+
+
+def the_demo_prints_every_stage_before_the_run_end_message(out: str) -> None:
+    """The run's end message was printed before the eval stage's lines: the notifications of a
+    poll came first, then the stages that poll saw."""
+    lines = out.splitlines()
+    lines = lines[:lines.index("-- final status")]
+    last_stage = max(i for i, line in enumerate(lines) if line.startswith("   stage ") or (line.startswith("     ") and " | " in line))
+    ends = [i for i, line in enumerate(lines) if line.startswith("   notify > ") and "demo done" in line]
+    assert ends and last_stage < ends[0], out
 
 
 def test_demo_completes_and_leaves_the_daemon_stopped(rgt_local, tmp_path):

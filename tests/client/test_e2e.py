@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -87,6 +88,31 @@ def test_install_prints_the_box_and_the_profile(box):
     sha = (box["home"] / "agent.sha256").read_text().strip()
     assert sha in json.dumps(read_status(box["home"]))
     assert list((box["home"] / ".agent-pyc" / sha).glob("*/boxagent.cli.pyc"))   # compiled once, at install
+
+
+def test_install_notify_lists_the_notifiers_it_set(box):
+    out = box["install"].stdout
+    assert "  notify   2 notifiers set" in out, out
+    assert re.search(r"^ +\S+ +json +http://127\.0\.0\.1:9/\*\*\*$", out, re.M), out
+    assert SECRET not in out
+
+
+def test_notifier_ids_stay_the_same_after_another_notify_set(box):
+    """notify-set promises a stable id per URL: a notifier added before the others, or the same
+    file sent again, keeps each old notifier's id (its outbox files and dead-man stay its own)."""
+    rgt, home, base = box["rgt"], box["home"], box["base"]
+    before = {n["url"]: n["id"] for n in json.loads((home / "secrets.json").read_text())["notify"]}
+    more = base / "notify-more.toml"
+    more.write_text('[[notify]]\nurl = "file://%s"\n\n' % (base / "other.jsonl")
+                    + (base / "notify.toml").read_text())
+    try:
+        res = rgt("notify-set", "rgt-box", str(more), "--home", str(home))
+        assert res.exit_code == 0, res.output
+        after = {n["url"]: n["id"] for n in json.loads((home / "secrets.json").read_text())["notify"]}
+        assert {u: after[u] for u in before} == before and len(set(after.values())) == 3
+    finally:
+        assert rgt("notify-set", "rgt-box", str(base / "notify.toml"), "--home", str(home)).exit_code == 0
+    assert {n["url"]: n["id"] for n in json.loads((home / "secrets.json").read_text())["notify"]} == before
 
 
 def test_notifier_secrets_travel_on_stdin_only(box):

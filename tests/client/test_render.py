@@ -289,3 +289,54 @@ def test_a_slurm_stage_shows_its_job_and_why_it_waits():
     line = stage_head(held)
     assert line.endswith(", blocked)") and "\x1b" not in line
     assert "slurm" not in stage_head({"name": "train", "state": "running"})
+
+
+@pytest.mark.parametrize("run_state", ["failed", "cancelled", "interrupted"])
+def test_stages_of_an_ended_run_that_will_not_run_are_not_shown_pending(run_state):
+    run = copy.deepcopy(FAILED)
+    run["state"] = run_state
+    run["stages"] += [{"name": "eval", "state": "pending"}, {"name": "agg", "state": "pending"}]
+    text = render_status(scenario([run]), {"host": "box"})
+    assert "– eval       not run" in text and "– agg        not run" in text
+    assert " pending" not in text.split("notifications")[0]
+    live = render_status(scenario([RUNNING]), {"host": "box"})     # a live run's later stages still wait
+    assert "· agg        pending" in live
+
+
+def test_progress_says_its_age_when_status_trails_the_log():
+    """`15% (3/20)` while the log was at 12/20: status.json is written every sample_every."""
+    run = copy.deepcopy(RUNNING)
+    run["stages"][1]["progress"].update(age_s=9.0)
+    text = render_status(scenario([run]), {"host": "box"})
+    assert "45% (45/100) eta 15m00s (as of 9s ago)" in text
+    run["stages"][1]["progress"].update(age_s=1.5)
+    assert "as of" not in render_status(scenario([run]), {"host": "box"})
+
+
+def test_the_agent_adds_the_age_of_a_running_stages_progress(tmp_path):
+    import json
+    from boxagent.base.home import Home
+    from boxagent.base.roots import Roots
+    from boxagent.base.units import iso_utc
+    from boxagent.wire import status as status_mod
+    home = Home(str(tmp_path / "home"))
+    home.ensure()
+    doc = {"schema": status_mod.SCHEMA, "observed_at": iso_utc(1000.0), "agent": {}, "runs": [
+        {"name": "r", "state": "running", "stages": [
+            {"name": "train", "state": "running", "started_at": iso_utc(900.0),
+             "progress": {"done": 3, "total": 20, "fraction": 0.15, "seen_at": 995.0}}]}]}
+    (tmp_path / "home" / "status.json").write_text(json.dumps(doc))
+    got = status_mod.read(home, Roots(), now=1004.0, n_events=0)
+    assert got["runs"][0]["stages"][0]["progress"]["age_s"] == 9.0
+
+
+def test_a_full_state_dir_says_the_room_it_needs_and_has_and_a_queued_run_waits_for_it():
+    """A small disk stayed FULL at 86 % used: status said "free space there" without saying how
+    much, and a queued run waited without a word."""
+    queued = {"name": "q9", "state": "queued", "stages": [{"name": "train", "state": "pending"}]}
+    full = dict(FULL, need_free_bytes=2 << 20, free_bytes=400 << 10)
+    text = render_status(scenario([RUNNING, queued], storage=full), {"host": "box"})
+    flat = " ".join(text.split())
+    assert "it needs 2.1 MB free and has 409.6 KB: free space there" in flat, flat
+    assert "run q9  queued\n  (waits for room in the agent's state dir: no new stage starts while it is full)" in text
+    assert "waits for room" not in render_status(scenario([RUNNING, queued]), {"host": "box"})

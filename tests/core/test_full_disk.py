@@ -81,6 +81,9 @@ def test_a_stage_that_fills_the_state_dir_leaves_the_daemon_up_and_it_catches_up
     verdict = patrol_verdict(HostStatus(Target("box"), status=validate(st, "box")), since_s=86400)
     assert (verdict.word, verdict.code) == ("STATE-FULL", 7)
     assert "the agent's state dir is FULL since 20" in render_status(st, {"host": "box"})
+    storage = st["agent"]["storage"]       # how much room it needs, and has (a real statvfs)
+    assert storage["need_free_bytes"] == 2 << 20 and 0 <= storage["free_bytes"] < storage["need_free_bytes"]
+    assert "it needs 2.1 MB free and has" in " ".join(render_status(st, {"host": "box"}).split())
     # one message, sent from memory while the disk is still full
     full_msgs = wait_for(lambda: [m for m in _sink(sink) if m.get("type") == "state_dir_full"], 20,
                          "the state_dir_full message")
@@ -127,3 +130,31 @@ def test_a_stage_ending_while_another_process_fills_the_disk_keeps_its_exit_and_
     run = box.wait_run("wait", timeout=30)
     assert run["state"] == "succeeded" and (box.workdir / "b-ran").exists()
     _events_parse(box)
+
+
+@pytest.mark.root
+def test_a_failed_runs_full_workdir_disk_stays_in_status_with_its_alert(tmp_path):
+    """A workdir's filesystem at 100% vanished from status once its run had failed, and no
+    disk_low fired (docs/health.md promises every run's workdir)."""
+    from rgt_client.render import render_status
+    box = Box(tmp_path)
+    try:
+        with tmpfs(tmp_path / "data", "size=2m") as mnt:
+            work = mnt / "work"
+            work.mkdir()
+            box.submit(job("dd", work, {"name": "fill", "run": "dd if=/dev/zero of=blob bs=64k; exit 1"}))
+            box.start()
+            box.wait_run("dd", "failed")
+
+            def shown():
+                st = _status(box)
+                disk = next((d for d in st.get("health", {}).get("disks") or []
+                             if d.get("path") == os.path.realpath(str(work))), None)
+                alert = next((a for a in st.get("alerts") or [] if a.get("type") == "disk_low"), None)
+                return (st, disk, alert) if disk and alert else None
+            st, disk, alert = wait_for(shown, 30)
+            assert disk["role"] == "workdir" and disk["bytes_used_pct"] >= 99
+            text = render_status(st, {"host": "box"})
+            assert str(os.path.realpath(str(work))) in text and "disk_low" in text or "disk" in text
+    finally:
+        box.cleanup()

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from boxagent.engine import jobspec
+from tests.core.conftest import job
 
 GOOD = {"name": "resnet-a3", "workdir": "/tmp/proj", "env": {"WANDB_MODE": "online"},
         "stage": [{"name": "train", "run": "python train.py", "expect": ["ckpt/best.pt"],
@@ -300,3 +301,20 @@ def test_limits_through_rgt_client_run(rgt_local, tmp_path, client_config):
         res = rgt_local("run", "no-such-host", str(tmp_path / name))
         assert res.exit_code == 2, (name, res.output[-300:])
         assert "Error: " in res.output and "Hint: " in res.output, (name, res.output[-300:])
+
+
+def test_resubmitting_a_changed_job_under_a_failed_runs_name_hints_replace_with_the_file(box):
+    """The hint said `resume` first, which reruns the OLD job; the new job needs --replace, and
+    the client says it as the command to type, with the file."""
+    from rgt_client.agentcall import client_hint
+    from rgt_client.commands import with_job_file
+    j = job("chg", box.workdir, {"name": "s", "run": "exit 3"})
+    assert box.submit(j).returncode == 0
+    box.start()
+    box.wait_run("chg", "failed")
+    out = box.submit(dict(j, stage=[{"name": "s", "run": "echo fixed"}]))
+    assert out.returncode == 2 and "different job" in out.stderr
+    hint = next(line[len("Hint: "):] for line in out.stderr.splitlines() if line.startswith("Hint: "))
+    assert "resume" not in hint and "--replace" in hint
+    said = with_job_file(client_hint(hint, "gpu1"), "gpu1", "jobs/train v2.toml")
+    assert "`rgt-client run gpu1 'jobs/train v2.toml' --replace`" in said, said

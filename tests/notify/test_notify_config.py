@@ -57,3 +57,18 @@ def test_errors_name_the_entry_and_never_the_url():
         parse_notifiers([{"url": "ntfy://h/t", "id": "a"}, {"url": "ntfy://h/u", "id": "a"}])
     with pytest.raises(NotifyConfigError, match="heartbeat"):
         parse_entry(0, {"url": "ntfy://h/t", "heartbeat": "soon"})
+
+
+@pytest.mark.parametrize("url", ["ntfy:/mytopic", "ntfys:/ntfy.sh/t0p1c", "ntfy:mytopic", "https:/hooks.slack.com/x",
+                                 "json://"])
+def test_a_notifier_url_typo_is_refused_at_notify_set(url):
+    """`ntfy:/mytopic` (one slash) was accepted and sent nowhere, silently."""
+    with pytest.raises(NotifyConfigError) as err:
+        parse_notifiers([{"url": url, "format": "ntfy"} if url.startswith("ntfy") else {"url": url, "format": "json"}])
+    assert "notify entry 1" in err.value.message and err.value.hint
+    assert "mytopic" not in err.value.message + err.value.hint and "t0p1c" not in err.value.message + err.value.hint
+
+
+def test_well_formed_urls_still_pass_the_form_check():
+    for url in ("ntfy://mytopic", "ntfys://ntfy.sh/t", "file:///tmp/x.jsonl", "https://hooks.slack.com/services/T/B/X"):
+        parse_notifiers([{"url": url}])

@@ -205,6 +205,17 @@ def test_run_failed_after_the_same_stage_failure_buzzes_once(make_hub, receiver)
     assert _ids(receiver.requests) == ["q3", "f1", "f3"]
 
 
+def test_a_cancel_sends_one_push_not_a_stage_and_a_run_one(make_hub, receiver):
+    """cancel of a running stage wrote stage_cancelled then run_cancelled, and both buzzed; a
+    queued run cancelled (no stage ran) still gets its run_cancelled."""
+    hub = make_hub([_ntfy(receiver)])
+    hub.publish(event("c1", "stage_cancelled", "warning"))
+    hub.publish(event("c2", "run_cancelled", "warning"))
+    hub.publish(event("c3", "run_cancelled", "warning", run="queued-run", stage=None))
+    hub.stop(5)
+    assert _ids(receiver.requests) == ["c1", "c3"]
+
+
 def test_removed_notifier_pending_messages_are_recorded_not_lost_silently(make_hub, receiver, receiver2, rgt_home):
     from tests.notify.receiver import write_secrets
     receiver.down()

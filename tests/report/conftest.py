@@ -54,7 +54,10 @@ class Driver:
         self.home = home
         self.current: Dict[str, Any] = {}
         self.part = RunLog(step_s)
-        self.ctx = PartContext(home, Roots(), config or {}, {}, "box", lambda: None, lambda: self.current)
+        # these tests fold samples 10 s apart into points a minute long (history_every = 60 s;
+        # a box's default step is its sampling interval)
+        config = {"sample_every": 10, "history_every": 60} if config is None else config
+        self.ctx = PartContext(home, Roots(), config, {}, "box", lambda: None, lambda: self.current)
         self.part.start(self.ctx)
         self.seq = 0
 

@@ -81,3 +81,21 @@ def test_report_data_runs_on_a_bare_interpreter(box):
     out = box.agent("report-data", "b1", bare=True)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["history"]["source"] == "events.jsonl"
+
+
+def test_the_report_reads_the_verified_pull_the_box_recorded(box):
+    """`rgt-client pull` records a verified pull on the box (`rgt-agent pull-verified`); the
+    report read another file name and said "none recorded" after every such pull."""
+    run_dir = box.home / "runs" / "v1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "spec.json").write_text(json.dumps({"name": "v1", "stage": [{"name": "s", "run": "true"}]}))
+    assert _data(box, "v1")["pull_verified"] is None
+    sha = "ab" * 32
+    rec = box.agent("pull-verified", "v1", "--manifest-sha256", sha, "--json")
+    assert rec.returncode == 0, rec.stderr
+    got = _data(box, "v1")["pull_verified"]
+    assert got["run"] == "v1" and got["manifest_sha256"] == sha and got["verified_at"]
+    from rgt_client.report.page import render
+    from rgt_client.report import data
+    html = render(data.normalise(_data(box, "v1")))
+    assert "none recorded" not in html and "verified %s" % got["verified_at"] in html

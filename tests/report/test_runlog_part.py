@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from boxagent.runlog import store
-from boxagent.runlog.part import DEFAULT_STEP_S, step_from
+from boxagent.runlog.part import step_from
 from tests.report.conftest import GIB, Driver, gpu, run_block, status
 
 T0 = 1_714_550_400.0     # a minute boundary
@@ -120,10 +120,11 @@ def test_the_same_status_twice_counts_once(driver):
 
 
 def test_step_from_config_and_env():
-    assert step_from({}, {}) == DEFAULT_STEP_S
+    assert step_from({}, {}) is None                         # the sampling interval decides
     assert step_from({"history_every": 5}, {}) == 5.0
     assert step_from({"history_every": 5}, {"RGT_HISTORY_EVERY": "0.5"}) == 0.5
-    assert step_from({"history_every": "soon"}, {}) == DEFAULT_STEP_S
+    assert step_from({"history_every": "soon"}, {}) is None
+    assert step_from({"history_every": float("nan")}, {}) is None
     assert step_from({"history_every": 0}, {}) == 0.2        # never a busy loop of points
 
 
@@ -138,3 +139,57 @@ def test_status_carries_the_last_hour_of_the_first_metric(driver):
     again = Driver(driver.home)                         # the daemon restarted under the live run
     again.sample(T0 + 60 * 70, status([run_block("r1", metrics={"loss": 0.001})]))
     assert again.part.status_block()["metrics_history"]["r1"]["values"] == sp["values"]
+
+
+def test_history_points_follow_the_sampling_interval_while_a_run_is_young(tmp_path):
+    """A 39 s training on an H100 gave a report whose charts were each one dot: one point a
+    minute. The step is now the sampling interval (10 s by default)."""
+    from boxagent.base.home import Home
+    d = Driver(Home(str(tmp_path / "home")), config={})
+    d.make_run("short")
+    d.event(T0, "run_started", "short")
+    for k in range(5):
+        d.sample(T0 + 10 * k + 1, status([run_block("short")], gpus=[gpu(0, util=20 * k)]))
+    d.event(T0 + 45, "run_succeeded", "short")
+    pts = _read(d, "short")["points"]
+    assert len(pts) == 5 and {p["s"] for p in pts} == {10.0}
+    assert [p["g"]["0"][0] for p in pts] == [0, 20, 40, 60, 80]
+
+
+def test_every_logged_metric_value_is_kept_and_the_last_is_the_charts_last(tmp_path):
+    """The demo's loss chart drew 2 of 5 logged values and ended at 0.77 while its own table
+    said the last value was 0.1832: the points kept the last value of each sample only."""
+    import json
+    from boxagent.base.home import Home
+    from boxagent.base.roots import Roots
+    from boxagent.runlog import report_data
+    from rgt_client.report import data
+    from rgt_client.report.charts import Measures
+    from rgt_client.report.page import render
+    home = Home(str(tmp_path / "home"))
+    d = Driver(home, config={})
+    d.make_run("m1")
+    (tmp_path / "home" / "runs" / "m1" / "spec.json").write_text(json.dumps(
+        {"name": "m1", "stage": [{"name": "train", "run": "x", "metrics_pattern": r"loss=(?P<loss>[0-9.]+)"}]}))
+    log = tmp_path / "train.log"
+    d.event(T0, "run_started", "m1")
+    losses = [2.31, 1.42, 0.77, 0.4, 0.1832]
+
+    def block(state):
+        run = run_block("m1", state=state, metrics={"loss": 0.77})
+        run["stages"][0]["log"] = str(log)
+        return run
+    log.write_text("epoch 1 loss=2.31\nepoch 2 loss=1.42\n")
+    d.sample(T0 + 10, status([block("running")]))
+    log.write_text(log.read_text() + "epoch 3 loss=0.77\n")
+    d.sample(T0 + 20, status([block("running")]))
+    log.write_text(log.read_text() + "epoch 4 loss=0.4\nepoch 5 loss=0.1832\ndone\n")
+    d.sample(T0 + 25, status([block("succeeded")]))        # the run ended between two samples
+    hist = _read(d, "m1")
+    assert [r["x"]["loss"] for r in hist["metrics"]] == losses
+    assert [r["l"] for r in hist["metrics"]] == [1, 2, 3, 4, 5]
+    doc = data.normalise(report_data.build(home, Roots(), "m1", now=T0 + 30))
+    chart = Measures(doc["history"], []).metric_charts()[0]
+    assert [v for _t, v in chart.series[0].points] == losses and chart.note == "every logged value (5)"
+    html = render(doc)
+    assert "every logged value (5)" in html and "a point every 10 s" in html
