@@ -95,7 +95,6 @@ def _among_errors(episode: List[Incident], errors: List[Incident], before: List[
                   pl: Any, rank: Optional[int] = None) -> Decision:
     user = [i for i in errors if i.best.get("source", "builtin") != "builtin"]
     ranked = [i for i in errors if rank is not None and i.proc == str(rank)]
-    why: Dict[int, str] = {}
     if user:
         pick, how = user[-1], "user"
     else:
@@ -105,12 +104,14 @@ def _among_errors(episode: List[Incident], errors: List[Incident], before: List[
             pick, how = errors[0], "first"
         else:
             pick, how = errors[-1], "last"
-        root, chain = precedence.root(pick.best, [i.best for i in errors], line_no)
+        # a launcher's teardown alone after the last progress line: the error before it
+        pool = errors + (before[-1:] if pick.cls in precedence.SIGNALS else [])
+        root, chain = precedence.root(pick.best, [i.best for i in pool], line_no)
         if chain:
-            pick = next(i for i in errors if i.best is root)
+            pick = next(i for i in pool if i.best is root)
             how = "precedence"
-            why = dict((id(h), w) for h, w in chain)
-    d = Decision(pick, "error", _went_on(before, pl) + _notes(episode, pick, how, why))
+    d = Decision(pick, "error", _went_on([i for i in before if i is not pick], pl) +
+                 _notes(episode, pick, how))
     d.how = how
     return d
 
@@ -129,8 +130,7 @@ def _first_observed(episode: List[Incident], errors: List[Incident]) -> bool:
     return len(set(i.proc for i in errors if i.proc is not None)) > 1
 
 
-def _notes(episode: List[Incident], pick: Incident, how: str,
-           why: Optional[Dict[int, str]] = None) -> List[str]:
+def _notes(episode: List[Incident], pick: Incident, how: str) -> List[str]:
     """Why each other incident of the episode did not decide."""
     at = line_no(pick.best or pick.hits[-1])
     out = []
@@ -138,7 +138,7 @@ def _notes(episode: List[Incident], pick: Incident, how: str,
         if i is pick or i.kind == "empty" or (i.kind == pick.kind and i.cls == pick.cls):
             continue                          # the same verdict again says nothing new
         because = precedence.explains(pick.best, i.best, pick.start < i.start) \
-            if how == "precedence" and i.kind == "error" else None
+            if how != "user" and i.kind == "error" else None
         note = ("%s overruled: %s at log line %s" % (_at(i), because, at)) if because \
             else _note(i, pick, how, at)
         if note:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from boxagent.triage import boxfacts, tailread
+from boxagent.triage import boxfacts, emitters, tailread
 from boxagent.triage import evidence as E
 from boxagent.triage.builtin_rules import SUMMARY
 from boxagent.triage.causes import NATIVE_CRASH, Cause, exit_ev, make_cause, tail_ev
@@ -28,6 +28,8 @@ def log_cause(f: Dict[str, Any], d: E.Decision, prefix: str = "",
         ev, at = ev[:1] + disk_ev + ev[1:], 1 + len(disk_ev)
         full = boxfacts.full_disk(f)
         fact = full[1] if full is not None and full[0] == cls else None
+    elif cls == "cgroup_oom" and hit.get("emitter"):
+        ev.insert(1, "said by %s: host RAM, not GPU memory" % hit["emitter"])
     elif cls == "cgroup_oom" and hit.get("source") == "builtin" and killed_line is not None:
         return killed_line(f, hit, "killed", d)
     elif cls in ("code_error", "truncated_checkpoint") and boxfacts.io_words(hit.get("line", "")):
@@ -44,7 +46,9 @@ def log_cause(f: Dict[str, Any], d: E.Decision, prefix: str = "",
     elif isinstance(f.get("exit_code"), int):
         ev.append("exit code %d" % f["exit_code"])
     summary = SUMMARY.get(cls, cls)
-    if cls == "code_error" or cls not in SUMMARY or hit.get("source") != "builtin":
+    if hit.get("emitter") and cls == "cgroup_oom":
+        summary = "host memory ran out: %s" % clip(strip_prefixes(hit.get("line", "")), 140)
+    elif cls == "code_error" or cls not in SUMMARY or hit.get("source") != "builtin":
         summary = "%s: %s" % ("crashed" if cls == "code_error" else cls,
                               clip(strip_prefixes(hit.get("line", "")), 160))
     remediation = hit.get("remediation") if cls == hit["class"] else None
@@ -90,6 +94,11 @@ def _native(f: Dict[str, Any]) -> Optional[Cause]:
     if found is None:
         return None
     i, text, shape = found
+    read = emitters.reread({"class": "code_error", "line": text, "severity": "critical"})
+    if read["class"] != "code_error":            # numpy's _ArrayMemoryError: host RAM
+        return make_cause(read["class"], "host memory ran out: %s (said by %s)" % (
+            clip(text, 140), read["emitter"]), ["the log's last lines: %s" % clip(text, 200)] +
+            exit_ev(f), confidence="medium", runner_up="code_error")
     frame = tailread.innermost_frame(lines, i)
     ev = ["the log's last lines: %s (%s)" % (clip(text, 200), shape)] + \
         (["raised in the code at %s" % frame] if frame else []) + exit_ev(f)

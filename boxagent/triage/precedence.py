@@ -50,7 +50,7 @@ EXPLAINS: Tuple[Tuple[str, Optional[str], str, Optional[str], str, bool], ...] =
     ("inodes_full", None, "truncated_checkpoint", None,
      "a write cut short by full inodes leaves the file truncated", False),
     ("inodes_full", None, "code_error", _WRITE, "full inodes make later writes fail", False),
-    ("code_error", _INSTALL, "code_error", _IMPORT,
+    ("*", _INSTALL, "code_error", _IMPORT,
      "a dependency that failed to install cannot be imported", False),
     ("network_transient", _INSTALL, "code_error", _IMPORT,
      "a dependency whose download failed cannot be imported", False),

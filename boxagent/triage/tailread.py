@@ -24,7 +24,7 @@ from boxagent.triage.launchers import launcher_of
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line ([0-9]+)(?:, in (\S+))?')
 _BAR = re.compile(r"^.*?[0-9:]+<[0-9:?]+,? *[^\]\n]*\]\s*")          # tqdm's [00:02<00:03, x]
-_EXC = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(Error|Exception|Failure|"
+_EXC = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\.)*_?[A-Z][A-Za-z0-9_]*(Error|Exception|Failure|"
                   r"Interrupt|Exit)(: .*|:?)$")
 _WHAT = re.compile(r"^\s*what\(\):\s*(.*)$")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
