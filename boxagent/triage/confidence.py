@@ -69,6 +69,15 @@ _NET_GENERIC = re.compile(r"Connection refused|Connection reset|No route to host
                           r"Network is unreachable|Broken pipe")
 
 
+def confidence_words(cause: Cause) -> str:
+    """"low: maybe cgroup_oom instead; check `dmesg …`" - one line for a person."""
+    level = str(cause.get("confidence") or "")
+    if level == HIGH or not cause.get("runner_up"):
+        return level
+    out = "%s: maybe %s instead" % (level, cause["runner_up"])
+    return out + ("; %s" % cause["tell_apart"] if cause.get("tell_apart") else "")
+
+
 def calibrate(cause: Cause, facts: Dict[str, Any], decision: Any = None) -> Cause:
     """Fill confidence (and runner_up, tell_apart where in doubt) on `cause`."""
     level, runner = cause.get("confidence"), cause.get("runner_up")
