@@ -30,6 +30,7 @@ from boxagent.triage.incidents import Hit, Incident, build, is_source, line_no
 from boxagent.triage.text import clip, strip_prefixes
 
 MAX_OVERRULED = 8
+TEARDOWN_GAP = 60       # lines: a launcher tears the other ranks down right after a failure
 _QUOTE = 90
 
 
@@ -62,7 +63,9 @@ def hits_of(facts: Dict[str, Any]) -> List[Hit]:
 
 def decide(facts: Dict[str, Any]) -> Optional[Decision]:
     pl = facts.get("progress_line_no")
-    incs = build(hits_of(facts), pl if isinstance(pl, int) else None)
+    lines = [str(x) for x in facts.get("last_lines") or []]
+    incs = build(launchers.teardown_looked_through(hits_of(facts), lines),
+                 pl if isinstance(pl, int) else None)
     if not incs:
         return None
     # the episode (noise included: the notes say why it did not decide)
@@ -70,7 +73,7 @@ def decide(facts: Dict[str, Any]) -> Optional[Decision]:
     after = [i for i in scope if not i.noise]
     survived = [i for i in incs if i.kind == "error" and not i.noise and i not in scope]
     errors = [i for i in after if i.kind == "error"]
-    rank = launchers.root_cause([str(x) for x in facts.get("last_lines") or []]).get("rank")
+    rank = launchers.root_cause(lines).get("rank")
     if errors:
         return _among_errors(scope, errors, survived, pl, rank)
     warned = [i for i in after if i.kind == "warning"]
@@ -104,8 +107,9 @@ def _among_errors(episode: List[Incident], errors: List[Incident], before: List[
             pick, how = errors[0], "first"
         else:
             pick, how = errors[-1], "last"
-        # a launcher's teardown alone after the last progress line: the error before it
-        pool = errors + (before[-1:] if pick.cls in precedence.SIGNALS else [])
+        # a launcher's teardown alone after the last progress line: the error just before it
+        near = [i for i in before[-1:] if pick.start - i.end <= TEARDOWN_GAP]
+        pool = errors + (near if pick.cls in precedence.SIGNALS else [])
         root, chain = precedence.root(pick.best, [i.best for i in pool], line_no)
         if chain:
             pick = next(i for i in pool if i.best is root)

@@ -64,6 +64,24 @@ def reread(h: Hit) -> Hit:
     return dict(h, tag="wrapper", launcher=who) if who else h
 
 
+_TEARDOWN = re.compile(r"closing signal|death signal|got signal: (1|2|15)\b|"
+                       r"Signal (1|2|15) \((SIGHUP|SIGINT|SIGTERM)\)")
+OUTSIDE = (-15, -2, -1)     # a first failure by these signals is a stop from outside
+
+
+def teardown_looked_through(hits: List[Hit], lines: List[str]) -> List[Hit]:
+    """The hits, with the launcher's teardown lines turned into its reports (`wrapper`) when
+    its own summary says the first failure was no signal from outside: torchrun lists the
+    ranks it stopped under "Failures:" (`Signal 15 (SIGTERM) received by PID`) after a rank
+    aborted with -6; those SIGTERMs are its own, never a kill from outside."""
+    first = root_cause(lines).get("exitcode")
+    if first is None or first in OUTSIDE:
+        return hits
+    return [dict(h, tag="wrapper") if h.get("class") in ("killed", "hangup") and
+            h.get("source", "builtin") == "builtin" and _TEARDOWN.search(str(h.get("line") or ""))
+            else h for h in hits]
+
+
 def root_cause(lines: List[str]) -> Dict[str, Optional[int]]:
     """{rank, exitcode} from torchrun's `Root Cause (first observed failure)` section (the
     last one), or {} when the lines hold none."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from boxagent.triage import boxfacts, emitters, tailread
+from boxagent.triage import boxfacts, emitters, launchers, tailread
 from boxagent.triage import evidence as E
 from boxagent.triage.builtin_rules import SUMMARY
 from boxagent.triage.causes import NATIVE_CRASH, Cause, exit_ev, make_cause, tail_ev
@@ -139,7 +139,10 @@ def _by_exit_code(f: Dict[str, Any]) -> Optional[Cause]:
 def _child_failed(f: Dict[str, Any], d: E.Decision) -> Cause:
     """Only a launcher's report (torchrun's ChildFailedError, accelerate's CalledProcessError):
     the child died without an error of its own in the log."""
-    status = E.child_status([d.hit.get("line", "")] + list(f.get("last_lines") or []))
+    lines = [str(x) for x in f.get("last_lines") or []]
+    first = launchers.root_cause(lines).get("exitcode")      # torchrun's "first observed failure"
+    status = E.child_status(["exitcode: %d" % first] if first is not None else
+                            [d.hit.get("line", "")] + lines)
     return make_cause("nonzero_exit", "the launcher reports its child failed%s; the child printed "
                       "no error of its own (log line %s)" % (" (%s)" % status if status else "",
                                                            d.hit.get("line_no")),
