@@ -47,6 +47,9 @@ TELL_APART: Dict[Tuple[str, str], str] = {
     ("network_transient", "nccl"): "a URL or a downloader in the traceback means a download; "
                                    "NCCL/c10d/socket.cc lines mean the ranks' own connection",
     ("nccl", "network_transient"): "NCCL_DEBUG=INFO shows which peer the transport lost",
+    ("nccl", "code_error"): "read every rank's log: a rank that died first (an OOM, an "
+                            "exception) or ran different work leaves the others waiting; "
+                            "NCCL_DEBUG=INFO and TORCH_NCCL_TRACE_BUFFER_SIZE show the collective",
     ("cgroup_oom", "cuda_oom"): "`nvidia-smi` memory at the limit means the GPU; `free -g` and "
                                 "`dmesg | grep -i oom` mean host RAM",
     ("cuda_oom", "cgroup_oom"): "`nvidia-smi` memory at the limit means the GPU; `free -g` and "
@@ -65,6 +68,9 @@ _SPECIFIC_CODE = re.compile(r"SyntaxError|IndentationError|TabError|No module na
                             r"AssertionError|IndexError|ZeroDivisionError|shape|size mismatch")
 _OOM_WORDS = re.compile(r"Out of memory: Kill|oom-kill|oom_kill_process|Memory cgroup out of "
                         r"memory|Exceeded job memory limit|exceeded memory limit|low on memory")
+# A collective that timed out or was aborted is often the symptom of another rank's failure
+# (an OOM, an exception, ranks doing different work) that this log does not show.
+_COLLECTIVE_SYMPTOM = re.compile(r"[Ww]atchdog|timed out|[Tt]imeout|was aborted|DistBackendError")
 _NET_GENERIC = re.compile(r"Connection refused|Connection reset|No route to host|timed out|"
                           r"Network is unreachable|Broken pipe")
 
@@ -132,6 +138,8 @@ def _by_class(cls: str, line: str, cause: Cause, facts: Dict[str, Any]) -> Tuple
         return MEDIUM, "nccl"
     if cls == "killed":
         return MEDIUM, "preempted"
+    if cls == "nccl" and _COLLECTIVE_SYMPTOM.search(line):
+        return MEDIUM, "code_error"          # a rank that died or went its own way first
     if cls == "divergence":
         return HIGH, None
     if cls in VOCAB_CLASSES or cls in ("network_transient", "timeout", "preempted"):

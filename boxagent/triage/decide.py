@@ -110,7 +110,8 @@ def _among_errors(episode: List[Incident], errors: List[Incident], before: List[
         # a launcher's teardown alone after the last progress line: the error just before it
         near = [i for i in before[-1:] if pick.start - i.end <= TEARDOWN_GAP]
         pool = errors + (near if pick.cls in precedence.SIGNALS else [])
-        root, chain = precedence.root(pick.best, [i.best for i in pool], line_no)
+        named = pick.best or pick.hits[-1]          # an error incident always has a best
+        root, chain = precedence.root(named, [i.best for i in pool], line_no)
         if chain:
             pick = next(i for i in pool if i.best is root)
             how = "precedence"

@@ -73,8 +73,11 @@ _ROWS = tuple((c, re.compile(cw) if cw else None, k, re.compile(kw) if kw else N
 SIGNALS = ("killed", "hangup")
 
 
-def explains(cause: Hit, consequence: Hit, cause_first: bool = True) -> Optional[str]:
+def explains(cause: Optional[Hit], consequence: Optional[Hit],
+             cause_first: bool = True) -> Optional[str]:
     """Why `cause` explains `consequence`, or None."""
+    if cause is None or consequence is None:
+        return None
     cc, kc = cause.get("class"), consequence.get("class")
     if cause is consequence or cause.get("line_no") == consequence.get("line_no"):
         return None
@@ -96,14 +99,15 @@ def explains(cause: Hit, consequence: Hit, cause_first: bool = True) -> Optional
     return None
 
 
-def root(pick: Hit, candidates: Sequence[Hit], order: Any) -> Tuple[Hit, List[Tuple[Hit, str]]]:
+def root(pick: Hit, candidates: Sequence[Optional[Hit]],
+         order: Any) -> Tuple[Hit, List[Tuple[Hit, str]]]:
     """Follow EXPLAINS back from `pick` among `candidates` (the errors of the episode):
     (the root hit, [(each hit it explains, why)]). `order(h)` is a hit's place in the log."""
     chain: List[Tuple[Hit, str]] = []
     cur = pick
     for _ in range(len(candidates)):
         found = None
-        for cand in sorted(candidates, key=order):
+        for cand in sorted((c for c in candidates if c is not None), key=order):
             if cand is cur:
                 continue
             first = order(cand) < order(cur)
