@@ -65,7 +65,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional
 
-from boxagent.triage import confidence, emitters, launchers
+from boxagent.triage import confidence, emitters, launchers, tailread
 from boxagent.triage import evidence as E
 from boxagent.triage import logcause
 from boxagent.slurm import states as slurm_states
@@ -77,9 +77,11 @@ HARDWARE_XIDS = frozenset((48, 63, 64, 74, 79, 92, 94, 95, 119, 120))
 
 
 def reread_hits(facts: Dict[str, Any]) -> Dict[str, Any]:
-    """The facts with each hit read by its emitter and its launcher."""
-    hits = [launchers.reread(emitters.reread(h)) if isinstance(h, dict) else h
-            for h in facts.get("hits") or []]
+    """The facts with each hit read by its emitter (with the lines that continue its message)
+    and its launcher."""
+    lines = [str(x) for x in facts.get("last_lines") or []]
+    hits = [launchers.reread(emitters.reread(h, tailread.continuation(lines, h.get("line"))))
+            if isinstance(h, dict) else h for h in facts.get("hits") or []]
     return dict(facts, hits=hits)
 
 

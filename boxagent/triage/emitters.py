@@ -98,13 +98,15 @@ def emitter_of(line: str) -> Optional[Tuple[str, str]]:
     return None
 
 
-def reread(h: Hit) -> Hit:
-    """The hit as its emitter reads it: a new dict when the class changes, else `h`."""
+def reread(h: Hit, detail: str = "") -> Hit:
+    """The hit as its emitter reads it: a new dict when the class changes, else `h`.
+    `detail`: the lines that continue the hit's message (TensorFlow's "Graph execution
+    error:" is followed by "OOM when allocating ... on device:GPU:0"), read with it."""
     cls = h.get("class")
     if h.get("source", "builtin") != "builtin" or h.get("tag") in ("traceback", "chain",
                                                                   "ignored", "thread"):
         return h
-    line = str(h.get("line") or "")
+    line = str(h.get("line") or "") + (" " + detail if detail else "")
     for fam, (rx, classes, by_domain) in _WORDS.items():
         if cls not in classes or not rx.search(line):
             continue
@@ -115,6 +117,8 @@ def reread(h: Hit) -> Hit:
         if new == cls:
             return h
         out = dict(h, was=cls, emitter=who[0])
+        if detail:
+            out["detail"] = detail
         out["class"] = new
         out.pop("remediation", None)
         out.pop("retryable", None)

@@ -28,8 +28,10 @@ def log_cause(f: Dict[str, Any], d: E.Decision, prefix: str = "",
         ev, at = ev[:1] + disk_ev + ev[1:], 1 + len(disk_ev)
         full = boxfacts.full_disk(f)
         fact = full[1] if full is not None and full[0] == cls else None
-    elif cls == "cgroup_oom" and hit.get("emitter"):
-        ev.insert(1, "said by %s: host RAM, not GPU memory" % hit["emitter"])
+    elif hit.get("emitter"):
+        ev.insert(1, "said by %s: %s, not %s" % (hit["emitter"], SUMMARY.get(cls, cls), hit.get("was")))
+        if hit.get("detail"):
+            ev.insert(2, "its message goes on: %s" % clip(hit["detail"], 200))
     elif cls == "cgroup_oom" and hit.get("source") == "builtin" and killed_line is not None:
         return killed_line(f, hit, "killed", d)
     elif cls in ("code_error", "truncated_checkpoint") and boxfacts.io_words(hit.get("line", "")):

@@ -18,7 +18,7 @@ native_error(lines) -> (index, the error text, shape) or None. innermost_frame(l
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from boxagent.triage.launchers import launcher_of
 
@@ -33,6 +33,8 @@ _ASSERT = re.compile(r"Assertion [`'].*[`'] failed|: Assertion .* failed\.|asser
 _LUA_TB = re.compile(r"^stack traceback:\s*$")
 _NOT_FOUND = re.compile(r"^(?:.*?: )?(?:line [0-9]+: )?([^\s:]+): command not found$")
 _PREFIX = re.compile(r"^(\[[^\]]{1,40}\]:?\s*)+")
+# a message that goes on below: "Graph execution error:", TF 1.x's "2 root error(s) found."
+_GOES_ON = re.compile(r":$|root error\(s\) found\.?$")
 Found = Tuple[int, str, str]
 
 
@@ -115,6 +117,27 @@ def frame_of(lines: List[str], line: str) -> Optional[str]:
         if str(lines[i] or "").rstrip() == target:
             return innermost_frame(lines, i)
     return None
+
+
+def continuation(lines: List[str], line: Any, most: int = 4) -> str:
+    """The lines that continue an exception message ending in ":" (TensorFlow's "Graph
+    execution error:", XLA's status), read from `lines` (the log's last lines); "" if none."""
+    text = str(line or "").rstrip()
+    if not _GOES_ON.search(text) or _FRAME.match(_clean(text)):
+        return ""
+    for i in range(len(lines) - 1, -1, -1):
+        if str(lines[i] or "").rstrip() == text:
+            out = []
+            for nxt in lines[i + 1:i + 1 + most + 1]:
+                clean = _clean(nxt).strip()
+                if _FRAME.match(_clean(nxt)) or clean.startswith("Traceback"):
+                    break
+                if clean:
+                    out.append(clean)
+                if len(out) >= most:
+                    break
+            return " ".join(out)
+    return ""
 
 
 def missing_command(lines: List[str]) -> Optional[str]:

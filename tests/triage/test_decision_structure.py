@@ -307,3 +307,21 @@ def test_a_sigterm_hours_after_a_survived_error_is_still_a_kill(tmp_path):
             "".join("step %d/1000 loss 0.5\n" % i for i in range(80)) +
             "W0325 api.py:723] Received 15 death signal, shutting down workers\n")
     assert _cause(tmp_path, text, exit_code=1)["class"] == "killed"
+
+
+def test_an_exception_message_that_goes_on_below_is_read_with_its_emitter(tmp_path):
+    # TensorFlow 2.x: "Graph execution error:" then the op's message on the next lines
+    tf = (TB + "tensorflow.python.framework.errors_impl.ResourceExhaustedError: Graph execution "
+          "error:\n\nOOM when allocating tensor with shape[8192,32768] and type float on "
+          "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n")
+    c = _cause(tmp_path, tf, exit_code=1)
+    assert c["class"] == "cuda_oom", c
+    assert any("its message goes on: OOM when allocating" in e for e in c["evidence"])
+    cpu = tf.replace("device:GPU:0 by allocator GPU_0_bfc", "device:CPU:0 by allocator cpu")
+    assert _cause(tmp_path, cpu, exit_code=1)["class"] == "cgroup_oom"
+    # TensorFlow 1.x: "N root error(s) found." then each error indented below
+    tf1 = (TB + "tensorflow.python.framework.errors_impl.ResourceExhaustedError: 2 root error(s) "
+           "found.\n  (0) Resource exhausted: OOM when allocating tensor with shape[64,256,56,56] "
+           "and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator "
+           "GPU_0_bfc\n\t [[{{node conv2/Conv2D}}]]\n")
+    assert _cause(tmp_path, tf1, exit_code=1)["class"] == "cuda_oom"
