@@ -111,7 +111,10 @@ def _among_errors(episode: List[Incident], errors: List[Incident], before: List[
         near = [i for i in before[-1:] if pick.start - i.end <= TEARDOWN_GAP]
         pool = errors + (near if pick.cls in precedence.SIGNALS else [])
         named = pick.best or pick.hits[-1]          # an error incident always has a best
-        root, chain = precedence.root(named, [i.best for i in pool], line_no)
+        warned = [i for i in episode if i.kind == "warning" and not i.noise]
+        root, chain = precedence.root(named, [i.best for i in pool], line_no,
+                                      [i.best for i in warned])
+        pool = pool + warned
         if chain:
             pick = next(i for i in pool if i.best is root)
             how = "precedence"

@@ -59,6 +59,9 @@ EXPLAINS: Tuple[Tuple[str, Optional[str], str, Optional[str], str, bool], ...] =
     ("cgroup_oom", None, "code_error", r"DataLoader worker|exited unexpectedly|"
      r"BrokenProcessPool|terminated abruptly|Broken pipe|ConnectionResetError",
      "a worker the OOM killer took leaves its peers with a broken pipe", False),
+    ("cgroup_oom", None, "network_transient", r"ConnectionResetError|Connection reset by peer|"
+     r"Broken ?[Pp]ipe|EOFError", "a worker the OOM killer took leaves its peers with a broken "
+     "pipe", False),
     # A launcher tears the other ranks down once one failed (torchrun's "Sending process N
     # closing signal SIGTERM", "Received 15 death signal"): a consequence, not a kill from
     # outside.
@@ -73,9 +76,10 @@ _ROWS = tuple((c, re.compile(cw) if cw else None, k, re.compile(kw) if kw else N
 SIGNALS = ("killed", "hangup")
 
 
-def explains(cause: Optional[Hit], consequence: Optional[Hit],
-             cause_first: bool = True) -> Optional[str]:
-    """Why `cause` explains `consequence`, or None."""
+def explains(cause: Optional[Hit], consequence: Optional[Hit], cause_first: bool = True,
+             any_cause: bool = True) -> Optional[str]:
+    """Why `cause` explains `consequence`, or None. any_cause=False: only a row that names the
+    cause's class (a warning explains nothing through a "*" row)."""
     if cause is None or consequence is None:
         return None
     cc, kc = cause.get("class"), consequence.get("class")
@@ -85,7 +89,7 @@ def explains(cause: Optional[Hit], consequence: Optional[Hit],
     for c, cw, k, kw, why, either in _ROWS:
         if not cause_first and not either:
             continue
-        if c != "*" and c != cc:
+        if (c != "*" and c != cc) or (c == "*" and not any_cause):
             continue
         if c == "*" and cc in SIGNALS:
             continue                            # a teardown line explains nothing
@@ -99,10 +103,14 @@ def explains(cause: Optional[Hit], consequence: Optional[Hit],
     return None
 
 
-def root(pick: Hit, candidates: Sequence[Optional[Hit]],
-         order: Any) -> Tuple[Hit, List[Tuple[Hit, str]]]:
+def root(pick: Hit, candidates: Sequence[Optional[Hit]], order: Any,
+         weak: Sequence[Optional[Hit]] = ()) -> Tuple[Hit, List[Tuple[Hit, str]]]:
     """Follow EXPLAINS back from `pick` among `candidates` (the errors of the episode):
-    (the root hit, [(each hit it explains, why)]). `order(h)` is a hit's place in the log."""
+    (the root hit, [(each hit it explains, why)]). `order(h)` is a hit's place in the log.
+    `weak` hits (the episode's warnings: torch's "UserWarning: … driver on your system is too
+    old" before "No CUDA GPUs are available") explain only through a row naming their class."""
+    weak_ids = set(id(h) for h in weak if h is not None)
+    candidates = list(candidates) + [h for h in weak if h is not None]
     chain: List[Tuple[Hit, str]] = []
     cur = pick
     for _ in range(len(candidates)):
@@ -111,8 +119,7 @@ def root(pick: Hit, candidates: Sequence[Optional[Hit]],
             if cand is cur:
                 continue
             first = order(cand) < order(cur)
-            why = explains(cand, cur, cause_first=first) if first else \
-                explains(cand, cur, cause_first=False)
+            why = explains(cand, cur, cause_first=first, any_cause=id(cand) not in weak_ids)
             if why:
                 found = (cand, why)
                 break

@@ -325,3 +325,30 @@ def test_an_exception_message_that_goes_on_below_is_read_with_its_emitter(tmp_pa
            "and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator "
            "GPU_0_bfc\n\t [[{{node conv2/Conv2D}}]]\n")
     assert _cause(tmp_path, tf1, exit_code=1)["class"] == "cuda_oom"
+
+
+def test_a_warning_naming_a_cause_explains_the_later_error(tmp_path):
+    # torch/cuda/__init__.py's UserWarning at lazy init, then the error it explains
+    warn = ("/usr/lib/python3/dist-packages/torch/cuda/__init__.py:118: UserWarning: CUDA "
+            "initialization: The NVIDIA driver on your system is too old (found version 11040). "
+            "Please update your GPU driver\n")
+    c = _cause(tmp_path, warn + TB + "RuntimeError: No CUDA GPUs are available\n", exit_code=1)
+    assert c["class"] == "driver_too_old", c
+    # the same warning, then accelerate's refusal to run fp16 without a GPU
+    acc = warn + TB + "ValueError: fp16 mixed precision requires a GPU (not 'cpu').\n"
+    assert _cause(tmp_path, acc, exit_code=1)["class"] == "driver_too_old"
+    # a warning explains nothing through a row for any cause (a launcher's teardown)
+    tear = warn + "W0325 api.py:723] Received 15 death signal, shutting down workers\n"
+    assert _cause(tmp_path, tear, exit_code=1)["class"] == "killed"
+
+
+def test_a_worker_the_oom_killer_took_explains_its_peers_broken_pipe(tmp_path):
+    # torch/utils/data/_utils/signal_handling.py, then the main process's reset socket
+    dl = ("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.\n" + TB +
+          "ConnectionResetError: [Errno 104] Connection reset by peer\n")
+    assert _cause(tmp_path, dl, exit_code=1, offline=True)["class"] == "cgroup_oom"
+    # the kernel's OOM-killer line (a dmesg paste), then multiprocessing's broken pipe
+    mp = ("[12345.678] Out of memory: Killed process 4321 (python) total-vm:61234567kB\n" + TB +
+          "BrokenPipeError: [Errno 32] Broken pipe\n")
+    c = _cause(tmp_path, mp, exit_code=1)
+    assert c["class"] == "cgroup_oom" and c["confidence"] == "high", c
