@@ -147,7 +147,7 @@ def _notes(episode: List[Incident], pick: Incident, how: str) -> List[str]:
             continue                          # the same verdict again says nothing new
         because = precedence.explains(pick.best, i.best, pick.start < i.start) \
             if how != "user" and i.kind == "error" else None
-        note = ("%s overruled: %s at log line %s" % (_at(i), because, at)) if because \
+        note = ("%s follows from log line %s: %s" % (_at(i), at, because)) if because \
             else _note(i, pick, how, at)
         if note:
             out.append(note)

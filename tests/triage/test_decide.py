@@ -120,7 +120,7 @@ def test_ecc_error_then_an_nccl_watchdog_line_about_it_is_the_gpu(tmp_path):
             "WorkNCCL(SeqNum=1) ran for 600020 milliseconds\n")
     c = _cause(tmp_path, text, exit_code=1)
     assert c["class"] == "gpu_hardware" and c["decided_by"].startswith("log line 1:")
-    assert any("a failing GPU explains it at log line 1" in o for o in c["overruled"]), c["overruled"]
+    assert any("follows from log line 1: a failing GPU explains it" in o for o in c["overruled"]), c["overruled"]
 
 
 def test_an_nccl_error_detailing_a_reset_socket_is_nccl_not_a_network_blip(tmp_path):
