@@ -47,6 +47,13 @@ TELL_APART: Dict[Tuple[str, str], str] = {
     ("network_transient", "nccl"): "a URL or a downloader in the traceback means a download; "
                                    "NCCL/c10d/socket.cc lines mean the ranks' own connection",
     ("nccl", "network_transient"): "NCCL_DEBUG=INFO shows which peer the transport lost",
+    ("network_transient", "code_error"): "`curl -sI https://huggingface.co` from the box: it "
+                                         "answers, then check the repo id, the revision and "
+                                         "access to a gated model",
+    ("truncated_checkpoint", "code_error"): "`ls -l` the file against the size it should "
+                                            "have; 'Weights only load failed' or 'invalid load "
+                                            "key' is a whole file of another format or torch "
+                                            "version, not a cut one",
     ("nccl", "code_error"): "read every rank's log: a rank that died first (an OOM, an "
                             "exception) or ran different work leaves the others waiting; "
                             "NCCL_DEBUG=INFO and TORCH_NCCL_TRACE_BUFFER_SIZE show the collective",
@@ -71,6 +78,14 @@ _OOM_WORDS = re.compile(r"Out of memory: Kill|oom-kill|oom_kill_process|Memory c
 # A collective that timed out or was aborted is often the symptom of another rank's failure
 # (an OOM, an exception, ranks doing different work) that this log does not show.
 _COLLECTIVE_SYMPTOM = re.compile(r"[Ww]atchdog|timed out|[Tt]imeout|was aborted|DistBackendError")
+# huggingface_hub says the same when the hub cannot be reached and when the repo or file does
+# not exist (a typo, a gated model, a revision).
+_HUB_MISS = re.compile(r"couldn't connect to 'https|LocalEntryNotFoundError|cannot find the "
+                       r"requested files in the (disk )?cache|outgoing traffic has been disabled")
+# The words of a file cut short; an UnpicklingError without them may be a whole file of
+# another format ("invalid load key", torch 2.6's "Weights only load failed").
+_CUT = re.compile(r"truncated|unexpected EOF|central directory|Ran out of input|file signature "
+                  r"not found|PytorchStreamReader failed|incomplete|short read|eof = [0-9]+")
 _NET_GENERIC = re.compile(r"Connection refused|Connection reset|No route to host|timed out|"
                           r"Network is unreachable|Broken pipe")
 
@@ -138,6 +153,10 @@ def _by_class(cls: str, line: str, cause: Cause, facts: Dict[str, Any]) -> Tuple
         return MEDIUM, "nccl"
     if cls == "killed":
         return MEDIUM, "preempted"
+    if cls == "network_transient" and _HUB_MISS.search(line):
+        return MEDIUM, "code_error"          # offline, or a repo name that does not exist
+    if cls == "truncated_checkpoint" and not _CUT.search(line):
+        return MEDIUM, "code_error"          # a pickle that is whole but of another format
     if cls == "nccl" and _COLLECTIVE_SYMPTOM.search(line):
         return MEDIUM, "code_error"          # a rank that died or went its own way first
     if cls == "divergence":

@@ -141,3 +141,19 @@ def test_triage_text_status_and_the_phone_show_the_confidence(tmp_path):
     high = _cause(tmp_path, "run.sh: line 3: $'\\r': command not found\n", exit_code=127)
     assert "confidence: high" in "\n".join(stage_lines({"name": "s", "state": "failed",
                                                         "cause": high}))
+
+
+def test_words_two_failures_share_are_not_high(tmp_path):
+    # huggingface_hub: the same words for an unreachable hub and a repo that does not exist
+    hub = (TB + "OSError: We couldn't connect to 'https://huggingface.co' to load this file, "
+           "couldn't find it in the cached files and it looks like org/modle is not the path "
+           "to a directory containing a file named config.json.\n")
+    c = _cause(tmp_path, hub, exit_code=1)
+    assert c["class"] == "network_transient" and c["confidence"] == "medium", c
+    assert c["runner_up"] == "code_error" and "repo id" in c["tell_apart"]
+    # torch.load (torch/serialization.py): an UnpicklingError of a whole file of another format
+    pick = TB + "_pickle.UnpicklingError: invalid load key, '<'.\n"
+    c = _cause(tmp_path, pick, exit_code=1)
+    assert c["class"] == "truncated_checkpoint" and c["confidence"] == "medium", c
+    cut = TB + "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory\n"
+    assert _cause(tmp_path, cut, exit_code=1)["confidence"] == "high"
