@@ -31,13 +31,17 @@ def _num(v: Any) -> Optional[float]:
 
 
 def _workdir_disks(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """The filesystems the stage wrote to: its workdir's (role "workdir", or the one whose
-    mount holds the workdir), longest mount first."""
+    """The filesystem the stage wrote to: the one read for its workdir (role "workdir"), else
+    the listed mount that holds the workdir (the longest prefix: "/" being full says nothing
+    of a workdir on /mnt/data)."""
     disks = [d for d in facts.get("disks") or [] if isinstance(d, dict)]
     wd = str(facts.get("workdir") or "")
-    mine = [d for d in disks if d.get("role") == "workdir" or
-            (wd and (wd.rstrip("/") + "/").startswith(str(d.get("path") or "\0").rstrip("/") + "/"))]
-    return sorted(mine, key=lambda d: -len(str(d.get("path") or "")))
+    mine = [d for d in disks if wd and (wd.rstrip("/") + "/").startswith(
+        str(d.get("path") or "\0").rstrip("/") + "/")]
+    if mine:
+        return sorted(mine, key=lambda d: -len(str(d.get("path") or "")))[:1]
+    own = [d for d in disks if d.get("role") == "workdir"]   # other runs' workdirs are listed too
+    return own if len(own) == 1 else []
 
 
 def full_disk(facts: Dict[str, Any]) -> Optional[Tuple[str, str]]:

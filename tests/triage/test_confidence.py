@@ -95,9 +95,12 @@ def test_a_silent_stage_on_a_full_workdir_filesystem_is_disk_full(tmp_path):
     c = _cause(tmp_path, "copying shards\n", exit_code=1, workdir="/w",
                disks=[_disk("/w", 40.0, 100.0)])
     assert c["class"] == "inodes_full" and "inodes used" in c["decided_by_fact"]
-    # another full filesystem (not the workdir's) decides nothing
+    # another full filesystem (not the workdir's) decides nothing, "/" included
     c = _cause(tmp_path, "copying shards\n", exit_code=1, workdir="/w",
                disks=[_disk("/w", 40.0), _disk("/var/log", 100.0, role="state")])
+    assert c["class"] == "nonzero_exit"
+    c = _cause(tmp_path, "copying shards\n", exit_code=1, workdir="/mnt/data/job",
+               disks=[_disk("/", 100.0, role="state"), _disk("/mnt/data", 40.0, role="data")])
     assert c["class"] == "nonzero_exit"
 
 
