@@ -106,6 +106,8 @@ def stage_lines(st: dict[str, Any], live: bool = True, run_state: Any = None) ->
     if cause and st.get("state") in BAD:
         # a fix is never cut short: half a remediation (`expandable_segments:Tru…`) misleads
         lines += wrapped("      cause: ", "%s: %s" % (s(cause.get("class")), s(cause.get("summary") or "")))
+        if cause.get("confidence"):
+            lines += wrapped("      confidence: ", confidence_line(cause))
         if cause.get("remediation"):
             lines += wrapped("      fix:   ", s(cause["remediation"]))
         evidence = [s(ev) for ev in (cause.get("evidence") or [])[:3]]
@@ -124,6 +126,15 @@ def stage_lines(st: dict[str, Any], live: bool = True, run_state: Any = None) ->
     return lines
 
 
+def confidence_line(cause: dict[str, Any]) -> str:
+    """"low: maybe cgroup_oom instead; check …" (the box's text, made safe)."""
+    level = s(cause.get("confidence"))
+    if level == "high" or not cause.get("runner_up"):
+        return level
+    out = "%s: maybe %s instead" % (level, s(cause["runner_up"]))
+    return out + ("; %s" % s(cause["tell_apart"]) if cause.get("tell_apart") else "")
+
+
 def run_line(run: dict[str, Any], live: bool = True) -> str:
     """One line for watch/patrol: the run's state, where it is, and its warnings."""
     stages = run.get("stages") or []
@@ -134,6 +145,8 @@ def run_line(run: dict[str, Any], live: bool = True) -> str:
         cause = bad.get("cause") or {}
         line = "%s %s at stage %s: %s" % (name, state, s(bad.get("name")),
                                           s(cause.get("class")) if cause.get("class") else "no cause recorded")
+        if cause.get("confidence") == "low":        # a guess is never shown as a fact
+            line += " (a guess%s)" % (", maybe %s" % s(cause["runner_up"]) if cause.get("runner_up") else "")
     elif cur is None:
         done = sum(1 for st in stages if st.get("state") in ("succeeded", "skipped"))
         line = "%s %s (%d/%d stages done)" % (name, state, done, len(stages))

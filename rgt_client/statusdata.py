@@ -24,7 +24,8 @@ RECENT_ENDED = 5          # `status` without --all: active runs and this many en
 # "m" a metric's last value (a number, or "nan"/"inf"/"-inf" as the agent writes a non-finite
 # one), "i" int, "b" bool; every field may also be null/absent.
 _PROGRESS = {"done": "n", "total": "n", "fraction": "n", "eta_s": "n", "last_line": "s"}
-_CAUSE = {"class": "s", "summary": "s", "remediation": "s", "retryable": "b", "evidence": ["s"]}
+_CAUSE = {"class": "s", "summary": "s", "remediation": "s", "retryable": "b", "evidence": ["s"],
+          "confidence": "s", "runner_up": "s", "tell_apart": "s"}
 _STAGE = {"name": "s", "kind": "s", "state": "s", "attempt": "i", "exit_code": "i", "duration_s": "n",
           "log": "s", "progress": _PROGRESS, "cause": _CAUSE, "warnings": ["s"], "metrics": {"*": "m"}}
 _RUN = {"name": "s", "state": "s", "workdir": "s", "created_at": "s", "started_at": "s", "ended_at": "s",

@@ -114,6 +114,15 @@ def _where(event: Dict[str, Any]) -> str:
 
 def _cause_parts(cause: Dict[str, Any]) -> List[Part]:
     parts = []
+    level = cause.get("confidence")
+    if level and level != "high":
+        sure = "Confidence: %s" % level
+        if cause.get("runner_up"):
+            sure += " (maybe %s instead%s)" % (cause["runner_up"], ": %s" % _cut(
+                str(cause["tell_apart"]), 300) if cause.get("tell_apart") else "")
+        parts.append(Part("remediation", [sure]))
+    elif level:
+        parts.append(Part("note", ["Confidence: high"]))
     if cause.get("remediation"):
         parts.append(Part("remediation", [_cut(str(cause["remediation"]), 1500)], "What to do:"))
     ev = [("\u2022 " + _line(e)) for e in (cause.get("evidence") or [])[:8]]

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional
 
 from boxagent.base.errors import EXIT_OK, EXIT_RUN_FAILED, AgentError, UsageError
 from boxagent.triage import evidence as E
+from boxagent.triage.confidence import confidence_words
 from boxagent.triage.diagnose import diagnose
 from boxagent.triage.rules import build_rules, validate_rule
 from boxagent.triage.scanfile import ScanError, scan_file
@@ -207,8 +208,12 @@ def _render_outcome(rep: Dict[str, Any]) -> List[str]:
     out = []
     if cause:
         out.append("cause: %s - %s" % (cause["class"], cause["summary"]))
+        if cause.get("confidence"):
+            out.append("  confidence: %s" % confidence_words(cause))
         if cause.get("decided_by"):
             out.append("  decided by: %s" % cause["decided_by"])
+        if cause.get("decided_by_fact") and cause["decided_by_fact"] != cause.get("decided_by"):
+            out.append("  decided by the box's fact: %s" % cause["decided_by_fact"])
         if cause.get("overruled"):
             out.append("  overruled:")
             out += ["    - %s" % o for o in cause["overruled"]]

@@ -5,10 +5,13 @@ a failed run's tail in (docs/triage.md, "How the log decides").
      run went on after are not the cause); when it holds neither an error nor a warning (a
      tqdm bar redrawn after the crash, only a launcher's report), the last error before it.
   2. A job or profile rule's error decides over the built-in ones: the user said so.
-  3. A GPU hardware fault decides over every error after it: a failing GPU explains them.
-  4. The LAST error decides over earlier ones (the exception that stopped the run); but when
+  3. The LAST error decides over earlier ones (the exception that stopped the run); but when
      a launcher reports the failure, or the errors come from several ranks, the FIRST error
-     decides (the launcher's own "first observed failure"; other ranks fail because of it).
+     decides (the launcher's own "first observed failure"; other ranks fail because of it),
+     and the rank torchrun's `Root Cause (first observed failure)` names decides first.
+  4. A cause explains its consequences (precedence.py, as data): a failing GPU, a CRLF
+     script, a driver too old, a full disk, a failed install decide over the later errors
+     they explain, and a launcher's teardown of the other ranks is no kill from outside.
   5. A launcher's report (ChildFailedError, CalledProcessError of python) and a crash line
      (Segmentation fault) never decide over an error: they are looked through.
   6. A warning never decides over an error; with no error it decides (loss=nan, a loss scale
@@ -22,15 +25,17 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from boxagent.triage import launchers, precedence
 from boxagent.triage.incidents import Hit, Incident, build, is_source, line_no
 from boxagent.triage.text import clip, strip_prefixes
 
 MAX_OVERRULED = 8
+TEARDOWN_GAP = 60       # lines: a launcher tears the other ranks down right after a failure
 _QUOTE = 90
 
 
 class Decision:
-    __slots__ = ("hit", "kind", "incident", "overruled")
+    __slots__ = ("hit", "kind", "incident", "overruled", "how")
 
     def __init__(self, incident: Optional[Incident], kind: str, overruled: List[str],
                  hit: Optional[Hit] = None):
@@ -38,6 +43,7 @@ class Decision:
         self.hit: Hit = hit if hit is not None else (incident.best or incident.hits[-1])
         self.kind = kind              # error | warning | wrapper | crash | noise
         self.overruled = _cap(overruled)
+        self.how = ""                 # user | first | last | root_cause | precedence
 
     @classmethod
     def of(cls, hit: Hit) -> "Decision":
@@ -47,7 +53,7 @@ class Decision:
 
     @property
     def decided_by(self) -> str:
-        return "line %s: %s" % (self.hit.get("line_no"), self.hit.get("line", ""))
+        return "log line %s: %s" % (self.hit.get("line_no"), self.hit.get("line", ""))
 
 
 def hits_of(facts: Dict[str, Any]) -> List[Hit]:
@@ -57,7 +63,9 @@ def hits_of(facts: Dict[str, Any]) -> List[Hit]:
 
 def decide(facts: Dict[str, Any]) -> Optional[Decision]:
     pl = facts.get("progress_line_no")
-    incs = build(hits_of(facts), pl if isinstance(pl, int) else None)
+    lines = [str(x) for x in facts.get("last_lines") or []]
+    incs = build(launchers.teardown_looked_through(hits_of(facts), lines),
+                 pl if isinstance(pl, int) else None)
     if not incs:
         return None
     # the episode (noise included: the notes say why it did not decide)
@@ -65,14 +73,15 @@ def decide(facts: Dict[str, Any]) -> Optional[Decision]:
     after = [i for i in scope if not i.noise]
     survived = [i for i in incs if i.kind == "error" and not i.noise and i not in scope]
     errors = [i for i in after if i.kind == "error"]
+    rank = launchers.root_cause(lines).get("rank")
     if errors:
-        return _among_errors(scope, errors, survived, pl)
+        return _among_errors(scope, errors, survived, pl, rank)
     warned = [i for i in after if i.kind == "warning"]
     if warned:
         return Decision(warned[-1], "warning", _went_on(survived, pl) +
                         _notes(scope, warned[-1], "last"))
     if survived:             # a bar redrawn after the crash: the last error before it
-        return _among_errors(survived[-1:] + scope, survived[-1:], survived[:-1], pl)
+        return _among_errors(survived[-1:] + scope, survived[-1:], survived[:-1], pl, rank)
     for kind in ("warning", "wrapper", "crash"):
         found = [i for i in after if i.kind == kind] or \
             [i for i in incs if i.kind == kind and not i.noise]
@@ -86,22 +95,37 @@ def decide(facts: Dict[str, Any]) -> Optional[Decision]:
 
 
 def _among_errors(episode: List[Incident], errors: List[Incident], before: List[Incident],
-                  pl: Any) -> Decision:
+                  pl: Any, rank: Optional[int] = None) -> Decision:
     user = [i for i in errors if i.best.get("source", "builtin") != "builtin"]
-    hw = [i for i in errors if i.cls == "gpu_hardware"]
+    ranked = [i for i in errors if rank is not None and i.proc == str(rank)]
     if user:
         pick, how = user[-1], "user"
-    elif hw:
-        pick, how = hw[0], "hardware"
-    elif _first_observed(episode, errors):
-        pick, how = errors[0], "first"
     else:
-        pick, how = errors[-1], "last"
-    return Decision(pick, "error", _went_on(before, pl) + _notes(episode, pick, how))
+        if ranked:
+            pick, how = ranked[0], "root_cause"
+        elif _first_observed(episode, errors):
+            pick, how = errors[0], "first"
+        else:
+            pick, how = errors[-1], "last"
+        # a launcher's teardown alone after the last progress line: the error just before it
+        near = [i for i in before[-1:] if pick.start - i.end <= TEARDOWN_GAP]
+        pool = errors + (near if pick.cls in precedence.SIGNALS else [])
+        named = pick.best or pick.hits[-1]          # an error incident always has a best
+        warned = [i for i in episode if i.kind == "warning" and not i.noise]
+        root, chain = precedence.root(named, [i.best for i in pool], line_no,
+                                      [i.best for i in warned])
+        pool = pool + warned
+        if chain:
+            pick = next(i for i in pool if i.best is root)
+            how = "precedence"
+    d = Decision(pick, "error", _went_on([i for i in before if i is not pick], pl) +
+                 _notes(episode, pick, how))
+    d.how = how
+    return d
 
 
 def _went_on(before: List[Incident], pl: Any) -> List[str]:
-    return ["%s came before the last progress line (line %s): the run went on after it"
+    return ["%s came before the last progress line (log line %s): the run went on after it"
             % (_at(i), pl) for i in before[-3:]]
 
 
@@ -121,7 +145,10 @@ def _notes(episode: List[Incident], pick: Incident, how: str) -> List[str]:
     for i in episode:
         if i is pick or i.kind == "empty" or (i.kind == pick.kind and i.cls == pick.cls):
             continue                          # the same verdict again says nothing new
-        note = _note(i, pick, how, at)
+        because = precedence.explains(pick.best, i.best, pick.start < i.start) \
+            if how != "user" and i.kind == "error" else None
+        note = ("%s follows from log line %s: %s" % (_at(i), at, because)) if because \
+            else _note(i, pick, how, at)
         if note:
             out.append(note)
     return out
@@ -134,23 +161,21 @@ def _note(i: Incident, pick: Incident, how: str, at: int) -> Optional[str]:
     if i.noise == "thread":
         return "%s is in a thread the process outlived" % _at(i)
     if kind == "wrapper":
-        return "%s is %s: looked through to line %s" % (_at(i), _launcher(i), at)
+        return "%s is %s: looked through to log line %s" % (_at(i), _launcher(i), at)
     if kind == "crash":
-        return "%s is how the process died: the error at line %s decides" % (_at(i), at)
+        return "%s is how the process died: the error at log line %s decides" % (_at(i), at)
     if kind == "warning":
         if pick.kind == "warning":
             return None
-        return "warning at line %s (%s) ignored: an exception %s at line %s" % (
+        return "warning at log line %s (%s) ignored: an exception %s at log line %s" % (
             line_no(i.best), _quote(i.best), "follows" if i.start < at else "precedes", at)
     if how == "user":
-        return "%s overruled: a job or profile rule names line %s" % (_at(i), at)
-    if how == "hardware" and i.start > pick.start:
-        return "%s follows the GPU fault at line %s: a failing GPU explains it" % (_at(i), at)
-    if how in ("first", "hardware") and i.start > pick.start:
-        return "%s came after the first failure (line %s): %s" % (
+        return "%s overruled: a job or profile rule names log line %s" % (_at(i), at)
+    if how in ("first", "root_cause", "precedence") and i.start > pick.start:
+        return "%s came after the first failure (log line %s): %s" % (
             _at(i), at, "another rank failing because of it" if i.proc != pick.proc
             else "a consequence of it")
-    return "%s overruled: the later error at line %s is the one that stopped the run" % (_at(i), at)
+    return "%s overruled: the later error at log line %s is the one that stopped the run" % (_at(i), at)
 
 
 def _launcher(i: Incident) -> str:
@@ -166,7 +191,7 @@ def _launcher(i: Incident) -> str:
 
 def _at(i: Incident) -> str:
     h = i.best or i.hits[-1]
-    return "line %s: %s" % (line_no(h), _quote(h))
+    return "log line %s: %s" % (line_no(h), _quote(h))
 
 
 def _quote(h: Optional[Hit]) -> str:

@@ -1,8 +1,13 @@
 """diagnose(facts) -> cause {class, summary, remediation, retryable, evidence[], decided_by,
-overruled[]}: `decided_by` is the one line or fact that decided the class ("line 41:
-RuntimeError: …", "cgroup oom_kill counter +1 during the stage"); `overruled` says which
-other matches were set aside and why ("line 12: ChildFailedError … is torchrun's report of a
-failed rank: looked through to line 9").
+overruled[], confidence, runner_up?, tell_apart?, decided_by_fact?}: `decided_by` is the one
+line or fact that decided the class ("log line 41: RuntimeError: …", "cgroup oom_kill counter
++1 during the stage"); `decided_by_fact` names the box's fact when one decided; `overruled`
+says which other matches were set aside and why ("log line 12: ChildFailedError … is
+torchrun's report of a failed rank: looked through to log line 9"); `confidence` says how
+sure (confidence.py), with the runner-up class and the check that tells them apart.
+
+Before any step, each log hit is read with its emitter (emitters.py: "out of memory" from a
+host-RAM emitter is host memory) and a launcher's report is marked as one (launchers.py).
 
 The precedence (first that applies wins; each step names its deciding evidence first):
   1. cancelled                      the user asked
@@ -20,8 +25,10 @@ The precedence (first that applies wins; each step names its deciding evidence f
   9. signals                        slurmstepd's "CANCELLED AT .. DUE TO" line -> timeout,
                                     preempted, node_failure; SIGHUP -> hangup;
                                     SIGKILL/SIGTERM/SIGINT -> killed
-                                    (a bare "Killed" line with an unreadable counter ->
-                                    cgroup_oom, said as likely); crash signals -> the log
+                                    (a bare "Killed" line or a SIGKILL with no readable
+                                    counter on the box -> killed, the OOM killer named as
+                                    the likely sender, confidence low; offline -> cgroup_oom,
+                                    low); crash signals -> the log
  10. the log                        decide.py: the failure episode (after the last progress
                                     line), job/profile rules, a GPU fault, then the LAST
                                     error (the FIRST one behind a launcher's report or across
@@ -58,32 +65,28 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional
 
+from boxagent.triage import confidence, emitters, launchers, tailread
 from boxagent.triage import evidence as E
+from boxagent.triage import logcause
 from boxagent.slurm import states as slurm_states
-from boxagent.triage.builtin_rules import REMEDIATION, SLURM_REMEDIATION, SUMMARY, TRANSIENT
-from boxagent.triage.text import clip, strip_prefixes
+from boxagent.triage.builtin_rules import REMEDIATION, SLURM_REMEDIATION
+from boxagent.triage.causes import NATIVE_CRASH, Cause, exit_ev, make_cause as _cause, tail_ev
 from boxagent.triage.success import fast_spec, success_warnings  # noqa: F401 (re-export)
 
-Cause = Dict[str, Any]
-NATIVE_CRASH = ("run it again with PYTHONFAULTHANDLER=1 to see where; check the torch/CUDA "
-                "extension versions")
 HARDWARE_XIDS = frozenset((48, 63, 64, 74, 79, 92, 94, 95, 119, 120))
 
 
-def _cause(cls: str, summary: str, evidence: List[str], remediation: Optional[str] = None,
-           retryable: Optional[bool] = None, decision: Optional[E.Decision] = None) -> Cause:
-    c = {"class": cls, "summary": summary,
-         "remediation": remediation or REMEDIATION.get(cls, REMEDIATION["nonzero_exit"]),
-         "retryable": (cls in TRANSIENT) if retryable is None else bool(retryable),
-         "evidence": [str(e) for e in evidence if e][:12]}
-    if decision is not None:
-        c["decided_by"] = decision.decided_by
-        c["overruled"] = list(decision.overruled)
-    return c
+def reread_hits(facts: Dict[str, Any]) -> Dict[str, Any]:
+    """The facts with each hit read by its emitter (with the lines that continue its message)
+    and its launcher."""
+    lines = [str(x) for x in facts.get("last_lines") or []]
+    hits = [launchers.reread(emitters.reread(h, tailread.continuation(lines, h.get("line"))))
+            if isinstance(h, dict) else h for h in facts.get("hits") or []]
+    return dict(facts, hits=hits)
 
 
 def diagnose(facts: Dict[str, Any]) -> Cause:
-    facts = dict(facts or {})
+    facts = reread_hits(dict(facts or {}))
     steps: List[Callable[[Dict[str, Any]], Optional[Cause]]] = [
         _cancelled, _preflight, _slurm, _machine_restart, _preempted, _gpu_hardware, _timeout,
         _oom_counter, _spawn_error, _vanished, _signalled, _from_log, _exit_zero]
@@ -97,17 +100,18 @@ def diagnose(facts: Dict[str, Any]) -> Cause:
 def _explained(cause: Cause, f: Dict[str, Any]) -> Cause:
     """decided_by and overruled on every cause: a cause decided by a fact (a counter, a
     signal, the boot id) names it, and says so when it overrules what the log alone says."""
+    d = E.decide(f)
     if "decided_by" in cause:
-        return cause
+        same = d is not None and cause["decided_by"] == d.decided_by
+        return confidence.calibrate(cause, f, d if same else None)
     ev = cause.get("evidence") or []
     cause["decided_by"] = ev[0] if ev else cause["summary"]
     cause["overruled"] = []
-    d = E.decide(f)
     if d is not None and d.kind != "noise" and d.hit.get("class") != cause["class"] \
             and not any(d.hit.get("line", "") in str(e) for e in ev):
         cause["overruled"].append("%s (%s) overruled: %s" % (
             d.decided_by, d.hit.get("class"), cause["decided_by"]))
-    return cause
+    return confidence.calibrate(cause, f, None)
 
 
 def _in_box_words(cause: Cause, f: Dict[str, Any]) -> Cause:
@@ -120,7 +124,8 @@ def _in_box_words(cause: Cause, f: Dict[str, Any]) -> Cause:
 # -- facts the daemon knows
 def _cancelled(f: Dict[str, Any]) -> Optional[Cause]:
     if f.get("cancelled"):
-        return _cause("cancelled", "cancelled on request", ["cancel requested"])
+        return _cause("cancelled", "cancelled on request", ["cancel requested"],
+                      fact="a cancel was requested")
     return None
 
 
@@ -129,7 +134,7 @@ def _preflight(f: Dict[str, Any]) -> Optional[Cause]:
     if not fails:
         return None
     ev = [x.get("summary", str(x)) if isinstance(x, dict) else str(x) for x in fails]
-    return _cause("preflight_failed", "preflight failed: %s" % ev[0], ev)
+    return _cause("preflight_failed", "preflight failed: %s" % ev[0], ev, fact=ev[0])
 
 
 def _slurm(f: Dict[str, Any]) -> Optional[Cause]:
@@ -152,7 +157,7 @@ def _slurm(f: Dict[str, Any]) -> Optional[Cause]:
     if c["class"] == "killed" and "from outside rgt" not in c["summary"]:
         fix = REMEDIATION["killed"]
     return _cause(c["class"], c["summary"], c["evidence"], fix.replace("<node>", rec.get("node") or "<node>"),
-                  c["retryable"])
+                  c["retryable"], fact="Slurm job %s ended %s" % (rec.get("job_id"), rec.get("state")))
 
 
 def _machine_restart(f: Dict[str, Any]) -> Optional[Cause]:
@@ -163,13 +168,14 @@ def _machine_restart(f: Dict[str, Any]) -> Optional[Cause]:
     crit = E.top_hit(f)
     ev.append("the log ends cleanly: %s" % last if crit is None else
               "last log evidence before the restart: " + E.hit_line(crit))
-    return _cause("machine_restart", "the machine restarted during the stage", ev)
+    return _cause("machine_restart", "the machine restarted during the stage", ev, fact=ev[0])
 
 
 def _preempted(f: Dict[str, Any]) -> Optional[Cause]:
     if f.get("preempted"):
         return _cause("preempted", "stopped by preemption (SIGTERM to the agent)",
-                      ["the agent got SIGTERM and stopped the stage"])
+                      ["the agent got SIGTERM and stopped the stage"],
+                      fact="the agent got SIGTERM (preemption)")
     return None
 
 
@@ -192,7 +198,7 @@ def _gpu_hardware(f: Dict[str, Any]) -> Optional[Cause]:
     hit = E.top_hit(f)
     if hit is not None:
         ev.append("explains " + E.hit_line(hit))
-    return _cause("gpu_hardware", "GPU hardware fault during the stage: %s" % ev[0], ev)
+    return _cause("gpu_hardware", "GPU hardware fault during the stage: %s" % ev[0], ev, fact=ev[0])
 
 
 def _timeout(f: Dict[str, Any]) -> Optional[Cause]:
@@ -202,7 +208,7 @@ def _timeout(f: Dict[str, Any]) -> Optional[Cause]:
     last = (f.get("last_lines") or [])
     if last:
         ev.append("last line: %s" % last[-1])
-    return _cause("timeout", "the stage ran past its timeout", ev)
+    return _cause("timeout", "the stage ran past its timeout", ev, fact=ev[0])
 
 
 def _oom_counter(f: Dict[str, Any]) -> Optional[Cause]:
@@ -216,7 +222,7 @@ def _oom_counter(f: Dict[str, Any]) -> Optional[Cause]:
     hit = E.top_hit(f, ("cgroup_oom",))
     if hit is not None:
         ev.append(E.hit_line(hit))
-    return _cause("cgroup_oom", "killed by the cgroup OOM killer (memory limit)", ev)
+    return _cause("cgroup_oom", "killed by the cgroup OOM killer (memory limit)", ev, fact=ev[0])
 
 
 def _spawn_error(f: Dict[str, Any]) -> Optional[Cause]:
@@ -249,27 +255,46 @@ def _vanished(f: Dict[str, Any]) -> Optional[Cause]:
     last = f.get("last_lines") or []
     if last:
         ev.append("the log ends: %s" % last[-1])
-    return _cause("killed", "the process vanished: killed from outside (no reboot, no OOM kill,"
-                  " no hangup seen)", ev)
+    if delta == 0:
+        return _cause("killed", "the process vanished: killed from outside (no reboot, no OOM "
+                      "kill, no hangup seen)", ev, fact="cgroup oom_kill counter unchanged")
+    return _cause("killed", "the process vanished: killed from outside (no reboot, no hangup "
+                  "seen); the OOM killer is the likely sender", ev, confidence="low",
+                  runner_up="cgroup_oom")
 
 
 def _killed_line(f: Dict[str, Any], hit: Optional[Dict[str, Any]], what: str,
                  d: Optional[E.Decision] = None) -> Cause:
-    """A SIGKILL (a "Killed" line, exit 137, torchrun's exitcode -9): the OOM killer unless
-    the cgroup counter says it was not. A person's kill -9 leaves no trace in the log; the
-    memory killer is by far the more common sender, so it is named, with how to confirm."""
+    """A SIGKILL (a "Killed" line, exit 137, torchrun's exitcode -9). The kernel's own OOM
+    line or a moved cgroup counter says memory; a counter that did not move says someone
+    else. With no counter to read, a person's kill -9 and the OOM killer leave the same trace:
+    on the box the cause stays `killed` with the OOM killer named as the likely sender (a
+    guess is never shown as a fact); offline (`triage LOG`, a pasted log) the memory killer
+    stays the class, as the far more common sender, both with confidence low."""
     sig, how = E.signal_of(f)
     ev = (E.class_evidence(f, hit) if hit is not None else []) + ([how] if how else [])
+    if hit is not None and confidence.said_oom(hit):
+        return _cause("cgroup_oom", "%s by the OOM killer (memory)" % what, ev, decision=d)
     if f.get("oom_kill_delta") == 0:
         ev.append("cgroup oom_kill counter did not move: not the OOM killer")
         return _cause("killed", "%s by SIGKILL from outside (not the OOM killer: the cgroup "
-                      "oom_kill counter did not move)" % what, ev,
-                      decision=d)
-    ev.append("%s: most likely the OOM killer; check %s" % (E.oom_unknown(f), E.oom_checks(f)))
-    return _cause("cgroup_oom", "%s, most likely by the OOM killer (memory limit): %s"
-                  % (what, E.oom_unknown(f)), ev,
-                  "confirm it: %s; then: %s" % (E.oom_checks(f), E.cgroup_oom_remediation(
-                      f.get("cgroup_version"))), decision=d)
+                      "oom_kill counter did not move)" % what, ev, decision=d,
+                      fact="cgroup oom_kill counter did not move")
+    checks = E.oom_checks(f)
+    ev.append("%s: the OOM killer is the likely sender; check %s" % (E.oom_unknown(f), checks))
+    if not f.get("offline"):
+        c = _cause("killed", "%s by SIGKILL; the sender is unknown (%s): most likely the OOM "
+                   "killer" % (what, E.oom_unknown(f)), ev,
+                   "find the sender: %s; if it was the OOM killer: %s" % (
+                       checks, E.cgroup_oom_remediation(f.get("cgroup_version"))),
+                   decision=d, confidence="low", runner_up="cgroup_oom")
+    else:
+        c = _cause("cgroup_oom", "%s, most likely by the OOM killer (memory limit): %s"
+                   % (what, E.oom_unknown(f)), ev,
+                   "confirm it: %s; then: %s" % (checks, E.cgroup_oom_remediation(
+                       f.get("cgroup_version"))), decision=d, confidence="low", runner_up="killed")
+    c["tell_apart"] = "check %s" % checks
+    return c
 
 
 # -- death by signal
@@ -295,101 +320,25 @@ def _signalled(f: Dict[str, Any]) -> Optional[Cause]:
         return _killed_line(f, hit, "killed", d if hit is not None and d is not None
                             and d.hit is hit else None)
     if sig in ("SIGTERM", "SIGINT", "SIGQUIT"):
-        return _cause("killed", "stopped by %s from outside" % sig, [how])
+        return _cause("killed", "stopped by %s from outside" % sig, [how], fact=how,
+                      confidence="medium", runner_up="preempted")
     return None
 
 
 # -- the log
 def _log_cause(f: Dict[str, Any], d: E.Decision, prefix: str = "") -> Cause:
-    hit = d.hit
-    cls = hit["class"]
-    ev = E.class_evidence(f, hit)
-    if cls == "disk_full":
-        lines = [str(h.get("line", "")) for h in E.hits_of(f) if h.get("class") == "disk_full"]
-        cls, disk_ev = E.disk_verdict(f, lines)
-        ev = ev[:1] + disk_ev + ev[1:]
-    elif cls == "cgroup_oom" and hit.get("source") == "builtin":
-        return _killed_line(f, hit, "killed", d)
-    sig, how = E.signal_of(f)
-    if how:
-        ev.append(how)
-    elif isinstance(f.get("exit_code"), int):
-        ev.append("exit code %d" % f["exit_code"])
-    summary = SUMMARY.get(cls, cls)
-    if cls == "code_error" or cls not in SUMMARY or hit.get("source") != "builtin":
-        summary = "%s: %s" % ("crashed" if cls == "code_error" else cls,
-                              clip(strip_prefixes(hit.get("line", "")), 160))
-    remediation = hit.get("remediation") if cls == hit["class"] else None
-    retry = hit.get("retryable") if cls == hit["class"] and hit.get("source") != "builtin" else None
-    return _cause(cls, "%s%s (line %s)" % (prefix, summary, hit.get("line_no")), ev,
-                  remediation, retry, d)
-
-
-def _failed_run(f: Dict[str, Any]) -> bool:
-    if f.get("assume_failed"):
-        return True
-    ec, sig = f.get("exit_code"), E.signal_of(f)[0]
-    return bool(sig) or (isinstance(ec, int) and ec != 0)
+    return logcause.log_cause(f, d, prefix, killed_line=_killed_line)
 
 
 def _from_log(f: Dict[str, Any]) -> Optional[Cause]:
-    if not _failed_run(f) and not f.get("fail_line"):
-        return None
-    d = E.decide(f)
-    if d is not None and d.kind in ("error", "warning", "noise"):
-        return _log_cause(f, d)
-    if not _failed_run(f):
-        return None
-    if d is not None:                      # a launcher's report or a crash line, alone
-        return _child_failed(f, d) if d.kind == "wrapper" else _crash_line(f, d)
-    tbs = E.tracebacks(f)
-    ec = f.get("exit_code")
-    if tbs:
-        return _cause("code_error", "the job crashed with a Python traceback (line %s)"
-                      % tbs[-1].get("line_no"), [E.hit_line(tbs[-1])] + _tail_ev(f) + _exit_ev(f))
-    if ec == 127:
-        return _cause("code_error", "command not found (exit code 127)", _exit_ev(f) + _tail_ev(f))
-    if ec == 126:
-        return _cause("code_error", "the command is not executable (exit code 126)",
-                      _exit_ev(f) + _tail_ev(f), "chmod +x the script, or run it with bash/python")
-    return None
-
-
-def _child_failed(f: Dict[str, Any], d: E.Decision) -> Cause:
-    """Only a launcher's report (torchrun's ChildFailedError, accelerate's CalledProcessError):
-    the child died without an error of its own in the log."""
-    status = E.child_status([d.hit.get("line", "")] + list(f.get("last_lines") or []))
-    return _cause("nonzero_exit", "the launcher reports its child failed%s; the child printed "
-                  "no error of its own (line %s)" % (" (%s)" % status if status else "",
-                                                       d.hit.get("line_no")),
-                  [E.hit_line(d.hit)] + _tail_ev(f) + _exit_ev(f), NATIVE_CRASH if
-                  status and "crash" in status else None, decision=d)
-
-
-def _crash_line(f: Dict[str, Any], d: E.Decision) -> Cause:
-    return _cause("nonzero_exit", "crashed: %s (line %s) - a native crash: an extension, a "
-                  "library or the driver" % (clip(d.hit.get("line", ""), 120), d.hit.get("line_no")),
-                  [E.hit_line(d.hit)] + _tail_ev(f) + _exit_ev(f), NATIVE_CRASH, decision=d)
-
-
-def _tail_ev(f: Dict[str, Any]) -> List[str]:
-    last = f.get("last_lines") or []
-    return ["the log ends: %s" % last[-1]] if last else []
-
-
-def _exit_ev(f: Dict[str, Any]) -> List[str]:
-    sig, how = E.signal_of(f)
-    if how:
-        return [how]
-    ec = f.get("exit_code")
-    return ["exit code %s" % ec] if ec is not None else []
+    return logcause.from_log(f, killed_line=_killed_line)
 
 
 # -- exit 0 and still a failure
 def _exit_zero(f: Dict[str, Any]) -> Optional[Cause]:
     if f.get("fail_line"):
         return _cause("code_error", "fail_pattern matched: %s" % f["fail_line"],
-                      ["fail_pattern matched: %s" % f["fail_line"]] + _exit_ev(f))
+                      ["fail_pattern matched: %s" % f["fail_line"]] + exit_ev(f))
     missing = f.get("expect_missing") or []
     if missing:
         disk = E.top_hit(f, ("disk_full",))
@@ -399,10 +348,10 @@ def _exit_zero(f: Dict[str, Any]) -> Optional[Cause]:
             c["evidence"] = (c["evidence"] + ev)[:12]
             return c
         return _cause("expect_missing", "expected outputs missing or empty: %s"
-                      % ", ".join(missing[:3]), ev + _exit_ev(f))
+                      % ", ".join(missing[:3]), ev + exit_ev(f))
     if f.get("success_pattern") and not f.get("success_seen"):
         return _cause("success_pattern_missing", "success_pattern never appeared in the log",
-                      ["pattern: %s" % f["success_pattern"]] + _tail_ev(f) + _exit_ev(f))
+                      ["pattern: %s" % f["success_pattern"]] + tail_ev(f) + exit_ev(f))
     return None
 
 
@@ -410,8 +359,8 @@ def _nonzero(f: Dict[str, Any]) -> Cause:
     sig, how = E.signal_of(f)
     if sig in E.CRASH_SIGNALS:
         return _cause("nonzero_exit", "crashed with %s (a native crash: an extension, a "
-                      "library or the driver)" % sig, [how] + _tail_ev(f), NATIVE_CRASH)
+                      "library or the driver)" % sig, [how] + tail_ev(f), NATIVE_CRASH)
     ec = f.get("exit_code")
     if isinstance(ec, int) and ec != 0:
-        return _cause("nonzero_exit", "exited with code %d" % ec, _exit_ev(f) + _tail_ev(f))
-    return _cause("nonzero_exit", "the stage failed", _exit_ev(f) + _tail_ev(f))
+        return _cause("nonzero_exit", "exited with code %d" % ec, exit_ev(f) + tail_ev(f))
+    return _cause("nonzero_exit", "the stage failed", exit_ev(f) + tail_ev(f))

@@ -65,7 +65,9 @@ def tracebacks(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def hit_line(h: Dict[str, Any]) -> str:
-    return "line %s: %s" % (h.get("line_no"), h.get("line", ""))
+    """A log line as evidence: "log line N" (the log's line, not the source's: a traceback's
+    own "line 9" is the code's)."""
+    return "log line %s: %s" % (h.get("line_no"), h.get("line", ""))
 
 
 def class_evidence(facts: Dict[str, Any], best: Dict[str, Any], limit: int = 3) -> List[str]:
@@ -78,7 +80,7 @@ def class_evidence(facts: Dict[str, Any], best: Dict[str, Any], limit: int = 3) 
         if h.get("class") != best["class"] and h.get("severity") == "critical":
             others.setdefault(h["class"], h.get("line_no"))
     if others:
-        ev.append("also in the log: " + ", ".join("%s (line %s)" % kv for kv in sorted(others.items())))
+        ev.append("also in the log: " + ", ".join("%s (log line %s)" % kv for kv in sorted(others.items())))
     return ev
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
+from boxagent.triage import precedence
 from boxagent.triage.builtin_rules import CLASS_RANK
 from boxagent.triage.text import strip_prefixes
 
@@ -41,7 +42,7 @@ Hit = Dict[str, Any]
 
 
 class Incident:
-    __slots__ = ("hits", "start", "end", "noise", "proc", "open_tb", "chained", "after")
+    __slots__ = ("hits", "start", "end", "noise", "proc", "open_tb", "chained", "after", "_best")
 
     def __init__(self, start: int, noise: Optional[str] = None, proc: Optional[str] = None):
         self.hits: List[Hit] = []
@@ -51,8 +52,10 @@ class Incident:
         self.open_tb = False          # a traceback header is waiting for its exception line
         self.chained = False          # a chain marker is waiting for the next traceback
         self.after: Optional[bool] = None   # after the last progress line
+        self._best: Any = ()
 
     def add(self, h: Hit) -> None:
+        self._best = ()
         self.hits.append(h)
         self.end = max(self.end, line_no(h))
 
@@ -77,9 +80,18 @@ class Incident:
     def best(self) -> Optional[Hit]:
         """The hit that names this incident: the most specific root (job and profile rules
         first), else its first wrapper / crash / warning line."""
+        if self._best == ():
+            self._best = self._name()
+        return self._best
+
+    def _name(self) -> Optional[Hit]:
         roots = self.roots
         if roots:
-            return min(roots, key=_specificity)
+            # a line another root of the incident explains (a launcher's teardown right after
+            # the error) never names it
+            causes = [r for r in roots if not any(
+                precedence.explains(o, r, line_no(o) < line_no(r)) for o in roots if o is not r)]
+            return min(causes or roots, key=_specificity)
         for tag in ("wrapper", "crash"):
             tagged = [h for h in self.hits if h.get("tag") == tag]
             if tagged:

@@ -56,6 +56,21 @@ def test_byte_exhaustion_a_moment_before_the_end_is_disk_full(box):
     assert any("100% of bytes used" in e for e in cause["evidence"]), cause
 
 
+@pytest.mark.root
+def test_a_silent_stage_that_filled_its_tmpfs_is_disk_full_by_the_fact(box):
+    # `dd` filling the workdir's filesystem with its errors sent to /dev/null, then `exit 1`:
+    # the log says nothing; statvfs at the stage's end decides, and the cause names it
+    box.env.update(SLOW_SAMPLE)
+    with tmpfs(box.tmp / "silent", "size=1m,nr_inodes=1000") as mnt:
+        box.submit(job("silent", mnt, {"name": "fill", "run": "dd if=/dev/zero of=fill bs=64k "
+                                       "2>/dev/null; echo working; exit 1"}))
+        box.start()
+        cause = _cause(box, "silent")
+    assert cause["class"] == "disk_full", cause
+    assert "100% of bytes used at the stage's end" in cause["decided_by_fact"], cause
+    assert cause["confidence"] == "high"
+
+
 def _gpu_box(box, fake_nvml_lib, events=()):
     state = box.tmp / "nvml.json"
     scenario = healthy(1)

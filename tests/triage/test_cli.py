@@ -109,13 +109,13 @@ def test_triage_shows_the_deciding_line_and_what_it_overruled(agent, tmp_path):
     out = agent("triage", str(log), "--exit-code", "1", bare=True)
     text = out.stdout.decode()
     assert out.returncode == 4
-    assert "  decided by: line 4: RuntimeError: [enforce fail" in text
-    assert "  overruled:\n    - line 7: torch.distributed.elastic.multiprocessing.errors." \
+    assert "  decided by: log line 4: RuntimeError: [enforce fail" in text
+    assert "  overruled:\n    - log line 7: torch.distributed.elastic.multiprocessing.errors." \
            "ChildFailedError: is torchrun's report of a failed rank (ChildFailedError): looked " \
-           "through to line 4" in text
+           "through to log line 4" in text
     r = CliRunner().invoke(cli, ["triage", str(log), "--exit-code", "1", "--json"])
     cause = json.loads(r.output)["cause"]
-    assert cause["class"] == "disk_full" and cause["decided_by"].startswith("line 4: RuntimeError")
-    assert len(cause["overruled"]) == 1 and "looked through to line 4" in cause["overruled"][0]
+    assert cause["class"] == "disk_full" and cause["decided_by"].startswith("log line 4: RuntimeError")
+    assert len(cause["overruled"]) == 1 and "looked through to log line 4" in cause["overruled"][0]
     r = CliRunner().invoke(cli, ["triage", str(log), "--exit-code", "1"])
-    assert "decided by: line 4" in r.output and "looked through to line 4" in r.output
+    assert "decided by: log line 4" in r.output and "looked through to log line 4" in r.output

@@ -31,8 +31,8 @@ def test_a_tqdm_bar_redrawn_after_the_crash_does_not_hide_it(tmp_path):
             "unexpected pos 1134 vs 1130\n 17%|##   | 30/174 [01:02<05:00, 2.1s/it]\n" + CHILD_FAILED)
     c = _cause(tmp_path, text, exit_code=1)
     assert c["class"] == "disk_full"
-    assert c["decided_by"].startswith("line %d: RuntimeError" % _line_of(text, "unexpected pos"))
-    assert any("ChildFailedError" in o and "looked through to line %d" % _line_of(text, "unexpected pos")
+    assert c["decided_by"].startswith("log line %d: RuntimeError" % _line_of(text, "unexpected pos"))
+    assert any("ChildFailedError" in o and "looked through to log line %d" % _line_of(text, "unexpected pos")
                in o for o in c["overruled"]), c["overruled"]
 
 
@@ -58,8 +58,8 @@ def test_the_first_rank_to_fail_decides_over_the_ranks_failing_after_it(tmp_path
             "[rank2]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
             "remote process exited or there was a network error\n")
     c = _cause(tmp_path, text, exit_code=1)
-    assert c["class"] == "cuda_oom" and c["decided_by"].startswith("line 1: [rank5]:")
-    assert any(o.startswith("line 4: torch.distributed.DistBackendError") and "another rank" in o
+    assert c["class"] == "cuda_oom" and c["decided_by"].startswith("log line 1: [rank5]:")
+    assert any(o.startswith("log line 4: torch.distributed.DistBackendError") and "another rank" in o
                for o in c["overruled"]), c["overruled"]
 
 
@@ -68,7 +68,7 @@ def test_the_last_exception_decides_over_an_earlier_one(tmp_path):
             "wandb: retrying in offline mode\n\n\n\n" + TB + "KeyError: 'lr'\n")
     c = _cause(tmp_path, text, exit_code=1)
     assert c["class"] == "code_error" and "KeyError: 'lr'" in c["decided_by"]
-    assert any(o.startswith("line 4: requests.exceptions.ConnectionError") and "later error" in o
+    assert any(o.startswith("log line 4: requests.exceptions.ConnectionError") and "later error" in o
                for o in c["overruled"]), c["overruled"]
 
 
@@ -104,7 +104,7 @@ def test_a_warning_never_decides_over_an_exception(tmp_path):
             "is not compatible with the current PyTorch installation.\n" + TB + "KeyError: 'lr'\n")
     c = _cause(tmp_path, text, exit_code=1)
     assert c["class"] == "code_error"
-    assert any(o.startswith("warning at line 1 (") and "ignored: an exception follows at line 5"
+    assert any(o.startswith("warning at log line 1 (") and "ignored: an exception follows at log line 5"
                in o for o in c["overruled"]), c["overruled"]
 
 
@@ -119,8 +119,8 @@ def test_ecc_error_then_an_nccl_watchdog_line_about_it_is_the_gpu(tmp_path):
             "[E ProcessGroupNCCL.cpp:916] [Rank 1] Watchdog caught collective operation timeout: "
             "WorkNCCL(SeqNum=1) ran for 600020 milliseconds\n")
     c = _cause(tmp_path, text, exit_code=1)
-    assert c["class"] == "gpu_hardware" and c["decided_by"].startswith("line 1:")
-    assert any("follows the GPU fault at line 1" in o for o in c["overruled"]), c["overruled"]
+    assert c["class"] == "gpu_hardware" and c["decided_by"].startswith("log line 1:")
+    assert any("follows from log line 1: a failing GPU explains it" in o for o in c["overruled"]), c["overruled"]
 
 
 def test_an_nccl_error_detailing_a_reset_socket_is_nccl_not_a_network_blip(tmp_path):
@@ -143,7 +143,7 @@ def test_a_segfault_after_an_error_is_how_the_process_died(tmp_path):
 def test_a_rank_prefixed_traceback_is_read_like_any_other(tmp_path):
     text = "".join("[rank0]: " + line + "\n" for line in (TB + "KeyError: 'lr'").split("\n"))
     c = _cause(tmp_path, text, exit_code=1)
-    assert c["class"] == "code_error" and c["decided_by"] == "line 4: [rank0]: KeyError: 'lr'"
+    assert c["class"] == "code_error" and c["decided_by"] == "log line 4: [rank0]: KeyError: 'lr'"
     assert c["summary"].startswith("crashed: KeyError: 'lr'")
 
 
@@ -160,7 +160,7 @@ def test_a_fact_that_overrules_the_log_says_so(tmp_path):
     c = _cause(tmp_path, TB + "KeyError: 'lr'\n", exit_code=1, oom_kill_delta=1)
     assert c["class"] == "cgroup_oom"
     assert c["decided_by"] == "cgroup oom_kill counter +1 during the stage"
-    assert c["overruled"] == ["line 4: KeyError: 'lr' (code_error) overruled: cgroup oom_kill "
+    assert c["overruled"] == ["log line 4: KeyError: 'lr' (code_error) overruled: cgroup oom_kill "
                               "counter +1 during the stage"]
 
 
@@ -182,7 +182,7 @@ def test_a_timestamped_source_line_never_names_the_error(tmp_path):
             "[2020-10-08 15:40:59] pip._vendor.urllib3.exceptions.ReadTimeoutError: "
             "HTTPSConnectionPool(host='files.pythonhosted.org', port=443): Read timed out.\n")
     c = _cause(tmp_path, text, exit_code=2)
-    assert c["class"] == "network_transient" and c["decided_by"].startswith("line 2:")
+    assert c["class"] == "network_transient" and c["decided_by"].startswith("log line 2:")
 
 
 def test_a_retry_announced_while_a_crashed_run_shuts_down_is_no_cause(tmp_path):
@@ -192,7 +192,7 @@ def test_a_retry_announced_while_a_crashed_run_shuts_down_is_no_cause(tmp_path):
             "wandb: Network error (ReadTimeout), entering retry loop.\n")
     c = _cause(tmp_path, text, exit_code=1)
     assert c["class"] == "cuda_oom"
-    assert any(o.startswith("warning at line 6 (wandb: Network error") for o in c["overruled"])
+    assert any(o.startswith("warning at log line 6 (wandb: Network error") for o in c["overruled"])
     # alone, the retry still explains a run that never got going
     assert _cause(tmp_path, "wandb: Network error (ReadTimeout), entering retry loop.\n",
                   exit_code=1)["class"] == "network_transient"
@@ -212,6 +212,6 @@ def test_an_error_the_run_went_on_after_never_outweighs_the_episodes_own_warning
             "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 4, reducing to 2\n"
             + CHILD_FAILED)
     c = _cause(tmp_path, text, exit_code=1)
-    assert c["class"] == "divergence" and c["decided_by"].startswith("line 7: [deepspeed] OVERFLOW!")
-    assert any(o.startswith("line 4: requests.exceptions.ConnectionError") and
+    assert c["class"] == "divergence" and c["decided_by"].startswith("log line 7: [deepspeed] OVERFLOW!")
+    assert any(o.startswith("log line 4: requests.exceptions.ConnectionError") and
                "before the last progress line" in o for o in c["overruled"]), c["overruled"]

@@ -26,7 +26,7 @@ def test_xid79_outranks_the_cuda_error_it_causes():
     cause = diagnose(corpus_facts("gpu_hardware__unspecified_launch.log", exit_code=1, gpu_faults=[XID79]))
     assert cause["class"] == "gpu_hardware"
     assert cause["evidence"][0].startswith("Xid 79")
-    assert any("explains line 5: RuntimeError: CUDA error" in e for e in cause["evidence"])
+    assert any("explains log line 5: RuntimeError: CUDA error" in e for e in cause["evidence"])
     assert cause["retryable"] is False
 
 
@@ -136,11 +136,17 @@ def test_signals_decide_when_the_log_says_nothing(tmp_path):
     quiet = "working\n"
     assert diagnose(_facts(tmp_path, quiet, exit_code=137, oom_kill_delta=0))["class"] == "killed"
     for ec in (137, -9):
-        # nobody said who sent the SIGKILL: the memory killer, said as likely, with the check
+        # nobody said who sent the SIGKILL and no counter says it: killed, the memory killer
+        # named as the likely sender with the check, never as a fact
         c = diagnose(_facts(tmp_path, quiet, exit_code=ec))
-        assert c["class"] == "cgroup_oom" and "most likely by the OOM killer" in c["summary"], ec
+        assert c["class"] == "killed" and "most likely the OOM killer" in c["summary"], ec
+        assert c["confidence"] == "low" and c["runner_up"] == "cgroup_oom"
+        assert "dmesg -T | grep -i -e oom" in c["tell_apart"]
         assert "counter not readable" in "\n".join(c["evidence"])
         assert "oom_kill counter" in c["remediation"] and "dmesg -T | grep -i -e oom" in c["remediation"]
+        # offline (a pasted log): the memory killer keeps the class, said as low
+        c = diagnose(_facts(tmp_path, quiet, exit_code=ec, offline=True))
+        assert c["class"] == "cgroup_oom" and c["confidence"] == "low" and c["runner_up"] == "killed"
     assert diagnose(_facts(tmp_path, quiet, signal=1))["class"] == "hangup"
     assert diagnose(_facts(tmp_path, quiet, signal="SIGTERM"))["class"] == "killed"
     c = diagnose(_facts(tmp_path, quiet, exit_code=139))
@@ -226,4 +232,4 @@ def test_sigkill_after_a_death_signal_is_a_kill_from_outside(tmp_path):
             "shutting down workers\n")
     c = diagnose(_facts(tmp_path, text, exit_code=137))
     assert c["class"] == "killed"
-    assert c["decided_by"].startswith("line 2: W1130") and "Received 15 death signal" in c["decided_by"]
+    assert c["decided_by"].startswith("log line 2: W1130") and "Received 15 death signal" in c["decided_by"]

@@ -1,0 +1,137 @@
+"""Who said a line: the emitter decides what its generic words mean.
+
+"Out of memory" from the kernel's OOM killer, from numpy or from a CPU allocator is host RAM,
+not GPU memory; "Connection refused" from NCCL's socket transport or from a Slurm daemon is
+not a download that failed. A rule matches words; this table says whose words they are.
+
+Two tables, both data:
+  EMITTERS  a signature found in the line -> the emitter's name and its domain
+            (host_memory, gpu_memory, collective, scheduler, download), with the source the
+            wording comes from;
+  WORDS     a family of generic words (memory, network) -> the class each domain gives them.
+
+reread(hit) returns the hit with the class its emitter gives its words, or the hit unchanged
+(same object) when the emitter is unknown or agrees. A changed hit keeps what the rule said
+in `was` and names its emitter in `emitter`.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Optional, Tuple
+
+Hit = Dict[str, Any]
+
+# (signature, emitter, domain, source of the wording). First match wins: the more specific
+# signature (a CPU device inside a TF OOM line) comes before the generic one.
+EMITTERS: Tuple[Tuple[str, str, str, str], ...] = (
+    # host RAM
+    (r"Out of memory: Kill|oom-kill:|oom_kill_process|Memory cgroup out of memory|"
+     r"invoked oom-killer", "kernel OOM killer", "host_memory",
+     "linux mm/oom_kill.c (dump_header, oom_kill_process messages)"),
+    (r"\[Errno 12\]|Cannot allocate memory|ENOMEM", "errno ENOMEM", "host_memory",
+     "errno(3): ENOMEM 12 'Cannot allocate memory'"),
+    (r"(^|[^A-Za-z])(numpy\.core\._exceptions\.)?_?ArrayMemoryError|Unable to allocate [0-9.]+ "
+     r"[KMGTP]i?B for an array", "numpy", "host_memory",
+     "numpy/core/_exceptions.py _ArrayMemoryError ('Unable to allocate %s for an array')"),
+    (r"DefaultCPUAllocator|alloc_cpu\.cpp|CPUAllocator", "torch CPU allocator", "host_memory",
+     "pytorch c10/core/impl/alloc_cpu.cpp ('DefaultCPUAllocator: can't allocate memory')"),
+    (r"std::bad_alloc", "C++ operator new", "host_memory",
+     "ISO C++ [new.badalloc]: std::bad_alloc on a failed heap allocation"),
+    (r"DataLoader worker \(pid", "torch DataLoader worker", "host_memory",
+     "pytorch torch/utils/data/_utils/signal_handling.py ('DataLoader worker (pid %d) is "
+     "killed by signal')"),
+    (r"ray\.exceptions\.OutOfMemoryError|node running low on memory|Memory on the node",
+     "Ray memory monitor", "host_memory",
+     "ray python/ray/exceptions.py OutOfMemoryError ('Task was killed due to the node running "
+     "low on memory')"),
+    (r"device:CPU:[0-9]|by allocator (cpu|mklcpu)|allocator=cpu", "TensorFlow CPU allocator",
+     "host_memory", "tensorflow core/framework/allocator ('OOM when allocating tensor ... on "
+     "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu')"),
+    (r"(^|[^A-Za-z])MemoryError(:|$)", "Python MemoryError", "host_memory",
+     "python docs library/exceptions.html#MemoryError"),
+    # GPU memory
+    (r"CUDA out of memory|cuda\.OutOfMemoryError|device:GPU:[0-9]|GPU_[0-9]+_bfc|"
+     r"cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED|HIP out of memory",
+     "CUDA allocator", "gpu_memory",
+     "CUDA runtime API cudaErrorMemoryAllocation; pytorch c10/cuda/CUDACachingAllocator.cpp"),
+    # collectives (NCCL's transports, c10d, gloo)
+    (r"NCCL WARN|NCCL INFO|NET/(Socket|IB|Plugin)|[^A-Za-z]socket\.cc|proxy\.cc|"
+     r"ProcessGroupNCCL|ProcessGroupGloo|\[c10d\]|c10d|TCPStore|DistNetworkError|"
+     r"DistStoreError|gloo/transport|torch\.distributed|rendezvous", "NCCL/c10d transport",
+     "collective", "NCCL src/misc/socket.cc WARN lines; pytorch torch/csrc/distributed/c10d"),
+    # Slurm's daemons and clients
+    (r"^(slurmstepd|srun|sbatch|salloc|slurmd|scontrol|squeue)(-[^:]*)?: |slurm_[a-z_]+ error|"
+     r"slurmctld", "Slurm", "scheduler",
+     "slurm src/common/log.c ('slurmstepd: error: ...', 'srun: error: ...')"),
+    # downloaders
+    (r"huggingface_hub|requests\.exceptions|urllib3|httpx\.|aiohttp\.|urllib\.error|"
+     r"^(pip|conda|wget|curl)[:\s]|Downloading|hf_hub_download|snapshot_download",
+     "a downloader", "download",
+     "requests/urllib3/httpx/aiohttp exception module names; huggingface_hub"),
+)
+
+# The classes a rule gives these words, and the class each domain gives them instead.
+WORDS: Dict[str, Tuple[str, Tuple[str, ...], Dict[str, str]]] = {
+    "memory": (r"[Oo]ut of memory|OutOfMemory|Cannot allocate memory|MemoryError|"
+               r"can't allocate memory|not enough memory|bad_alloc|OOM when allocating|"
+               r"Unable to allocate|low on memory|killed by signal: Killed",
+               ("cuda_oom", "cgroup_oom", "code_error"),
+               {"host_memory": "cgroup_oom", "gpu_memory": "cuda_oom"}),
+    "network": (r"Connection refused|Connection reset|Connection timed out|No route to host|"
+                r"Network is unreachable|Connection(Reset|Refused|Aborted)?Error|"
+                r"Connection closed by peer|Broken pipe|timed out",
+                ("network_transient", "nccl", "code_error"),
+                {"collective": "nccl", "scheduler": "node_failure",
+                 "download": "network_transient"}),
+}
+
+_EMITTERS = tuple((re.compile(sig), name, domain) for sig, name, domain, _ in EMITTERS)
+_WORDS = dict((fam, (re.compile(rx), classes, by_domain))
+              for fam, (rx, classes, by_domain) in WORDS.items())
+
+
+def emitter_of(line: str) -> Optional[Tuple[str, str]]:
+    """(emitter name, domain) of a line, or None."""
+    for rx, name, domain in _EMITTERS:
+        if rx.search(line):
+            return name, domain
+    return None
+
+
+def reread(h: Hit, detail: str = "") -> Hit:
+    """The hit as its emitter reads it: a new dict when the class changes, else `h`.
+    `detail`: the lines that continue the hit's message (TensorFlow's "Graph execution
+    error:" is followed by "OOM when allocating ... on device:GPU:0"), read with it."""
+    cls = h.get("class")
+    if h.get("source", "builtin") != "builtin" or h.get("tag") in ("traceback", "chain",
+                                                                  "ignored", "thread"):
+        return h
+    line = str(h.get("line") or "") + (" " + detail if detail else "")
+    for fam, (rx, classes, by_domain) in _WORDS.items():
+        if cls not in classes or not rx.search(line):
+            continue
+        who = emitter_of(line)
+        if who is None or who[1] not in by_domain:
+            continue
+        new = by_domain[who[1]]
+        if new == cls:
+            return h
+        out = dict(h, was=cls, emitter=who[0])
+        if detail:
+            out["detail"] = detail
+        out["class"] = new
+        out.pop("remediation", None)
+        out.pop("retryable", None)
+        if out.get("tag") == "crash":           # std::bad_alloc: the error, not how it died
+            out.pop("tag")
+        return out
+    return h
+
+
+def domain_words(line: str) -> Optional[str]:
+    """The family of generic words a line holds (memory, network), for calibration: words
+    whose meaning depends on who said them."""
+    for fam, (rx, _, _) in _WORDS.items():
+        if rx.search(line):
+            return fam
+    return None

@@ -1,0 +1,162 @@
+"""The deciding error of a log tail that does not look like Python, and the code it points at.
+
+A tail may hold an error no rule names, in a shape an engineer still reads at a glance:
+  - a Python traceback cut above its header (a paste, a 20-line tail): `File "x.py", line 9,
+    in main` frames, then the exception line;
+  - a C++ exception thrown out of a library: `terminate called after throwing an instance of
+    'c10::Error'` then `  what():  <the message>` (libstdc++'s verbose terminate handler);
+  - an assertion: C's `prog: file.c:12: main: Assertion `x' failed.` (glibc assert.c), a CUDA
+    kernel's `Loss.cu:242: nll_loss_forward...: block: [0,0,0], thread: [5,0,0] Assertion `t
+    >= 0 && t < n_classes` failed.`, Lua's `lua: train.lua:57: assertion failed!` followed by
+    `stack traceback:` (lua.c's msghandler);
+  - an error glued to a progress bar (`100%|####| 50/50 [00:02<00:00]ValueError: bad`).
+
+native_error(lines) -> (index, the error text, shape) or None. innermost_frame(lines, index)
+-> "eval.py:9 in main" (the frame nearest above the exception line). missing_command(lines)
+-> the command bash said it could not find.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, List, Optional, Tuple
+
+from boxagent.triage.launchers import launcher_of
+
+_FRAME = re.compile(r'^\s*File "([^"]+)", line ([0-9]+)(?:, in (\S+))?')
+_BAR = re.compile(r"^.*?[0-9:]+<[0-9:?]+,? *[^\]\n]*\]\s*")          # tqdm's [00:02<00:03, x]
+_EXC = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\.)*_?[A-Z][A-Za-z0-9_]*(Error|Exception|Failure|"
+                  r"Interrupt|Exit)(: .*|:?)$")
+_WHAT = re.compile(r"^\s*what\(\):\s*(.*)$")
+_TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
+_ASSERT = re.compile(r"Assertion [`'].*[`'] failed|: Assertion .* failed\.|assertion failed!|"
+                     r"Assertion failed:")
+_LUA_TB = re.compile(r"^stack traceback:\s*$")
+_NOT_FOUND = re.compile(r"^(?:.*?: )?(?:line [0-9]+: )?([^\s:]+): command not found$")
+_PREFIX = re.compile(r"^(\[[^\]]{1,40}\]:?\s*)+")
+# a message that goes on below: "Graph execution error:", TF 1.x's "2 root error(s) found."
+_GOES_ON = re.compile(r":$|root error\(s\) found\.?$")
+Found = Tuple[int, str, str]
+
+
+def _clean(line: str) -> str:
+    return _PREFIX.sub("", str(line or "")).rstrip()
+
+
+def native_error(lines: List[str]) -> Optional[Found]:
+    """The last error of a shape above in `lines` (a log's last lines), or None."""
+    for find in (_cpp_exception, _assertion, _lua_error, _headless_exception, _glued_exception):
+        found = find(lines)
+        if found is not None:
+            return found
+    return None
+
+
+def _cpp_exception(lines: List[str]) -> Optional[Found]:
+    for i in range(len(lines) - 1, -1, -1):
+        m = _TERMINATE.search(_clean(lines[i]))
+        if m is None:
+            continue
+        for j in range(i + 1, min(len(lines), i + 4)):
+            w = _WHAT.match(_clean(lines[j]))
+            if w:
+                return j, "%s: %s" % (m.group(1), w.group(1).strip()), "C++ exception"
+        return i, _clean(lines[i]), "C++ exception"
+    return None
+
+
+def _assertion(lines: List[str]) -> Optional[Found]:
+    for i in range(len(lines) - 1, -1, -1):
+        text = _clean(lines[i])
+        if _ASSERT.search(text):
+            return i, text, "assertion"
+    return None
+
+
+def _lua_error(lines: List[str]) -> Optional[Found]:
+    for i in range(len(lines) - 1, 0, -1):
+        if _LUA_TB.match(_clean(lines[i])):
+            return i - 1, _clean(lines[i - 1]), "Lua error"
+    return None
+
+
+def _headless_exception(lines: List[str]) -> Optional[Found]:
+    """An exception line after a frame, with no `Traceback (most recent call last):` above."""
+    for i in range(len(lines) - 1, 0, -1):
+        text = _clean(lines[i]).strip()
+        if _EXC.match(text) and launcher_of(text) is None and \
+                any(_FRAME.match(_clean(x)) for x in lines[max(0, i - 4):i]):
+            return i, text, "traceback"
+    return None
+
+
+def _glued_exception(lines: List[str]) -> Optional[Found]:
+    for i in range(len(lines) - 1, -1, -1):
+        seg = str(lines[i] or "").split("\r")[-1]
+        m = _BAR.match(seg)
+        rest = seg[m.end():].strip() if m else ""
+        if rest and ":" in rest and _EXC.match(rest):
+            return i, rest, "error glued to a progress bar"
+    return None
+
+
+def innermost_frame(lines: List[str], index: int) -> Optional[str]:
+    """"eval.py:9 in main": the frame nearest above lines[index] (a traceback's last frame is
+    the code that raised), or None."""
+    for j in range(min(index, len(lines)) - 1, max(-1, index - 40), -1):
+        m = _FRAME.match(_clean(lines[j]))
+        if m:
+            where = "%s:%s" % (m.group(1), m.group(2))
+            return where + (" in %s" % m.group(3) if m.group(3) else "")
+    return None
+
+
+def frame_of(lines: List[str], line: str) -> Optional[str]:
+    """The innermost frame above the last line of `lines` equal to `line` (a hit's text)."""
+    target = str(line or "").rstrip()
+    for i in range(len(lines) - 1, -1, -1):
+        if str(lines[i] or "").rstrip() == target:
+            return innermost_frame(lines, i)
+    return None
+
+
+def continuation(lines: List[str], line: Any, most: int = 4) -> str:
+    """The lines that continue an exception message ending in ":" (TensorFlow's "Graph
+    execution error:", XLA's status), read from `lines` (the log's last lines); "" if none."""
+    text = str(line or "").rstrip()
+    if not _GOES_ON.search(text) or _FRAME.match(_clean(text)):
+        return ""
+    for i in range(len(lines) - 1, -1, -1):
+        if str(lines[i] or "").rstrip() == text:
+            out = []
+            for nxt in lines[i + 1:i + 1 + most + 1]:
+                clean = _clean(nxt).strip()
+                if _FRAME.match(_clean(nxt)) or clean.startswith("Traceback"):
+                    break
+                if clean:
+                    out.append(clean)
+                if len(out) >= most:
+                    break
+            return " ".join(out)
+    return ""
+
+
+def missing_command(lines: List[str]) -> Optional[str]:
+    """The command bash could not find (`train.sh: line 3: python: command not found`)."""
+    for line in reversed(lines):
+        m = _NOT_FOUND.match(_clean(line).strip())
+        if m:
+            return m.group(1)
+    return None
+
+
+def command_hint(cmd: str) -> str:
+    """What to do about a command that is not on the box's PATH."""
+    if cmd == "python":
+        return ("`python` is not on this box's PATH: many images have only `python3`: call "
+                "`python3`, or activate the env first (`conda activate ENV`, `source "
+                ".venv/bin/activate`)")
+    if cmd in ("python3", "pip", "pip3", "conda", "torchrun", "accelerate", "deepspeed"):
+        return ("`%s` is not on this box's PATH: activate the env that has it first (`conda "
+                "activate ENV`, `source .venv/bin/activate`), or call it by its full path" % cmd)
+    return ("`%s` is not installed or not on PATH on this box: install it, or call it by its "
+            "full path" % cmd)
