@@ -32,6 +32,8 @@ HOME = os.path.abspath(os.path.expanduser(os.environ["RGT_HOME"]))
 PATH = os.path.join(HOME, "events.jsonl")
 AFTER, RUN, TIMEOUT, MAXN = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 QUIET = ("heartbeat", "ping")
+FOLLOW = ("run_queued", "run_started", "stage_started")   # told with the next change; not one alone
+BURST_S = 0.3     # a stage's end, the run's end and the next stage's start come a tick apart
 LINE_MAX, TAIL, READ_MAX, CHUNK = 65536, 8 << 20, 64 << 20, 1 << 20
 
 def ms(eid):
@@ -76,11 +78,20 @@ class Reader:
         self.ino, self.offset, self.pending, self.skip, self.read = None, 0, b"", False, 0
 
     def start_at_end(self):
+        """From now on; the last event already there is the cursor."""
         try:
-            st = os.stat(PATH)
-            self.ino, self.offset = st.st_ino, st.st_size
+            with open(PATH, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                fh.seek(max(0, st.st_size - 65536))
+                data = fh.read(65536)
         except OSError:
-            pass
+            return None
+        self.ino, self.offset = st.st_ino, st.st_size
+        for raw in reversed(data.split(b"\n")):
+            e = parse(raw)
+            if e:
+                return e["id"]
+        return None
 
     def new(self):
         try:
@@ -114,8 +125,7 @@ class Reader:
 def backlog(reader):
     """Events after the cursor already in the file(s), and the reader placed after them."""
     if not AFTER:
-        reader.start_at_end()
-        return []
+        return [], reader.start_at_end()
     events, ino, end = tail_events(PATH)
     ids = [e["id"] for e in events]
     if AFTER in ids:
@@ -124,12 +134,13 @@ def backlog(reader):
         old = tail_events(PATH + ".1")[0]
         after = [e for e in old + events if ms(e["id"]) > ms(AFTER)]
     reader.ino, reader.offset = ino, end
-    return after
+    return after, AFTER
 
 def main():
     deadline = time.time() + TIMEOUT
     reader = Reader()
-    seen, cursor, out, more = backlog(reader), AFTER, [], False
+    seen, cursor = backlog(reader)
+    out, more, woke = [], False, None
     while True:
         for e in seen:
             if len(out) >= MAXN:
@@ -138,7 +149,10 @@ def main():
             cursor = e["id"]
             if wanted(e):
                 out.append(e)
-        if out or time.time() >= deadline:
+                if woke is None and e.get("type") not in FOLLOW:
+                    woke = time.time()
+        now = time.time()
+        if more or now >= deadline or (woke is not None and now >= woke + BURST_S):
             break
         time.sleep(0.1)
         seen = reader.new()
@@ -150,7 +164,8 @@ def main():
         status, rc = p.stdout[:4 << 20], p.returncode
     except (OSError, subprocess.TimeoutExpired):
         status, rc = b"", None
-    head = {"events": out, "cursor": cursor or None, "more": more, "timed_out": not out, "status_rc": rc}
+    head = {"events": out, "cursor": cursor or None, "more": more, "timed_out": woke is None and not more,
+            "status_rc": rc}
     sys.stdout.buffer.write(b"RGT-WAIT " + json.dumps(head).encode("utf-8") + b"\n" + status)
     sys.stdout.flush()
 
