@@ -76,6 +76,7 @@ class WaitOut(TypedDict, total=False):
     cursor: str
     waited_s: float
     summary: StatusOut
+    note: str
     next: str
 
 

@@ -143,6 +143,8 @@ def _wait_answer(head: dict[str, Any], host: str, run: str | None, policy: Polic
         out["summary"] = summary.status(doc, host, policy, run)
         out["summary"].pop("cursor", None)
         out["next"] = out["summary"].get("next")
+    elif run and head.get("status_rc") == calls.exitcodes.USAGE:
+        out["note"] = "no run %s on %s yet: get_status lists the runs" % (line(run, policy, 80), host)
     if out["timed_out"]:
         out["next"] = "nothing happened: call wait_for_change again with this cursor"
     return out
