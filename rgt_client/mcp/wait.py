@@ -3,7 +3,7 @@ on the first new event after the cursor, or at its bound, with the run's status 
 
 Why one remote command and not a poll: an MCP client gives a tool call about 60 s, and a model
 that polls status every few seconds spends its context on identical answers. The script below
-stats the events file every 0.1 s on the box (a local stat, no ssh round trip), so a stage's end
+stats the events file every 50 ms on the box (a local stat, no ssh round trip), so a stage's end
 reaches the model within a second, and one ssh call covers the whole wait.
 
 The cursor is an event id (wire/events.py: `<ms>-<daemon prefix>-<seq>`, written first on each
@@ -33,7 +33,7 @@ PATH = os.path.join(HOME, "events.jsonl")
 AFTER, RUN, TIMEOUT, MAXN = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 QUIET = ("heartbeat", "ping")
 FOLLOW = ("run_queued", "run_started", "stage_started")   # told with the next change; not one alone
-BURST_S = 0.3     # a stage's end, the run's end and the next stage's start come a tick apart
+BURST_S = 0.1     # a stage's end and the next start or the run's end are written in the same tick
 LINE_MAX, TAIL, READ_MAX, CHUNK = 65536, 8 << 20, 64 << 20, 1 << 20
 
 def ms(eid):
@@ -154,7 +154,7 @@ def main():
         now = time.time()
         if more or now >= deadline or (woke is not None and now >= woke + BURST_S):
             break
-        time.sleep(0.1)
+        time.sleep(0.05)
         seen = reader.new()
     cmd = [sys.executable, "-S", os.path.join(HOME, "rgt-agent.pyz"), "status", "--json", "--events", "0"]
     if RUN:

@@ -20,6 +20,7 @@ from mcp.client import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from tests.clirunner import Cli  # noqa: E402
+from tests.hostile import hostile  # noqa: E402,F401 - the fixture: a compromised box on the loopback sshd
 
 FAST_ENV = {"RGT_TICK": "0.05", "RGT_SAMPLE_EVERY": "0.5", "RGT_STOP_GRACE": "1", "RGT_RETRY_BACKOFF": "0.1",
             "RGT_LAUNCH_GRACE": "1", "RGT_HEARTBEAT_EVERY": "3600"}
