@@ -151,3 +151,18 @@ def last_event_id(doc: dict[str, Any]) -> str | None:
         eid = events[-1].get("id")
         return eid if isinstance(eid, str) and len(eid) <= 64 else None
     return None
+
+
+BRIEF_STAGE = ("name", "state", "progress")
+
+
+def brief(full: dict[str, Any]) -> dict[str, Any]:
+    """A status answer cut to what moves while nothing happens: states, the running stage's
+    progress, the agent's heartbeat, alerts and cost (a timed-out wait sends this)."""
+    runs = [{"name": r.get("name"), "state": r.get("state"), "current_stage": r.get("current_stage"),
+             "stages": [{k: s[k] for k in BRIEF_STAGE if k in s} for s in r.get("stages") or []
+                        if s.get("state") == "running"]} for r in full.get("runs") or []]
+    out = {"host": full.get("host"), "observed_at": full.get("observed_at"), "agent": full.get("agent"),
+           "runs": [{k: v for k, v in r.items() if v not in (None, [])} for r in runs],
+           "alerts": full.get("alerts"), "cost": full.get("cost")}
+    return {k: v for k, v in out.items() if v not in (None, [])}

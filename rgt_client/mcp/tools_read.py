@@ -140,9 +140,14 @@ def _wait_answer(head: dict[str, Any], host: str, run: str | None, policy: Polic
     if isinstance(cur, str) and len(cur) <= 64:
         out["cursor"] = line(cur, policy, 64)
     if isinstance(doc, dict):
-        out["summary"] = summary.status(doc, host, policy, run)
-        out["summary"].pop("cursor", None)
-        out["next"] = out["summary"].get("next")
+        full = summary.status(doc, host, policy, run)
+        full.pop("cursor", None)
+        # the whole summary (stages, cause, next) when a run ended or a stage failed; else the model
+        # read it last time and only what moves is sent again (a wait returns every stage end)
+        ended = any(str(e.get("type", "")).startswith("run_") and e.get("type") not in ("run_queued", "run_started")
+                    or e.get("type") == "stage_failed" for e in head.get("events") or [] if isinstance(e, dict))
+        out["summary"] = full if ended else summary.brief(full)
+        out["next"] = full.get("next")
     elif run and head.get("status_rc") == calls.exitcodes.USAGE:
         out["note"] = "no run %s on %s yet: get_status lists the runs" % (line(run, policy, 80), host)
     if out["timed_out"]:
