@@ -88,8 +88,8 @@ def next_step(host: str, r: dict[str, Any]) -> str:
     if state in ACTIVE:
         return "rgt-client watch %s %s   (MCP: wait_for_change)" % (h, n)
     if state in ENDED_BAD:
-        c = r.get("cause") if isinstance(r.get("cause"), dict) else {}
-        if c.get("retryable"):
+        c = r.get("cause")
+        if isinstance(c, dict) and c.get("retryable"):
             return "rgt-client resume %s %s   (MCP: resume_run; the cause is transient)" % (h, n)
         return ("fix the cause (diagnose), then: rgt-client resume %s %s   (MCP: diagnose, then resume_run)"
                 % (h, n))

@@ -34,7 +34,7 @@ def register(server: MCPServer, policy: Policy) -> None:
     @server.tool(annotations=READ)
     async def get_status(host: Host, run: RunName | None = None) -> Annotated[CallToolResult, StatusOut]:
         """The box and its runs in one ssh round trip: each run's state, stages, cause (with what
-        decided it and how to fix it), alerts, cost, and `next`: the exact rgt-client command to run
+        decided it and how to fix it), alerts, cost, and `next`: the exact command a human would run
         next. `cursor` is the last event id: pass it to wait_for_change."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
