@@ -23,6 +23,11 @@ PROBLEMS_SHOWN = 10
 
 
 def register(server: MCPServer, policy: Policy) -> None:
+    _run_tools(server, policy)
+    _box_and_file_tools(server, policy)
+
+
+def _run_tools(server: MCPServer, policy: Policy) -> None:
     @server.tool(annotations=CREATE)
     async def submit_job(host: Host, job: Annotated[str, Field(description="The job as TOML text, or the path "
                                                                 "of a .toml/.json job file on this machine",
@@ -53,6 +58,8 @@ def register(server: MCPServer, policy: Policy) -> None:
         cause: diagnose says what it was)."""
         return await _verb(policy, "resume", host, run)
 
+
+def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
     @server.tool(annotations=CREATE)
     async def install_agent(host: Host, price: Annotated[str | None, Field(description="What the box costs per "
                                                                             "hour, e.g. 2.49", max_length=32)] = None,

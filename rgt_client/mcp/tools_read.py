@@ -21,6 +21,11 @@ PROGRESS_EVERY_S = 5.0
 
 
 def register(server: MCPServer, policy: Policy) -> None:
+    _box_tools(server, policy)
+    _run_tools(server, policy)
+
+
+def _box_tools(server: MCPServer, policy: Policy) -> None:
     cursors: dict[tuple[str, str], str] = {}    # the last cursor handed out, for a caller that forgets it
 
     @server.tool(annotations=READ)
@@ -65,6 +70,8 @@ def register(server: MCPServer, policy: Policy) -> None:
             return out
         return await answer(work)
 
+
+def _run_tools(server: MCPServer, policy: Policy) -> None:
     @server.tool(annotations=READ)
     async def read_logs(host: Host, run: RunName,
                         stage: Annotated[str | None, Field(max_length=128)] = None,
