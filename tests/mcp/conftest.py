@@ -40,11 +40,24 @@ class Mcp:
     def __init__(self, session: ClientSession, init: Any):
         self.session, self.init = session, init
         self.results: list[Any] = []
+        self.named: list[tuple[str, Any]] = []
 
     async def call(self, name: str, progress: Any = None, **args: Any) -> Any:
         res = await self.session.call_tool(name, args, progress_callback=progress)
         self.results.append(res)
+        self.named.append((name, res))
         return res
+
+    async def check_output_schemas(self) -> int:
+        """Every successful result so far against its tool's published outputSchema."""
+        import jsonschema
+        schemas = {t.name: t.output_schema for t in (await self.session.list_tools()).tools}
+        checked = 0
+        for name, res in self.named:
+            if not res.is_error:
+                jsonschema.validate(res.structured_content, schemas[name])
+                checked += 1
+        return checked
 
     async def ok(self, name: str, **args: Any) -> dict[str, Any]:
         res = await self.call(name, **args)

@@ -113,6 +113,8 @@ def test_submit_fail_fix_resume_pull_verified_report(local_box, tmp_path):
             assert rep["path"] == str(tmp_path / "flow.html") and (tmp_path / "flow.html").stat().st_size > 1000
             again = await m.ok("submit_job", host="local", job=job_text(local_box, "flow"))
             assert again["duplicate"] is True
+            assert await m.check_output_schemas() >= 14
+            assert progress and progress[-1][0] == progress[-1][1], progress     # the pull's bytes
             everything = m.text()
             for secret in (HF, JOB_SECRET):
                 assert secret not in everything
@@ -172,6 +174,12 @@ def test_status_and_logs_resources(local_box):
             assert doc["host"] == "local" and doc["agent"]["running"] is True
             with pytest.raises(Exception):
                 await m.session.read_resource("rgt://status/gpu7")
+            job = 'name = "res"\nworkdir = %s\n[[stage]]\nname = "a"\nrun = "echo resource-line"\n' % json.dumps(
+                str(local_box.work))
+            sub = await m.ok("submit_job", host="local", job=job)
+            await Watcher(m, "res", sub["cursor"]).until("run_succeeded")
+            res = await m.session.read_resource("rgt://logs/local/res")
+            assert [ln["text"] for ln in json.loads(res.contents[0].text)["lines"]] == ["resource-line"]
     anyio.run(main)
 
 
