@@ -24,6 +24,9 @@ _TOKEN_SHAPES = re.compile(
     r"(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}"
     r"|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|hooks\.slack\.com/services/[A-Za-z0-9/]+"
     r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,})")
+# `WANDB_API_KEY=abc…` printed by a job whose env this server never saw (submitted elsewhere)
+_SECRET_ASSIGN = re.compile(r"(?i)(\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY)[A-Z0-9_]*"
+                            r"\s*[=:]\s*)([^\s'\"]{8,})")
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|WEBHOOK", re.I)
 
 
@@ -94,6 +97,7 @@ def redact(text: str, secrets: set[str]) -> str:
     for s in sorted(secrets, key=len, reverse=True):
         if s in text:
             text = text.replace(s, REDACTED)
+    text = _SECRET_ASSIGN.sub(lambda m: m.group(1) + REDACTED, text)
     return _TOKEN_SHAPES.sub(REDACTED, text)
 
 

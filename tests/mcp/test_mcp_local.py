@@ -23,7 +23,7 @@ workdir = %(workdir)s
 WANDB_API_KEY = "%(secret)s"
 [[stage]]
 name = "train"
-run = "sleep 1.5; mkdir -p ckpt; echo weights > ckpt/best.pt; echo epoch 1/1 done"
+run = "sleep 1.5; printf '10%%%%\\r50%%%%\\r100%%%%\\n'; echo HF_TOKEN=plain-S3CRET-value; mkdir -p ckpt; echo weights > ckpt/best.pt"
 expect = ["ckpt/best.pt"]
 [[stage]]
 name = "eval"
@@ -90,6 +90,8 @@ def test_submit_fail_fix_resume_pull_verified_report(local_box, tmp_path):
                 assert bundle["log_windows"] and any("CUDA out of memory" in ln for w_ in bundle["log_windows"]
                                                      for ln in w_["lines"])
                 assert bundle["facts_at_stage_end"]["type"] == "stage_failed"
+            bar = await m.ok("read_logs", host="local", run="flow", stage="train")
+            assert [ln["text"] for ln in bar["lines"]] == ["100%", "HF_TOKEN=[redacted]"]     # redraws folded
             logs = await m.ok("read_logs", host="local", run="flow", stage="eval", grep="cuda")
             assert logs["matched"] == 1 and "CUDA out of memory" in logs["lines"][0]["text"]
             (local_box.work / "fixed").write_text("yes\n")
@@ -116,7 +118,7 @@ def test_submit_fail_fix_resume_pull_verified_report(local_box, tmp_path):
             assert await m.check_output_schemas() >= 14
             assert progress and progress[-1][0] == progress[-1][1], progress     # the pull's bytes
             everything = m.text()
-            for secret in (HF, JOB_SECRET):
+            for secret in (HF, JOB_SECRET, "plain-S3CRET-value"):
                 assert secret not in everything
             assert "[redacted]" in everything          # the token the job printed was there, and hidden
     anyio.run(main)
