@@ -53,6 +53,22 @@ class Policy:
             self.secrets.add(value)
 
 
+def local_path(path: str, what: str, suffix: str | None = None) -> str:
+    """Where a tool may write on this machine: inside the directory the server runs in (the
+    project), never in a hidden folder. A model that read "pull to ~/.ssh" or "write the report
+    to .git/hooks/post-commit" in a log must not be able to make rgt do it."""
+    root = os.path.realpath(os.getcwd())
+    full = os.path.realpath(os.path.join(root, os.path.expanduser(path)))
+    rel = os.path.relpath(full, root)
+    if rel == os.curdir or rel.startswith(os.pardir) or any(p.startswith(".") for p in rel.split(os.sep)):
+        raise ClientError("%s %s is outside %s or in a hidden folder" % (what, safe_line(path)[:200], root),
+                          "name a path inside the project, e.g. rgt-pulls/HOST/RUN", exitcodes.USAGE)
+    if suffix and not full.endswith(suffix):
+        raise ClientError("%s %s: expected a %s file" % (what, safe_line(path)[:200], suffix),
+                          "e.g. reports/run.html", exitcodes.USAGE)
+    return full
+
+
 def env_secrets(environ: dict[str, str] | None = None) -> set[str]:
     """Values of this machine's secret-looking variables (HF_TOKEN, AWS_SECRET_ACCESS_KEY...)."""
     env = os.environ if environ is None else environ

@@ -8,6 +8,7 @@ from mcp.server import MCPServer
 
 from rgt_client import __version__
 from rgt_client.mcp import calls, summary, tools_act, tools_read
+from rgt_client.mcp.results import blocking
 from rgt_client.mcp.safety import Policy
 
 INSTRUCTIONS = """\
@@ -38,14 +39,15 @@ def build(policy: Policy) -> MCPServer:
 
 def _resources(server: MCPServer, policy: Policy) -> None:
     @server.resource("rgt://status/{host}", mime_type="application/json")
-    def status_resource(host: str) -> str:
+    async def status_resource(host: str) -> str:
         """A box's status, trimmed as get_status returns it."""
         t = calls.target(policy.check_host(host), policy.ssh_config)
-        return json.dumps(summary.status(calls.fetch_status(t, None, events=1), host, policy), ensure_ascii=False)
+        doc = await blocking(lambda: calls.fetch_status(t, None, events=1))
+        return json.dumps(summary.status(doc, host, policy), ensure_ascii=False)
 
     @server.resource("rgt://logs/{host}/{run}", mime_type="application/json")
-    def logs_resource(host: str, run: str) -> str:
+    async def logs_resource(host: str, run: str) -> str:
         """The last 100 lines of a run's stage logs, as read_logs returns them."""
         t = calls.target(policy.check_host(host), policy.ssh_config)
-        raw = calls.agent_logs(t, run, None, 100)
+        raw = await blocking(lambda: calls.agent_logs(t, run, None, 100))
         return json.dumps(tools_read.logs_answer(raw, host, run, None, 100, None, policy), ensure_ascii=False)

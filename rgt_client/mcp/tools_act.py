@@ -14,7 +14,7 @@ from pydantic import Field
 
 from rgt_client.mcp import calls, summary
 from rgt_client.mcp.results import CHANGE, CREATE, LOCAL_WRITE, answer, blocking
-from rgt_client.mcp.safety import Policy, block, line, lines
+from rgt_client.mcp.safety import Policy, block, line, lines, local_path
 from rgt_client.mcp.schemas import InstallOut, PullOut, ReportOut, SubmitOut, VerbOut
 from rgt_client.mcp.tools_read import Host, RunName
 
@@ -88,7 +88,7 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
         Never deletes anything, here or on the box."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
-            where = os.path.abspath(os.path.expanduser(dest or calls.default_pull_dest(host, run)))
+            where = local_path(dest or calls.default_pull_dest(host, run), "pull destination")
             report = _progress_reporter(ctx)
             try:
                 res = await blocking(lambda: calls.pull_and_verify(t, run, where, report))
@@ -106,7 +106,10 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
         """Write the run's one-file HTML report (stages, causes, curves, cost) and return its path."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
-            path = await blocking(lambda: calls.write_report(t, run, out))
+            target = local_path(out, "report file", ".html") if out else None
+            if target:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+            path = await blocking(lambda: calls.write_report(t, run, target))
             return {"host": host, "run": run, "path": path}
         return await answer(work)
 

@@ -62,7 +62,7 @@ class Watcher:
         raise AssertionError("no %s event" % want)
 
 
-def test_submit_fail_fix_resume_pull_verified_report(local_box, tmp_path):
+def test_submit_fail_fix_resume_pull_verified_report(local_box):
     env = dict(local_box.env, HF_TOKEN=HF)
     progress: list[tuple] = []
 
@@ -103,16 +103,17 @@ def test_submit_fail_fix_resume_pull_verified_report(local_box, tmp_path):
             assert st["runs"][0]["state"] == "succeeded" and "pull" in st["next"]
             d = await m.ok("diagnose", host="local", run="flow")
             assert d["artifacts_verified"] is False
-            pulled = await m.call("pull_artifacts", host="local", run="flow", dest=str(tmp_path / "pulled"),
+            pulled = await m.call("pull_artifacts", host="local", run="flow", dest="pulled/flow",
                                   progress=on_progress)
             p = pulled.structured_content
             assert not pulled.is_error and p["verified"] is True and p["safe_to_tear_down"] is True
             assert p["files"] == 2 and "Nothing to tear down" in p["teardown"] or "Safe to tear down" in p["teardown"]
-            assert (tmp_path / "pulled" / "ckpt" / "best.pt").read_text() == "weights\n"
+            assert (local_box.base / "pulled" / "flow" / "ckpt" / "best.pt").read_text() == "weights\n"
             d = await m.ok("diagnose", host="local", run="flow")
             assert d["artifacts_verified"] is True
-            rep = await m.ok("make_report", host="local", run="flow", out=str(tmp_path / "flow.html"))
-            assert rep["path"] == str(tmp_path / "flow.html") and (tmp_path / "flow.html").stat().st_size > 1000
+            rep = await m.ok("make_report", host="local", run="flow", out="reports/flow.html")
+            html = local_box.base / "reports" / "flow.html"
+            assert rep["path"] == str(html) and html.stat().st_size > 1000
             again = await m.ok("submit_job", host="local", job=job_text(local_box, "flow"))
             assert again["duplicate"] is True
             assert await m.check_output_schemas() >= 14
