@@ -14,6 +14,7 @@ import pytest
 
 from tests.mcp.conftest import mcp_server, server_argv
 
+pytestmark = pytest.mark.slow        # each test starts the server: a few seconds on a loaded machine
 READ_TOOLS = {"list_hosts", "get_status", "wait_for_change", "read_logs", "diagnose", "explain_platform"}
 ACT_TOOLS = {"submit_job", "cancel_run", "resume_run", "install_agent", "pull_artifacts", "make_report"}
 
