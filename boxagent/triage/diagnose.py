@@ -58,6 +58,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional
 
+from boxagent.health import xidcatalog
 from boxagent.triage import evidence as E
 from boxagent.slurm import states as slurm_states
 from boxagent.triage.builtin_rules import REMEDIATION, SLURM_REMEDIATION, SUMMARY, TRANSIENT
@@ -67,7 +68,6 @@ from boxagent.triage.success import fast_spec, success_warnings  # noqa: F401 (r
 Cause = Dict[str, Any]
 NATIVE_CRASH = ("run it again with PYTHONFAULTHANDLER=1 to see where; check the torch/CUDA "
                 "extension versions")
-HARDWARE_XIDS = frozenset((48, 63, 64, 74, 79, 92, 94, 95, 119, 120))
 
 
 def _cause(cls: str, summary: str, evidence: List[str], remediation: Optional[str] = None,
@@ -177,7 +177,7 @@ def _gpu_fault_is_hw(g: Dict[str, Any]) -> bool:
     if g.get("hardware") or g.get("type") == "gpu_lost":
         return True
     try:
-        return g.get("type") == "gpu_xid" and int(g.get("code")) in HARDWARE_XIDS
+        return g.get("type") == "gpu_xid" and xidcatalog.is_hardware(int(g.get("code")))
     except (TypeError, ValueError):
         return False
 
