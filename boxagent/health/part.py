@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from boxagent.base.part import Part
+from boxagent.health import attribution
 from boxagent.health import preflight as preflight_mod
 from boxagent.health.monitor import HealthMonitor
 
@@ -29,6 +30,8 @@ class HealthPart(Part):
         self.running = running          # [(run, stage)]: who a box-wide alert belongs to
         self.holders = holders          # GPU index -> (run, stage): who a GPU's alert belongs to
         self.last: Optional[Dict[str, Any]] = None
+        # how long a stage's end waits for an Xid still in flight (config xid_settle_s)
+        self.settle_s = float((monitor.config or {}).get("xid_settle_s", 0.3))
 
     # -- the Part
     def sample(self, now: float) -> List[Dict[str, Any]]:
@@ -63,11 +66,29 @@ class HealthPart(Part):
         if delta:
             self.monitor.alerts.claim_oom(oom)
         t0 = anchor.get("at") if isinstance(anchor.get("at"), (int, float)) else now
+        faults = self._stage_faults(t0, run, stage, gpus)
+        if self._may_be_in_flight(faults, gpus):
+            self.monitor.settle(gpus, self.settle_s)
+            faults = self._stage_faults(t0, run, stage, gpus)
+        return {"oom_kill_delta": delta, "oom_kill": oom, "cgroup_version": mem.get("cgroup"),
+                "disks": list(block.get("disks") or []), "gpu_faults": faults}
+
+    def _stage_faults(self, t0: float, run: Optional[str], stage: Optional[str],
+                      gpus: Optional[List[int]]) -> List[Dict[str, Any]]:
+        """The GPU faults that are this stage's story: any fault on its GPUs, except an
+        application's own Xid that the kernel log pins on a process of another stage or on a
+        process rgt did not start (that one is its process's, not this stage's)."""
         faults = self.monitor.gpu_faults_since(t0)
         if gpus is not None:
             faults = [f for f in faults if f.get("gpu") in gpus]
-        return {"oom_kill_delta": delta, "oom_kill": oom, "cgroup_version": mem.get("cgroup"),
-                "disks": list(block.get("disks") or []), "gpu_faults": faults}
+        return [f for f in faults if run is None or attribution.belongs(f, run, stage)]
+
+    def _may_be_in_flight(self, faults: List[Dict[str, Any]], gpus: Optional[List[int]]) -> bool:
+        """A stage on GPUs whose end shows no Xid with a pid yet: one may still be on its way."""
+        if self.settle_s <= 0 or gpus == []:
+            return False
+        held = [g for g in (self.last or {}).get("gpus") or [] if gpus is None or g.get("index") in gpus]
+        return bool(held) and not any(f.get("type") == "gpu_xid" and f.get("pid") is not None for f in faults)
 
     def gpus(self) -> Optional[List[Tuple[int, Optional[str]]]]:
         """The usable GPUs of the last sample, (index, uuid): what runs can be given (None
