@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from boxagent.base.part import Part
 from boxagent.health import attribution
 from boxagent.health import preflight as preflight_mod
+from boxagent.health import tenants
 from boxagent.health.monitor import HealthMonitor
 
 Watched = List[Tuple[str, str]]
@@ -71,7 +72,8 @@ class HealthPart(Part):
             self.monitor.settle(gpus, self.settle_s)
             faults = self._stage_faults(t0, run, stage, gpus)
         return {"oom_kill_delta": delta, "oom_kill": oom, "cgroup_version": mem.get("cgroup"),
-                "disks": list(block.get("disks") or []), "gpu_faults": faults}
+                "disks": list(block.get("disks") or []), "gpu_faults": faults,
+                "gpu_tenants": self._tenants(gpus)}
 
     def _stage_faults(self, t0: float, run: Optional[str], stage: Optional[str],
                       gpus: Optional[List[int]]) -> List[Dict[str, Any]]:
@@ -82,6 +84,14 @@ class HealthPart(Part):
         if gpus is not None:
             faults = [f for f in faults if f.get("gpu") in gpus]
         return [f for f in faults if run is None or attribution.belongs(f, run, stage)]
+
+    def _tenants(self, gpus: Optional[List[int]]) -> List[Dict[str, Any]]:
+        """The processes rgt did not start on the stage's GPUs, as the last sample saw them."""
+        out = []
+        for g in (self.last or {}).get("gpus") or []:
+            if gpus is None or g.get("index") in gpus:
+                out += [dict(p, gpu=g.get("index")) for p in tenants.foreign(g)]
+        return out
 
     def _may_be_in_flight(self, faults: List[Dict[str, Any]], gpus: Optional[List[int]]) -> bool:
         """A stage on GPUs whose end shows no Xid with a pid yet: one may still be on its way."""

@@ -291,8 +291,10 @@ BUILTIN_RULES = [
        r"exception)|Aborted \(core dumped\)|Fatal Python error: ", tag="crash",
        keywords=["Segmentation fault", "terminate called", "Aborted (core dumped)",
                  "Fatal Python error: "]),
-    _r("code_error", r"CUDA error: device-side assert triggered|device-side assertion",
-       keywords=["device-side assert"],
+    # torch's boilerplate after it ("Compile with `TORCH_USE_CUDA_DSA` to enable device-side
+    # assertions.") is no error: on a real H100 it was the deciding line of a device assert.
+    _r("code_error", r"CUDA error: device-side assert triggered|\.cuh?:[0-9]+: .*Assertion `.*` failed",
+       keywords=["device-side assert", "operator(): block"],
        remediation="an index out of range on the GPU (often labels >= num_classes): rerun "
                    "with CUDA_LAUNCH_BLOCKING=1 to see the line; fix the data or the model"),
     _r("code_error", r"No module named |ImportError: cannot import name",

@@ -36,7 +36,8 @@ facts keys (all optional):
   boot_changed, vanished (attach mode: the process is gone, no exit status), hangup (SIGHUP
   seen / a foreground launch), expect_missing[paths], success_pattern, success_seen,
   fail_line, oom_kill_delta (None = counter unknown), gpu_faults[{type, code, gpu, at,
-  source, hardware, summary}], disks[{path, role, bytes_used_pct, inodes_used_pct, ...}],
+  source, hardware, summary, xid_class, pid, owner}], gpu_tenants[{gpu, pid, command,
+  used_memory_bytes, visible}] (the GPU's processes rgt did not start; gpufacts.py), disks[{path, role, bytes_used_pct, inodes_used_pct, ...}],
   hits[] (StageWatch.hits: class, severity, line_no, line, source, remediation, retryable,
   tag, after_progress), last_lines[], duration_s, expected_duration_s, fast_ratio, log,
   spawn_error.
@@ -60,6 +61,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from boxagent.health import xidcatalog
 from boxagent.triage import evidence as E
+from boxagent.triage import gpufacts
 from boxagent.slurm import states as slurm_states
 from boxagent.triage.builtin_rules import REMEDIATION, SLURM_REMEDIATION, SUMMARY, TRANSIENT
 from boxagent.triage.text import clip, strip_prefixes
@@ -90,8 +92,8 @@ def diagnose(facts: Dict[str, Any]) -> Cause:
     for step in steps:
         cause = step(facts)
         if cause is not None:
-            return _explained(_in_box_words(cause, facts), facts)
-    return _explained(_in_box_words(_nonzero(facts), facts), facts)
+            return gpufacts.annotate(_explained(_in_box_words(cause, facts), facts), facts)
+    return gpufacts.annotate(_explained(_in_box_words(_nonzero(facts), facts), facts), facts)
 
 
 def _explained(cause: Cause, f: Dict[str, Any]) -> Cause:
