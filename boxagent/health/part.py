@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from boxagent.base.part import Part
+from boxagent.wire.status import RUN_FIELDS
 from boxagent.health import attribution
 from boxagent.health import preflight as preflight_mod
 from boxagent.health import tenants
@@ -41,11 +42,20 @@ class HealthPart(Part):
 
     def status_block(self) -> Dict[str, Any]:
         health = self.last
+        run_fields: Dict[str, Dict[str, Any]] = {}
         if health is not None:
             holders = self.holders()
             health = dict(health, gpus=[dict(g, run=(holders.get(g.get("index")) or (None,))[0])
                                         for g in health.get("gpus") or []])
-        return {"health": health, "alerts": self.monitor.active_alerts(), "history": self.monitor.history()}
+            for g in health["gpus"]:
+                others = tenants.foreign(g)
+                if g["run"] is not None and others:       # the run's status names who shares its GPU
+                    run_fields.setdefault(g["run"], {"gpu_tenants": []})["gpu_tenants"] += [
+                        {"gpu": g.get("index"), "pid": p.get("pid"), "command": p.get("command"),
+                         "used_memory_bytes": p.get("used_memory_bytes"), "visible": p.get("visible")}
+                        for p in others]
+        return {"health": health, "alerts": self.monitor.active_alerts(), "history": self.monitor.history(),
+                RUN_FIELDS: run_fields}
 
     def stop(self, timeout: float) -> None:
         self.monitor.close()
@@ -100,13 +110,20 @@ class HealthPart(Part):
         held = [g for g in (self.last or {}).get("gpus") or [] if gpus is None or g.get("index") in gpus]
         return bool(held) and not any(f.get("type") == "gpu_xid" and f.get("pid") is not None for f in faults)
 
-    def gpus(self) -> Optional[List[Tuple[int, Optional[str]]]]:
-        """The usable GPUs of the last sample, (index, uuid): what runs can be given (None
-        before the first sample: not known yet, which is not "none")."""
+    def gpus(self) -> Optional[List[Tuple[Any, ...]]]:
+        """The usable GPUs of the last sample, (index, uuid, bytes other tenants hold, total
+        bytes, who they are): what runs can be given (None before the first sample: not known
+        yet, which is not "none")."""
         if self.last is None:
             return None
-        return [(g["index"], g.get("uuid")) for g in (self.last or {}).get("gpus") or []
-                if isinstance(g, dict) and isinstance(g.get("index"), int) and not g.get("lost")]
+        out = []
+        for g in (self.last or {}).get("gpus") or []:
+            if isinstance(g, dict) and isinstance(g.get("index"), int) and not g.get("lost"):
+                others = tenants.foreign(g)
+                taken = sum(p.get("used_memory_bytes") or 0 for p in others)
+                out.append((g["index"], g.get("uuid"), taken, g.get("memory_total_bytes"),
+                            "; ".join(tenants.describe(p) for p in others[:3])))
+        return out
 
     def cpu_quota_cores(self) -> Optional[float]:
         return self.monitor.cpu_quota_cores()

@@ -18,6 +18,9 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+# Another tenant holding more than this share of a GPU's memory is news: the slot scheduler
+# hands such a GPU out last and says so; a job's [preflight] refuses it unless told otherwise.
+SHARED_PCT = 10.0
 _ENV_LIMIT = 256 << 10     # a huge environment is cut; RGT_* sits where the daemon put it
 _CMD_LIMIT = 300
 _SECRET_WORD = re.compile(r"(token|secret|passw|pwd|api[_-]?key|auth|credential|private)", re.I)
