@@ -59,13 +59,12 @@ def alert_for(f: Dict[str, Any], holder: Optional[Tuple[str, Optional[str]]]) ->
     code = f.get("code")
     if is_application(f):
         owner = f.get("owner") or {}
-        if owner.get("rgt") is True or (owner.get("rgt") is None and holder is not None):
+        if f.get("claimed") or owner.get("rgt") is True or (owner.get("rgt") is None and holder is not None):
             return None
+        whose = "a process rgt did not start" if owner.get("rgt") is False else "a process that has ended"
         return {"severity": "warning", "key_suffix": ":%s" % f.get("pid"),
-                "summary": "Xid %s (%s) by %s, a process rgt did not start%s: a bug in its own code; "
-                           "the GPU is fine" % (code, xidcatalog.meaning(code), process_words(f),
-                                                "" if owner.get("visible", True) else
-                                                " (not visible from this container)")}
+                "summary": "Xid %s (%s) by %s, %s: a bug in its own code; the GPU is fine"
+                           % (code, xidcatalog.meaning(code), process_words(f), whose)}
     if f.get("hardware"):
         row = xidcatalog.lookup(code)
         critical = f["critical"] if "critical" in f else xidcatalog.is_critical(code)

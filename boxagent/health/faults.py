@@ -98,6 +98,13 @@ class FaultLog:
         """Hardware Xids since boot (kernel log) or since we started (any source), lost GPUs."""
         return [public(f) for f in list(self.boot) + list(self.log) if f.get("hardware")]
 
+    def claim(self, faults: List[Dict[str, Any]], run: str, stage: Optional[str]) -> None:
+        """A stage that ended reports these application Xids as its own: no alert for them."""
+        keys = {(f.get("code"), f.get("gpu"), f.get("at")) for f in faults}
+        for f in self.log:
+            if f.get("xid_class") == "application" and (f.get("code"), f.get("gpu"), f.get("at")) in keys:
+                f["claimed"] = [run, stage]
+
     def unowned(self) -> List[Dict[str, Any]]:
         """Xids that name a pid whose owner is not looked up yet (the monitor asks /proc)."""
         return [f for f in self.log if f.get("pid") is not None and f.get("owner") is None]

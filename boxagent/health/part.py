@@ -81,6 +81,8 @@ class HealthPart(Part):
         if self._may_be_in_flight(faults, gpus):
             self.monitor.settle(gpus, self.settle_s)
             faults = self._stage_faults(t0, run, stage, gpus)
+        if run is not None:
+            self.monitor.faults.claim([f for f in faults if attribution.is_application(f)], run, stage)
         return {"oom_kill_delta": delta, "oom_kill": oom, "cgroup_version": mem.get("cgroup"),
                 "disks": list(block.get("disks") or []), "gpu_faults": faults,
                 "gpu_tenants": self._tenants(gpus)}

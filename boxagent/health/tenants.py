@@ -110,6 +110,10 @@ class PidBook:
         known = self._book.get(pid)
         if ticks is None and known is not None:
             return dict(known[1], ended=True)
+        if ticks is None:
+            # gone before anyone looked (or never in our PID namespace): whose it was is unknown
+            return {"pid": pid, "visible": False, "rgt": None, "run": None, "stage": None,
+                    "command": None, "ended": True}
         if known is not None and known[0] == ticks and ticks is not None:
             self._book[pid] = (ticks, known[1], now)
             return dict(known[1])
@@ -131,7 +135,8 @@ class PidBook:
         """gpus[].processes[] gain rgt, run, stage and command (and keep pid, memory, visible)."""
         for g in gpus:
             for p in g.get("processes") or []:
-                o = self.owner(p["pid"], now)
+                # NVML lists live processes: one /proc does not show is in another namespace
+                o = self.owner(p["pid"], now) if p.get("visible") else read_owner(self.proc_root, p["pid"])
                 p.update(rgt=bool(o.get("rgt")), run=o.get("run"), stage=o.get("stage"),
                          command=o.get("command"))
                 if not p.get("visible"):
