@@ -135,9 +135,10 @@ class HealthMonitor:
             new = self._collect_faults(list((self._last or {}).get("gpus") or []), time.time())
             self._pending.extend(new)
             got += [f for f in new if gpus is None or f.get("gpu") in gpus]
-            # an NVML event names no pid: give the kernel line (which does) the rest of the wait
+            if got and deadline > time.monotonic() + 0.1:
+                deadline = time.monotonic() + 0.1   # NVML's event names no pid: the kernel line may
             if any(f.get("pid") is not None or not kernel for f in got) or time.monotonic() >= deadline:
-                return got
+                return got                          # follow it within a moment; wait that long
             time.sleep(0.05)
 
     def _xid_sources(self) -> Dict[str, Any]:
