@@ -268,3 +268,20 @@ def test_device_assert_is_decided_by_the_error_and_the_kernels_assertion_not_tor
     assert cause["decided_by"].startswith("line 6: torch.AcceleratorError: CUDA error: device-side assert triggered")
     assert "IndexKernel.cu:111: Assertion `" in cause["decided_by"] and '"index out of bounds"` failed' in cause["decided_by"]
     assert not any("TORCH_USE_CUDA_DSA" in e or "CUDA_LAUNCH_BLOCKING=1" in e for e in cause["evidence"])
+
+
+def test_the_status_screen_names_the_gpus_other_tenants():
+    from tests.client.test_render import scenario
+    from rgt_client.render import render_status
+    st = scenario()
+    st["health"]["gpus"] = [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "util_pct": 3, "memory_used_bytes": 23e9,
+                             "memory_total_bytes": 85e9, "temperature_c": 40, "power_w": 90, "xid_last": None,
+                             "processes": [
+                                 {"pid": 609, "used_memory_bytes": 22118000000, "visible": True, "rgt": False,
+                                  "command": "python3 serve.py \x1b[31m"},
+                                 {"pid": 4194000, "used_memory_bytes": 1 << 30, "visible": False, "rgt": False},
+                                 {"pid": 77, "used_memory_bytes": 1 << 30, "visible": True, "rgt": True}]}]
+    text = render_status(st, {"host": "box"})
+    assert "other tenant: pid 609 (python3 serve.py" in text and "holds 22.1 GB" in text
+    assert "other tenant: pid 4194000 (not visible from this container)" in text
+    assert "pid 77" not in text and "\x1b" not in text
