@@ -15,6 +15,8 @@ Measured, each in its own process, over the same wall time:
   daemon     python (site-packages on: what a user's `python3` is) -m boxagent daemon, one run
              on the GPUs sleeping, health sampled every second
   daemon -S  the same under python -S (how the .pyz runs)
+The .pyz as installed (bytecode precompiled by `rgt install`) holds what `-m boxagent` holds; a
+.pyz started without that cache compiles every module from source and keeps 8-11 MiB more.
 RSS = VmRSS after --seconds, HWM = VmHWM; the daemon's sys.modules is dumped from inside it
 (a timer in a wrapper), and the modules it holds beyond the floor+nvml process are listed,
 largest packages first, so what bloats it has a name.
