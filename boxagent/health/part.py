@@ -78,7 +78,7 @@ class HealthPart(Part):
             self.monitor.alerts.claim_oom(oom)
         t0 = anchor.get("at") if isinstance(anchor.get("at"), (int, float)) else now
         faults = self._stage_faults(t0, run, stage, gpus)
-        if self._may_be_in_flight(faults, gpus):
+        if run is not None and self._may_be_in_flight(faults, gpus):   # (a Slurm stage ran elsewhere)
             self.monitor.settle(gpus, self.settle_s)
             faults = self._stage_faults(t0, run, stage, gpus)
         if run is not None:
