@@ -60,7 +60,12 @@ class FaultLog:
                                   "summary": "%s on %s since boot" % (xidmod.describe(p["code"]), p["bus_raw"]),
                                   "evidence": [line.strip()[:300]]})
                 continue
-            f = self.xid(p["code"], gpu, p["pci_bus_id"], now, "kmsg", p["detail"], p["pid"], p["process_name"])
+            # when the driver logged it, not when we read it: a line read after the next stage
+            # started is still the last stage's. The kernel's clock is trusted within a minute of
+            # now only (a suspended box or a replayed log would place it anywhere).
+            logged = boot_wall + ts if (boot_wall is not None and ts is not None) else None
+            at = logged if logged is not None and now - 60.0 <= logged <= now else now
+            f = self.xid(p["code"], gpu, p["pci_bus_id"], at, "kmsg", p["detail"], p["pid"], p["process_name"])
             if f is not None:
                 out.append(f)
         return out

@@ -109,6 +109,22 @@ def test_xid31_read_after_the_stage_process_exited_is_still_that_stages(fake_nvm
     assert _xid_alerts(part.sample(time.time())) == []     # next run's sample: still no GPU alert
 
 
+def test_xid31_logged_before_the_next_stage_but_read_after_it_started_is_not_the_next_stages(
+        fake_nvml, gpu_monitor):
+    """Field: the Xid 31 alert came 8 s after the faulting stage ended, under the next run."""
+    fake_nvml.write(healthy(1))
+    m, log = gpu_monitor()
+    part = HealthPart(m, lambda: [], lambda: [("next-run", "train")])
+    part.sample(time.time())
+    uptime = float(open("/proc/uptime").read().split()[0])
+    anchor = part.anchor(time.time())                      # the next stage starts now
+    with open(log, "a") as fh:                             # logged 5 s ago, by a process now gone
+        fh.write("4,99,%d,-;%s\n" % (int((uptime - 5.0) * 1e6), _xid_line(31, 4194001)))
+    got = part.since(anchor, time.time() + 1, [], "next-run", "train", [0])["gpu_faults"]
+    assert got == []
+    assert [f["code"] for f in m.gpu_faults_since(anchor["at"] - 10)] == [31]
+
+
 @pytest.mark.root
 def test_xid31_of_a_process_rgt_did_not_start_is_its_warning_through_dev_kmsg(fake_nvml, gpu_monitor, sleeper):
     if not os.access("/dev/kmsg", os.R_OK | os.W_OK):
