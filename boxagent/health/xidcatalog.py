@@ -23,8 +23,11 @@ from __future__ import annotations
 
 from typing import Dict, NamedTuple, Optional
 
+# The rows (mnemonic, immediate action) follow the catalog's R610 spreadsheet as restated row by
+# row in public fault-handling documentation; the spreadsheet itself was not at hand to diff.
+# The plain-word meanings are ours.
 SOURCE = ("NVIDIA Xid Catalog (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), "
-          "R610 driver branch spreadsheet; meanings also from the older Xid Errors page (R535)")
+          "R610 driver branch: mnemonic and immediate action")
 
 
 class Xid(NamedTuple):
