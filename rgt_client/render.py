@@ -174,7 +174,19 @@ def _gpus(h: dict[str, Any], hist: dict[str, Any]) -> list[str]:
         lines.append(_spark("  gpu%s    %s util %s mem %s %s°C %sW%s" % (
             idx, s(g.get("name")), _pct(g.get("util_pct")), mem, _int(g.get("temperature_c")),
             _int(g.get("power_w")), extra), util_hist.get(str(g.get("index")))))
+        lines += _tenants(g)
     return lines
+
+
+def _tenants(g: dict[str, Any]) -> list[str]:
+    """The GPU's processes rgt did not start (the VRAM an "empty" GPU lacks: gotcha U11)."""
+    out = []
+    for p in [p for p in g.get("processes") or [] if isinstance(p, dict) and p.get("rgt") is False][:4]:
+        who = s(p.get("command")) if p.get("command") else (
+            "not visible from this container" if p.get("visible") is False else "command unreadable")
+        out.append("          other tenant: pid %s (%s) holds %s" % (
+            s(p.get("pid")), who, format_bytes(p.get("used_memory_bytes"))))
+    return out
 
 
 def occupancy(gpus: list[dict[str, Any]]) -> str:

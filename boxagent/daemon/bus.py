@@ -7,6 +7,7 @@ import traceback
 from typing import Any, Callable, Dict, List, Set, Tuple
 
 from boxagent.base.part import Part, PartContext
+from boxagent.wire.status import RUN_FIELDS
 
 
 class Bus:
@@ -57,10 +58,17 @@ class Bus:
 
     def status_blocks(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {}
+        merged: Dict[str, Dict[str, Any]] = {}
         for p in self.parts:
             block = self.guard(p, "status_block", p.status_block, None)
             if isinstance(block, dict):
+                fields = block.get(RUN_FIELDS)
                 out.update(block)
+                if isinstance(fields, dict):    # several parts add fields to runs[]: merge them
+                    for run, extra in fields.items():
+                        merged.setdefault(run, {}).update(extra if isinstance(extra, dict) else {})
+        if merged:
+            out[RUN_FIELDS] = merged
         return out
 
     def reload(self, config: Dict[str, Any], profile: Dict[str, Any]) -> None:

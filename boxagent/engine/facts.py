@@ -37,6 +37,7 @@ def build_facts(stage_spec: Dict[str, Any], stage_state: Dict[str, Any], workdir
         "success_seen": False, "fail_line": None, "hits": [], "last_lines": [],
         "oom_kill_delta": reading.get("oom_kill_delta"), "cgroup_version": reading.get("cgroup_version"),
         "gpu_faults": list(reading.get("gpu_faults") or []), "disks": list(reading.get("disks") or []),
+        "gpu_tenants": list(reading.get("gpu_tenants") or []),
         # A Slurm job's wait in the queue is no part of how long the stage ran: the shim's own clock.
         "duration_s": exit_info["ran_s"] if isinstance(exit_info.get("ran_s"), (int, float))
         else (round(now - started, 3) if started else None),

@@ -289,7 +289,8 @@ class _Validator(Checker):
         if not isinstance(p, dict):
             self.bad("preflight", "expected a table, got %s" % show(p))
             return {}
-        self.unknown(p, ("gpus", "min_free_disk", "min_free_inodes", "max_gpu_temp_c"), "preflight.")
+        self.unknown(p, ("gpus", "min_free_disk", "min_free_inodes", "max_gpu_temp_c",
+                         "max_gpu_memory_taken_pct"), "preflight.")
         out: Dict[str, Any] = {}
         if "gpus" in p:
             out["gpus"] = self.integer(p["gpus"], "preflight.gpus", 0)
@@ -302,6 +303,9 @@ class _Validator(Checker):
             out["min_free_inodes"] = self.integer(p["min_free_inodes"], "preflight.min_free_inodes", 0)
         if "max_gpu_temp_c" in p:
             out["max_gpu_temp_c"] = self.number(p["max_gpu_temp_c"], "preflight.max_gpu_temp_c", 0.0)
+        if "max_gpu_memory_taken_pct" in p:
+            out["max_gpu_memory_taken_pct"] = self.number(p["max_gpu_memory_taken_pct"],
+                                                          "preflight.max_gpu_memory_taken_pct", 0.0)
         return out
 
     def rules(self, rules: Any) -> List[Dict[str, Any]]:

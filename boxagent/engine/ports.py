@@ -109,8 +109,9 @@ class BoxReader:
         run/stage (no second alert for them)."""
         raise NotImplementedError
 
-    def gpus(self) -> List[Tuple[int, Optional[str]]]:
-        """The box's usable GPUs, (NVML index, UUID): what runs can be given."""
+    def gpus(self) -> List[Tuple[Any, ...]]:
+        """The box's usable GPUs, (NVML index, UUID[, bytes other tenants hold, total bytes, who
+        they are]): what runs can be given (slots.Gpu's fields, in order)."""
         raise NotImplementedError
 
     def cpu_quota_cores(self) -> Optional[float]:

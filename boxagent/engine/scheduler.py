@@ -128,7 +128,7 @@ class Scheduler(Requests, SlurmRules, Views):
         running = [r for r in self.runs.values() if r.state == S.RUNNING and not self.is_slurm(r.name)]
         cap = self.config.get("max_parallel")
         inventory = self.box.gpus()
-        box = None if inventory is None else [Gpu(i, uuid) for i, uuid in inventory]
+        box = None if inventory is None else [Gpu(*g) for g in inventory]
         for start in plan(queued, running, self.specs, box, cap if isinstance(cap, int) else None):
             self.start_run(start, now)
 
@@ -136,6 +136,9 @@ class Scheduler(Requests, SlurmRules, Views):
         run, spec, gpus = start.run, self.specs[start.run.name], start.gpus
         specs = [run.start(now, [g.index for g in gpus] if gpus is not None else None,
                            [g.uuid for g in gpus] if gpus is not None else None)]
+        if start.shared:     # another tenant fills some of its GPUs: the run's status says so
+            specs[0].update(severity="warning", gpu_shared=start.shared,
+                            evidence=list(specs[0].get("evidence") or []) + [start.shared])
         failures = [{"summary": start.refused, "evidence": [start.refused],
                      "remediation": "lower the job's `gpus`, or run it on a box with more GPUs"}] if start.refused else []
         if not failures and spec.get("preflight"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from boxagent.health import attribution
 from boxagent.base.units import format_bytes, iso_utc
 
 DEFAULTS: Dict[str, Any] = {
@@ -288,12 +289,18 @@ class AlertBook:
     def _fault(self, f: Dict[str, Any], now: float, who: Dict[str, Any]) -> List[Dict[str, Any]]:
         """Xid and ECC faults found by the sampler (GPU lost is a level, above)."""
         if f["type"] == "gpu_xid":
-            key = "gpu_xid:%s:%s" % (f.get("gpu"), f.get("code"))
-            sev = "critical" if f.get("hardware") else "warning"
-            latch = _FOREVER if f.get("hardware") else self.t["latch_s"]
-            extra = {"class": "gpu_hardware"} if f.get("hardware") else {}
-            return self._raise(key, "gpu_xid", sev, now, f["summary"], f.get("evidence") or [], who,
-                               latch=latch, gpu=f.get("gpu"), code=f.get("code"), source=f.get("source"), **extra)
+            holder = (who["run"], who["stage"]) if who.get("run") else None
+            view = attribution.alert_for(f, holder)
+            if view is None:
+                return []       # an application's own Xid: its stage's evidence, not the GPU's health
+            key = "gpu_xid:%s:%s%s" % (f.get("gpu"), f.get("code"), view.get("key_suffix", ""))
+            critical = view["severity"] == "critical"
+            extra = {"class": view["class"]} if view.get("class") else {}
+            if view.get("key_suffix"):
+                who = {"run": None, "stage": None, "running": who.get("running") or []}
+            return self._raise(key, "gpu_xid", view["severity"], now, view["summary"], f.get("evidence") or [],
+                               who, latch=_FOREVER if critical else self.t["latch_s"], gpu=f.get("gpu"),
+                               code=f.get("code"), source=f.get("source"), pid=f.get("pid"), **extra)
         if f["type"] == "gpu_ecc":
             key = "gpu_ecc:%s" % f.get("gpu")
             self.active.pop(key, None)

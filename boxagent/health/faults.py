@@ -10,6 +10,7 @@ from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from boxagent.health import xid as xidmod
+from boxagent.health import xidcatalog
 from boxagent.base.units import iso_utc
 
 _DEDUPE_S = 10.0  # NVML event and kernel line for the same Xid arrive within ms of each other
@@ -25,23 +26,18 @@ class FaultLog:
 
     # -- sources ---------------------------------------------------------------------------
     def xid(self, code: int, gpu: Optional[int], bus: Optional[str], at: float, source: str,
-            detail: str = "") -> Optional[Dict[str, Any]]:
-        """Record an Xid unless the other source already reported it; the new fault or None."""
+            detail: str = "", pid: Optional[int] = None, process: Optional[str] = None) -> Optional[Dict[str, Any]]:
+        """Record an Xid unless the other source already reported it (then the kernel line's
+        pid and process name join that fault); the new fault or None."""
         for f in reversed(self.log):
             if f["at"] < at - _DEDUPE_S:
                 break
             if f["type"] == "gpu_xid" and f["code"] == code and f.get("gpu") == gpu and source not in f["source"]:
                 f["source"] += "+" + source
+                if pid is not None and f.get("pid") is None:
+                    f.update(pid=pid, process=process, owner=None)
                 return None
-        where = "GPU %s" % gpu if gpu is not None else "a GPU"
-        fault = {"type": "gpu_xid", "code": code, "gpu": gpu, "pci_bus_id": bus, "at": at,
-                 "source": source, "hardware": xidmod.is_hardware(code),
-                 "summary": "%s on %s%s" % (xidmod.describe(code), where,
-                                            ": stop and re-rent another box" if xidmod.is_hardware(code) else ""),
-                 "evidence": ["%s Xid %d on %s%s" % ("NVML event" if source == "nvml" else "kernel log",
-                                                     code, bus or where, (" (" + detail + ")") if detail else "")]}
-        self.log.append(fault)
-        return fault
+        return self._add(xid_fault(code, gpu, bus, at, source, detail, pid, process))
 
     def kernel_lines(self, lines: List[Tuple[Optional[float], str]], gpus: List[Dict[str, Any]],
                      accept_unmatched: bool, now: float, boot_wall: Optional[float],
@@ -64,7 +60,12 @@ class FaultLog:
                                   "summary": "%s on %s since boot" % (xidmod.describe(p["code"]), p["bus_raw"]),
                                   "evidence": [line.strip()[:300]]})
                 continue
-            f = self.xid(p["code"], gpu, p["pci_bus_id"], now, "kmsg", p["detail"])
+            # when the driver logged it, not when we read it: a line read after the next stage
+            # started is still the last stage's. The kernel's clock is trusted within a minute of
+            # now only (a suspended box or a replayed log would place it anywhere).
+            logged = boot_wall + ts if (boot_wall is not None and ts is not None) else None
+            at = logged if logged is not None and now - 60.0 <= logged <= now else now
+            f = self.xid(p["code"], gpu, p["pci_bus_id"], at, "kmsg", p["detail"], p["pid"], p["process_name"])
             if f is not None:
                 out.append(f)
         return out
@@ -102,11 +103,40 @@ class FaultLog:
         """Hardware Xids since boot (kernel log) or since we started (any source), lost GPUs."""
         return [public(f) for f in list(self.boot) + list(self.log) if f.get("hardware")]
 
+    def claim(self, faults: List[Dict[str, Any]], run: str, stage: Optional[str]) -> None:
+        """A stage that ended reports these application Xids as its own: no alert for them."""
+        keys = {(f.get("code"), f.get("gpu"), f.get("at")) for f in faults}
+        for f in self.log:
+            if f.get("xid_class") == "application" and (f.get("code"), f.get("gpu"), f.get("at")) in keys:
+                f["claimed"] = [run, stage]
+
+    def unowned(self) -> List[Dict[str, Any]]:
+        """Xids that name a pid whose owner is not looked up yet (the monitor asks /proc)."""
+        return [f for f in self.log if f.get("pid") is not None and f.get("owner") is None]
+
     def last_xid(self, gpu: Optional[int]) -> Optional[Dict[str, Any]]:
+        """The GPU's last Xid that says something about the GPU: an application's own fault
+        (Xid 31 by a job's kernel) is that process's, never `gpu0 ... Xid 31` on the status line."""
         for f in reversed(self.log):
-            if f["type"] == "gpu_xid" and f.get("gpu") == gpu:
+            if f["type"] == "gpu_xid" and f.get("gpu") == gpu and f.get("xid_class") != "application":
                 return {"code": f["code"], "at": iso_utc(f["at"]), "source": f["source"]}
         return None
+
+
+def xid_fault(code: int, gpu: Optional[int], bus: Optional[str], at: float, source: str,
+              detail: str = "", pid: Optional[int] = None, process: Optional[str] = None) -> Dict[str, Any]:
+    """One Xid, with what NVIDIA's catalog says of it (class, action) and who faulted (pid)."""
+    row = xidcatalog.lookup(code)
+    hw = xidcatalog.is_hardware(code)
+    where = "GPU %s" % gpu if gpu is not None else "a GPU"
+    return {"type": "gpu_xid", "code": code, "gpu": gpu, "pci_bus_id": bus, "at": at,
+            "source": source, "hardware": hw, "critical": xidcatalog.is_critical(code),
+            "xid_class": xidcatalog.klass(code), "action": row.action if row else None,
+            "pid": pid, "process": process, "owner": None,
+            "summary": "%s on %s%s" % (xidmod.describe(code), where,
+                                       ": stop and re-rent another box" if hw else ""),
+            "evidence": ["%s Xid %d on %s%s" % ("NVML event" if source == "nvml" else "kernel log",
+                                                code, bus or where, (" (" + detail + ")") if detail else "")]}
 
 
 def public(f: Dict[str, Any]) -> Dict[str, Any]:

@@ -17,6 +17,7 @@ from boxagent.health.disks import DiskSampler
 from boxagent.health.faults import FaultLog
 from boxagent.health.history import History
 from boxagent.health.nvml import Nvml
+from boxagent.health.tenants import PidBook
 from boxagent.health.xid import KmsgReader, XidEventThread
 from boxagent.base import profile as profile_view
 from boxagent.base.roots import Roots
@@ -43,6 +44,7 @@ class HealthMonitor:
         self.xid_thread: Optional[XidEventThread] = None
         self._pending: List[Dict[str, Any]] = []
         self._boot_wall: Optional[float] = None
+        self.pids = PidBook(roots.proc)
 
     # -- lazy start ----------------------------------------------------------------------------
     def _cgroup(self) -> CgroupReader:
@@ -77,6 +79,7 @@ class HealthMonitor:
         dirs = list(watched or []) + list(profile_view.watched_dirs(self.profile))
         gpus = self.nvml.sample(self.roots.proc)
         self._start_gpu_sources(gpus, now)
+        self.pids.annotate(gpus, now)
         new = self._collect_faults(gpus, now)
         for g in gpus:
             g["xid_last"] = self.faults.last_xid(g["index"])
@@ -113,7 +116,30 @@ class HealthMonitor:
             lines = self.kmsg.read_new()
             new += self.faults.kernel_lines(lines, gpus, self._accept_unmatched(), now, self._boot_wall)
         new += self.faults.gpu_changes(gpus, now)
+        for f in self.faults.unowned():
+            o = self.pids.owner(f["pid"], now)
+            f["owner"] = {k: o.get(k) for k in ("rgt", "run", "stage", "command", "visible", "ended") if k in o}
         return new
+
+    def settle(self, gpus: Optional[List[int]], wait_s: float) -> List[Dict[str, Any]]:
+        """At a stage's end: keep reading the Xid sources for up to `wait_s` while a fault on
+        `gpus` (None: any) may still be in flight, and return early once one has arrived. On a
+        real H100 the NVML event of a job's own Xid 31 came 0.2 s before its process exited,
+        and the kernel line may trail the event; the stage's cause must carry both."""
+        if not self.nvml.available or (self.xid_thread is None and not (self.kmsg and self.kmsg.readable)):
+            return []
+        deadline = time.monotonic() + max(0.0, wait_s)
+        got: List[Dict[str, Any]] = []
+        kernel = bool(self.kmsg and self.kmsg.readable)
+        while True:
+            new = self._collect_faults(list((self._last or {}).get("gpus") or []), time.time())
+            self._pending.extend(new)
+            got += [f for f in new if gpus is None or f.get("gpu") in gpus]
+            if got and deadline > time.monotonic() + 0.1:
+                deadline = time.monotonic() + 0.1   # NVML's event names no pid: the kernel line may
+            if any(f.get("pid") is not None or not kernel for f in got) or time.monotonic() >= deadline:
+                return got                          # follow it within a moment; wait that long
+            time.sleep(0.05)
 
     def _xid_sources(self) -> Dict[str, Any]:
         t, k = self.xid_thread, self.kmsg

@@ -1,7 +1,7 @@
 """Preflight gate. CONTRACT: check() returns the failures; [] means go.
 
 A job's `[preflight]` (`gpus = 1`, `min_free_disk = "50G"`, `min_free_inodes = 100000`,
-`max_gpu_temp_c = 80`) is checked against a fresh sample before the first stage, together with
+`max_gpu_temp_c = 80`, `max_gpu_memory_taken_pct = 10`) is checked against a fresh sample before the first stage, together with
 hard GPU faults already present (Xid 48/79/... since boot, a lost GPU): a broken box fails the
 run at once, before any GPU-hour is spent on it.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from boxagent.base.units import format_bytes, parse_size
+from boxagent.health import tenants
 
 RE_RENT = "re-rent another box (this one's GPUs are not fit for the job)"
 FREE_DISK = "free or grow the disk (df -h / df -i; delete *.tmp and old checkpoints), or re-rent a bigger box"
@@ -76,6 +77,28 @@ def _check_temp(max_c: float, sample: Dict[str, Any]) -> List[Dict[str, Any]]:
                      ["NVML temperature GPU %s: %d C" % (g["index"], g["temperature_c"])], RE_RENT) for g in hot]
 
 
+def _check_taken(want: Optional[float], limit_pct: float, sample: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """GPU memory already held by processes rgt did not start (gotcha U11: an "empty" GPU
+    whose memory another tenant holds; the job's CUDA OOM then looks like its own)."""
+    gpus = [g for g in sample.get("gpus") or [] if not g.get("lost")]
+    taken = []
+    for g in gpus:
+        others = tenants.foreign(g)
+        held = sum(p.get("used_memory_bytes") or 0 for p in others)
+        total = g.get("memory_total_bytes")
+        if others and total and 100.0 * held / total > limit_pct:
+            taken.append((g, others, 100.0 * held / total))
+    need = int(want) if want else len(gpus)
+    if not taken or len(gpus) - len(taken) >= need:
+        return []
+    evidence = ["GPU %s: %.0f%% of its memory held by %s" % (g.get("index"), pct, "; ".join(tenants.describe(p) for p in o[:3]))
+                for g, o, pct in taken]
+    return [_failure("gpu_memory_taken", "GPU memory is already taken by processes rgt did not start: %d of %d GPU(s) "
+                     "over %g%%, the job needs %d" % (len(taken), len(gpus), limit_pct, need), evidence,
+                     "stop those processes (nvidia-smi lists them; one in another container shows no command), "
+                     "or re-rent; [preflight] max_gpu_memory_taken_pct raises the limit")]
+
+
 def _check_hard_faults(sample: Dict[str, Any], monitor: Any) -> List[Dict[str, Any]]:
     out = []
     for g in sample.get("gpus") or []:
@@ -101,6 +124,7 @@ def check(preflight: Dict[str, Any], sample: Dict[str, Any], monitor: Any) -> Li
         gpus = _num_option(preflight, "gpus")
         inodes = _num_option(preflight, "min_free_inodes")
         max_temp = _num_option(preflight, "max_gpu_temp_c", whole=False)
+        taken_pct = _num_option(preflight, "max_gpu_memory_taken_pct", whole=False)
         disk = parse_size(preflight["min_free_disk"]) if preflight.get("min_free_disk") is not None else None
     except (ValueError, TypeError) as exc:
         return [_failure("invalid", "the job's [preflight] is invalid: %s" % exc, [repr(preflight)[:300]],
@@ -114,5 +138,7 @@ def check(preflight: Dict[str, Any], sample: Dict[str, Any], monitor: Any) -> Li
         failures += _check_inodes(inodes, sample)
     if max_temp is not None:
         failures += _check_temp(max_temp, sample)
+    if gpus or taken_pct is not None:
+        failures += _check_taken(gpus, tenants.SHARED_PCT if taken_pct is None else taken_pct, sample)
     failures += _check_hard_faults(sample, monitor)
     return failures

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from boxagent.base.optional import deps
 from boxagent.base.units import format_bytes
+from boxagent.health import tenants
 from boxagent.slurm.probe import probe as slurm_probe
 
 def _existing(path: str) -> str:
@@ -83,10 +84,11 @@ def warnings(r: Dict[str, Any]) -> List[str]:
     for g in r["gpu"]["gpus"]:
         if g.get("lost"):
             out.append("GPU %s is LOST: re-rent another box" % g["index"])
-        hidden = [p for p in g.get("processes") or [] if not p.get("visible")]
-        if hidden:
-            out.append("GPU %s: %d process(es) outside this container hold %s of VRAM" % (
-                g["index"], len(hidden), format_bytes(sum(p.get("used_memory_bytes") or 0 for p in hidden))))
+        others = tenants.foreign(g)
+        if others:
+            out.append("GPU %s: %d process(es) rgt did not start hold %s of VRAM: %s" % (
+                g["index"], len(others), format_bytes(sum(p.get("used_memory_bytes") or 0 for p in others)),
+                "; ".join(tenants.describe(p) for p in others[:3])))
     for f in r["kernel_log"]["hard_faults_since_boot"]:
         out.append("hardware fault since boot: %s" % f.get("summary"))
     for d in r["disks"]:

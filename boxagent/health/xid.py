@@ -17,16 +17,12 @@ import threading
 from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
-HARDWARE_XIDS = frozenset((48, 74, 79, 92, 94, 95))
-XID_MEANING = {
-    13: "graphics engine exception", 31: "GPU memory page fault", 43: "GPU stopped processing",
-    45: "preemptive cleanup", 48: "double-bit ECC error", 61: "internal micro-controller breakpoint",
-    62: "internal micro-controller halt", 63: "ECC page retirement / row remap recorded",
-    64: "ECC page retirement / row remap failure", 74: "NVLink error", 79: "GPU has fallen off the bus",
-    92: "high single-bit ECC error rate", 94: "contained ECC error", 95: "uncontained ECC error",
-    119: "GSP RPC timeout", 120: "GSP error",
-}
+from boxagent.health import xidcatalog
+
 _XID_LINE = re.compile(r"NVRM: Xid \(([^)]*)\):\s*(\d+)(.*)")
+# The faulting process, where the driver names it: "31, pid=2931, name=python3, Ch 00000008".
+_PID = re.compile(r"\bpid=(\d+)")
+_NAME = re.compile(r"\bname=([^,\s]+)")
 
 
 def normalize_bus_id(bus: Optional[str]) -> Optional[str]:
@@ -54,16 +50,18 @@ def parse_xid_line(line: str) -> Optional[Dict[str, Any]]:
     if not m:
         return None
     detail = m.group(3).lstrip(", ").strip()
+    pid, name = _PID.search(detail), _NAME.search(detail)
     return {"code": int(m.group(2)), "pci_bus_id": normalize_bus_id(m.group(1)),
-            "bus_raw": m.group(1), "detail": detail[:200]}
+            "bus_raw": m.group(1), "detail": detail[:200],
+            "pid": int(pid.group(1)) if pid else None, "process_name": name.group(1)[:64] if name else None}
 
 
 def is_hardware(code: Optional[int]) -> bool:
-    return code in HARDWARE_XIDS
+    return xidcatalog.is_hardware(code)
 
 
 def describe(code: int) -> str:
-    meaning = XID_MEANING.get(code)
+    meaning = xidcatalog.meaning(code)
     return "Xid %d (%s)" % (code, meaning) if meaning else "Xid %d" % code
 
 

@@ -15,6 +15,8 @@ the generic code_error; across lines diagnose() ranks classes by CLASS_RANK.
 """
 from __future__ import annotations
 
+from boxagent.health import xidcatalog
+
 # Most specific first. code_error's generic exception line is the last resort.
 CLASS_RANK = ("gpu_hardware", "node_failure", "crlf_script", "driver_too_old", "torch_arch_mismatch",
               "disk_full", "inodes_full", "truncated_checkpoint", "cuda_oom", "cgroup_oom",
@@ -135,9 +137,10 @@ def _r(cls, pattern, severity=_C, **extra):
 
 
 BUILTIN_RULES = [
-    # gpu_hardware: Xid codes that mean the hardware, not the code (13/31/43 are app errors).
+    # gpu_hardware: Xid codes that mean the hardware, not the code (13/31/43 are app errors):
+    # NVIDIA's catalog decides (boxagent/health/xidcatalog.py).
     # Bus ids carry hex letters (PCI:0000:3b:00) - the classic monitor trap.
-    _r("gpu_hardware", r"Xid \(PCI:[0-9A-Fa-f:.]+\): (48|63|64|74|79|92|94|95|119|120)\b",
+    _r("gpu_hardware", r"Xid \(PCI:[0-9A-Fa-f:.]+\): (%s)\b" % "|".join(map(str, xidcatalog.stage_fatal_codes())),
        keywords=["Xid (PCI:"]),
     _r("gpu_hardware", r"fallen off the bus|GPU is lost|GPU_IS_LOST|Unable to determine the "
        r"device handle for GPU",
@@ -288,8 +291,10 @@ BUILTIN_RULES = [
        r"exception)|Aborted \(core dumped\)|Fatal Python error: ", tag="crash",
        keywords=["Segmentation fault", "terminate called", "Aborted (core dumped)",
                  "Fatal Python error: "]),
-    _r("code_error", r"CUDA error: device-side assert triggered|device-side assertion",
-       keywords=["device-side assert"],
+    # torch's boilerplate after it ("Compile with `TORCH_USE_CUDA_DSA` to enable device-side
+    # assertions.") is no error: on a real H100 it was the deciding line of a device assert.
+    _r("code_error", r"CUDA error: device-side assert triggered|\.cuh?:[0-9]+: .*Assertion `.*` failed",
+       keywords=["device-side assert", "operator(): block"],
        remediation="an index out of range on the GPU (often labels >= num_classes): rerun "
                    "with CUDA_LAUNCH_BLOCKING=1 to see the line; fix the data or the model"),
     _r("code_error", r"No module named |ImportError: cannot import name",

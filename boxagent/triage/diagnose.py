@@ -43,7 +43,8 @@ facts keys (all optional):
   boot_changed, vanished (attach mode: the process is gone, no exit status), hangup (SIGHUP
   seen / a foreground launch), expect_missing[paths], success_pattern, success_seen,
   fail_line, oom_kill_delta (None = counter unknown), gpu_faults[{type, code, gpu, at,
-  source, hardware, summary}], disks[{path, role, bytes_used_pct, inodes_used_pct, ...}],
+  source, hardware, summary, xid_class, pid, owner}], gpu_tenants[{gpu, pid, command,
+  used_memory_bytes, visible}] (the GPU's processes rgt did not start; gpufacts.py), disks[{path, role, bytes_used_pct, inodes_used_pct, ...}],
   hits[] (StageWatch.hits: class, severity, line_no, line, source, remediation, retryable,
   tag, after_progress), last_lines[], duration_s, expected_duration_s, fast_ratio, log,
   spawn_error.
@@ -65,7 +66,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional
 
-from boxagent.triage import confidence, emitters, launchers, tailread
+from boxagent.health import xidcatalog
+from boxagent.triage import confidence, emitters, gpufacts, launchers, tailread
 from boxagent.triage import evidence as E
 from boxagent.triage import logcause
 from boxagent.slurm import states as slurm_states
@@ -73,7 +75,6 @@ from boxagent.triage.builtin_rules import REMEDIATION, SLURM_REMEDIATION
 from boxagent.triage.causes import NATIVE_CRASH, Cause, exit_ev, make_cause as _cause, tail_ev
 from boxagent.triage.success import fast_spec, success_warnings  # noqa: F401 (re-export)
 
-HARDWARE_XIDS = frozenset((48, 63, 64, 74, 79, 92, 94, 95, 119, 120))
 
 
 def reread_hits(facts: Dict[str, Any]) -> Dict[str, Any]:
@@ -93,8 +94,8 @@ def diagnose(facts: Dict[str, Any]) -> Cause:
     for step in steps:
         cause = step(facts)
         if cause is not None:
-            return _explained(_in_box_words(cause, facts), facts)
-    return _explained(_in_box_words(_nonzero(facts), facts), facts)
+            return gpufacts.annotate(_explained(_in_box_words(cause, facts), facts), facts)
+    return gpufacts.annotate(_explained(_in_box_words(_nonzero(facts), facts), facts), facts)
 
 
 def _explained(cause: Cause, f: Dict[str, Any]) -> Cause:
@@ -183,7 +184,7 @@ def _gpu_fault_is_hw(g: Dict[str, Any]) -> bool:
     if g.get("hardware") or g.get("type") == "gpu_lost":
         return True
     try:
-        return g.get("type") == "gpu_xid" and int(g.get("code")) in HARDWARE_XIDS
+        return g.get("type") == "gpu_xid" and xidcatalog.is_hardware(int(g.get("code")))
     except (TypeError, ValueError):
         return False
 

@@ -168,8 +168,10 @@ def test_processes_outside_our_pid_namespace_are_reported(fake_nvml, monitor):
                                  {"pid": 4194000, "used_memory": 30 << 30}]
     fake_nvml.write(s)
     procs = monitor().sample(1000.0, [])["gpus"][0]["processes"]
-    assert procs == [{"pid": os.getpid(), "used_memory_bytes": 1 << 30, "visible": True},
-                     {"pid": 4194000, "used_memory_bytes": 30 << 30, "visible": False}]
+    assert [(p["pid"], p["used_memory_bytes"], p["visible"], p["rgt"]) for p in procs] == [
+        (os.getpid(), 1 << 30, True, True),            # the agent's own process (here: the test)
+        (4194000, 30 << 30, False, False)]             # another container's: named as such
+    assert "another container" in procs[1]["note"]
 
 
 def test_driver_not_loaded_gives_no_gpus_and_the_reason(fake_nvml, monitor):

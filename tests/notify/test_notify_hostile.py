@@ -34,8 +34,7 @@ def hostile():
 def _notify_test(rgt_home, backend, *args):
     """`rgt-agent notify-test --json ARGS` as a real process: (returncode, stdout, stderr, elapsed s)."""
     env = dict(os.environ, RGT_HOME=str(rgt_home), PYTHONPATH=str(REPO))
-    if backend == "urllib":
-        env["RGT_NOTIFY_HTTP"] = "urllib"
+    env["RGT_NOTIFY_HTTP"] = backend
     t0 = time.monotonic()
     p = subprocess.Popen([sys.executable, "-m", "boxagent", "notify-test", "--json", *args], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(REPO))
@@ -62,8 +61,7 @@ def test_gigabyte_answer_keeps_the_sender_under_100_mb(rgt_home, hostile, backen
     server = hostile("huge_body")
     write_secrets(rgt_home, [{"url": "ntfy://127.0.0.1:%d/t" % server.port, "id": "big"}])
     env = dict(os.environ, RGT_HOME=str(rgt_home), PYTHONPATH=str(REPO))
-    if backend == "urllib":
-        env["RGT_NOTIFY_HTTP"] = "urllib"
+    env["RGT_NOTIFY_HTTP"] = backend
     rc, out, peak = _peak_rss_of([sys.executable, "-m", "boxagent", "notify-test", "--json", "--timeout", "60"],
                                  env)
     print("\npeak RSS of `rgt-agent notify-test` (%s) against a 1 GB answer: %.1f MB" % (backend, peak / 1e6))
@@ -148,7 +146,7 @@ def test_base_url_relay_token_is_shown_only_as_scheme_and_host(make_hub, receive
     assert "no route /***/services/***" in summary
     assert RELAY_TOKEN not in summary
     assert _leaks(rgt_home, RELAY_TOKEN) == []                 # outbox files, .state.json, failed/
-    env = {"RGT_NOTIFY_HTTP": "urllib"} if backend == "urllib" else {}
+    env = {"RGT_NOTIFY_HTTP": backend}
     for args in (("notify-test", "--json"), ("notify-test",)):
         res = agent(*args, env=env)
         assert res.returncode == 1

@@ -13,6 +13,12 @@
  *              "errors": {"nvmlDeviceGetPowerUsage": "NOT_SUPPORTED", "*": "GPU_IS_LOST"}}],
  *    "events": [{"gpu": 0, "xid": 79}]}                               (queue for nvmlEventSetWait)
  *
+ * "processes" are what nvmlDeviceGetComputeRunningProcesses reports (pid, used GPU memory): a
+ * test puts a real pid there (a stage's, or a `sleep` standing for another tenant) or one no
+ * /proc lists (another container's). An event carries what nvmlEventData_t carries: the GPU and
+ * the Xid in eventData; NVML has no pid for it (the kernel log line has: tests write those
+ * through /dev/kmsg or a file named by RGT_KMSG_PATH).
+ *
  * A field that is absent or null answers NVML_ERROR_NOT_SUPPORTED. Only the symbols rgt's
  * sampler calls are exported (pynvml looks functions up lazily), plus fakeNvmlCallCount(name)
  * so tests can assert that handles are opened once.
