@@ -34,11 +34,11 @@ def annotate(cause: Cause, facts: Dict[str, Any]) -> Cause:
 
 
 def kernel_assertion(facts: Dict[str, Any]) -> Optional[str]:
-    """'line 2: IndexKernel.cu:111: Assertion `… "index out of bounds"` failed.' or None."""
+    """'log line 2: IndexKernel.cu:111: Assertion `… "index out of bounds"` failed.' or None."""
     for h in facts.get("hits") or []:
         m = _ASSERTION.search(str(h.get("line") or ""))
         if m:
-            return "line %s: %s: %s" % (h.get("line_no"), m.group(1), m.group(2))
+            return "log line %s: %s: %s" % (h.get("line_no"), m.group(1), m.group(2))
     return None
 
 

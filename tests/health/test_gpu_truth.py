@@ -281,7 +281,7 @@ def test_device_assert_is_decided_by_the_error_and_the_kernels_assertion_not_tor
     facts = watch_file(log).facts()
     facts["exit_code"] = 1
     cause = diagnose(facts)
-    assert cause["decided_by"].startswith("line 6: torch.AcceleratorError: CUDA error: device-side assert triggered")
+    assert cause["decided_by"].startswith("log line 6: torch.AcceleratorError: CUDA error: device-side assert triggered")
     assert "IndexKernel.cu:111: Assertion `" in cause["decided_by"] and '"index out of bounds"` failed' in cause["decided_by"]
     assert not any("TORCH_USE_CUDA_DSA" in e or "CUDA_LAUNCH_BLOCKING=1" in e for e in cause["evidence"])
 
