@@ -20,7 +20,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 MIN_SUFFIX = 5     # a shorter cut finds too many innocent lines
 DISTINCT_LEN = 8   # ... and so does a cut shorter than this made only of frequent bytes
 RARE = 3.0         # (see _weight)
-PASS_COST = 8.0    # one more pass over the block, in the per-mille units of _weight()
+PASS_COST = 16.0   # one more pass over the block, in the per-mille units of _weight()
 
 # How often a byte appears in training logs, per mille (tqdm bars, step lines, tracebacks and
 # prose); everything else counts as rare (0.5). The cut prefers the rare ones.

@@ -15,6 +15,8 @@ the generic code_error; across lines diagnose() ranks classes by CLASS_RANK.
 """
 from __future__ import annotations
 
+from boxagent.triage.vocab import rule_specs as vocab_rule_specs
+
 # Most specific first. code_error's generic exception line is the last resort.
 CLASS_RANK = ("gpu_hardware", "node_failure", "crlf_script", "driver_too_old", "torch_arch_mismatch",
               "disk_full", "inodes_full", "truncated_checkpoint", "cuda_oom", "cgroup_oom",
@@ -312,3 +314,9 @@ BUILTIN_RULES = [
        r"Exception|Failure))(: |:$|$)", needs_traceback=True,
        keywords=["Error", "Exception", "Failure"]),
 ]
+
+# The libraries' own vocabularies (triage/vocab: one row per code or message, with its
+# source), one rule per class. They come after the structural rules above: within a class a
+# tagged rule (crash, wrapper, traceback) keeps its line.
+BUILTIN_RULES += [_r(spec.pop("class"), spec.pop("pattern"), spec.pop("severity"), **spec)
+                  for spec in vocab_rule_specs()]
