@@ -13,13 +13,14 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Pattern, Tuple
 
-from boxagent.triage.vocab import cloud, cuda, cxx, errno, files, frameworks, http, install, kernel, nccl, sched
+from boxagent.triage.vocab import (cloud, cuda, cxx, errno, files, frameworks, http, install,
+                                   kernel, nccl, sched, torch)
 from boxagent.triage.vocab.table import Row
 
 # name -> module; the order is only the order rows are listed in
 TABLES = (("cuda", cuda), ("nccl", nccl), ("errno", errno), ("frameworks", frameworks),
           ("files", files), ("http", http), ("install", install), ("sched", sched),
-          ("cloud", cloud), ("kernel", kernel), ("cxx", cxx))
+          ("cloud", cloud), ("kernel", kernel), ("cxx", cxx), ("torch", torch))
 
 
 def rows() -> List[Row]:

@@ -62,7 +62,7 @@ ROWS = (
     lit("driver_too_old", "cudaErrorInsufficientDriver",
         "cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version",
         RT, "cuda"),
-    lit("driver_too_old", "CUDA driver version is insufficient for CUDA runtime version",
+    lit("driver_too_old", "CUDA driver version is insufficient",
         "RuntimeError: CUDA driver version is insufficient for CUDA runtime version", RT, "cuda"),
     lit("driver_too_old", "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
         "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has unsupported display driver / cuda driver "
@@ -91,6 +91,14 @@ ROWS = (
     lit("driver_too_old", "API call is not supported in the installed CUDA driver",
         "RuntimeError: CUDA error: API call is not supported in the installed CUDA driver", RT,
         "cuda"),
+    lit("driver_too_old", "PTX was compiled with an unsupported toolchain",
+        "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.",
+        RT, "cuda"),
+    lit("driver_too_old", "UNSUPPORTED_PTX_VERSION",
+        "CUDA_ERROR_UNSUPPORTED_PTX_VERSION: the provided PTX was compiled with an unsupported "
+        "toolchain.", DRV, "cuda"),
+    lit("driver_too_old", "forward compatibility was attempted on non supported HW",
+        "Error 804: forward compatibility was attempted on non supported HW", RT, "cuda"),
     lit("driver_too_old", "CUDNN_STATUS_INSUFFICIENT_DRIVER",
         "RuntimeError: cuDNN error: CUDNN_STATUS_INSUFFICIENT_DRIVER", CUDNN8, "cudnn"),
     # torch_arch_mismatch
@@ -100,7 +108,7 @@ ROWS = (
     lit("torch_arch_mismatch", "CUDA_ERROR_NO_BINARY_FOR_GPU",
         "CUDA_ERROR_NO_BINARY_FOR_GPU: no kernel image is available for execution on the device",
         DRV, "cuda"),
-    lit("torch_arch_mismatch", "no kernel image is available for execution on the device",
+    lit("torch_arch_mismatch", "no kernel image is available for execution",
         "RuntimeError: CUDA error: no kernel image is available for execution on the device", RT,
         "cuda"),
     lit("torch_arch_mismatch", "cudaErrorInvalidKernelImage",
@@ -118,6 +126,14 @@ ROWS = (
         "RuntimeError: CUDA error: CUBLAS_STATUS_ARCH_MISMATCH when calling `cublasGemmEx(...)`",
         CUBLAS, "cublas"),
     # gpu_hardware
+    lit("gpu_hardware", "uncorrectable ECC error",
+        "NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable double bit error (DBE) has been detected; "
+        "uncorrectable ECC error", "NVIDIA driver 550 NVRM / CUDA Runtime API 12.4 "
+        "cudaErrorECCUncorrectable", "cuda"),
+    lit("gpu_hardware", "ECC_UNCORRECTABLE", "NVML_ERROR_ECC_UNCORRECTABLE",
+        "CUDA Driver API 12.4 cuda.h CUDA_ERROR_ECC_UNCORRECTABLE", "cuda"),
+    lit("gpu_hardware", "cudaErrorECCUncorrectable",
+        "cudaErrorECCUncorrectable: uncorrectable ECC error encountered", RT, "cuda"),
     lit("gpu_hardware", "uncorrectable ECC error encountered",
         "RuntimeError: CUDA error: uncorrectable ECC error encountered", RT, "cuda"),
     lit("gpu_hardware", "CUDA_ERROR_ECC_UNCORRECTABLE",

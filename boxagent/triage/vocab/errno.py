@@ -18,10 +18,11 @@ _S = False
 
 def _errno(cls, num, name, msg, definitive=True):
     """The Python form `[Errno N] msg` and the bare name (uv/Go/`errno.errorcode`)."""
-    return (rx(cls, r"\[Errno %d\] %s" % (num, msg), "OSError: [Errno %d] %s" % (num, msg),
-               UAPI + " (%s = %d)" % (name, num), ("[Errno %d] " % num,), "os", definitive),
-            lit(cls, name + ": ", "Error: %s: %s, write" % (name, msg.lower()), LIBUV, "os",
-                definitive))
+    # the number, not the words: strerror is localized (`[Errno 28] 设备上没有空间`)
+    return (lit(cls, "[Errno %d]" % num, "OSError: [Errno %d] %s" % (num, msg),
+                UAPI + " (%s = %d)" % (name, num), "os", definitive),
+            lit(cls, name if len(name) > 4 else name + ": ", "Error: %s: %s, write" % (
+                name, msg.lower()), LIBUV, "os", definitive))
 
 
 ROWS = (
@@ -53,6 +54,8 @@ ROWS = (
        lit("network_transient", "Connection reset by peer",
            "ConnectionResetError: [Errno 104] Connection reset by peer", UAPI + " (ECONNRESET = 104)",
            "os"),
+       lit("network_transient", "Connection timed out", "ssh: connect to host 10.0.0.9 port 22: "
+           "Connection timed out", UAPI + " (ETIMEDOUT = 110)", "os"),
        lit("network_transient", "No route to host", "ssh: connect to host 10.0.0.9 port 22: No "
            "route to host", UAPI + " (EHOSTUNREACH = 113)", "os"),
        lit("network_transient", "Network is unreachable",

@@ -19,11 +19,40 @@ TF_HUB = "transformers 4.44 src/transformers/utils/hub.py cached_file"
 RFC = "RFC 9110 HTTP Semantics section 15.6 (5xx) and RFC 6585 section 4 (429)"
 CURL = "curl 8.8 docs/libcurl/libcurl-errors.md (CURLE_* exit codes)"
 PYURL = "CPython 3.12 Lib/urllib/error.py HTTPError.__str__ (\"HTTP Error %s: %s\")"
+PYEXC = "CPython 3.12 Objects/exceptions.c (ConnectionError and its subclasses)"
+PYHTTP = "CPython 3.12 Lib/http/client.py"
+PYSSL = "CPython 3.12 Modules/_ssl.c and Lib/ssl.py (SSLError, SSLEOFError, read timeout)"
+REQ_SSL = "requests 2.32 requests/exceptions.py SSLError"
+WANDB = "wandb 0.17 wandb/errors/errors.py CommError and wandb/sdk/internal/internal_api.py (\"wandb: Network error\")"
+GIT = "git 2.45 http.c / remote-curl.c (\"fatal: unable to access '%s': %s\")"
 
 _S = False
 _N = "network_transient"
 
 ROWS = (
+    rx(_N, r"Connection(Reset|Refused|Aborted)?Error", "ConnectionRefusedError: [Errno 111] "
+       "Connection refused", PYEXC, ("ConnectionError", "ConnectionResetError",
+                                     "ConnectionRefusedError", "ConnectionAbortedError"), "python"),
+    lit(_N, "RemoteDisconnected", "http.client.RemoteDisconnected: Remote end closed connection "
+        "without response", PYHTTP, "python"),
+    lit(_N, "SSLError", "requests.exceptions.SSLError: HTTPSConnectionPool(host='huggingface.co', "
+        "port=443): Max retries exceeded with url: /api (Caused by SSLError(SSLEOFError(8, 'EOF "
+        "occurred in violation of protocol (_ssl.c:1007)')))", REQ_SSL, "http"),
+    lit(_N, "EOF occurred in violation of protocol", "ssl.SSLEOFError: EOF occurred in violation "
+        "of protocol (_ssl.c:2426)", PYSSL, "python"),
+    lit(_N, "The read operation timed out", "TimeoutError: The read operation timed out", PYSSL,
+        "python"),
+    lit(_N, "Could not resolve host", "curl: (6) Could not resolve host: huggingface.co", CURL,
+        "curl"),
+    rx(_N, r"wandb: (ERROR )?Network error", "wandb: Network error (ConnectionError), entering "
+       "retry loop.", WANDB, ("Network error",), "wandb"),
+    lit(_N, "CommError", "wandb.errors.CommError: Run initialization has timed out after 90.0 sec.",
+        WANDB, "wandb"),
+    lit(_N, "couldn't connect to 'https", "OSError: We couldn't connect to 'https://huggingface.co' "
+        "to load this file", TF_HUB, "hf_hub"),
+    rx(_N, r"unable to access '[^']*': (Could not|Failed|Recv failure|GnuTLS|OpenSSL)",
+       "fatal: unable to access 'https://github.com/x/y.git/': Failed to connect to github.com "
+       "port 443 after 21 ms: Couldn't connect to server", GIT, ("unable to access",), "git"),
     lit(_N, "requests.exceptions.ConnectionError",
         "requests.exceptions.ConnectionError: ('Connection aborted.', RemoteDisconnected('Remote "
         "end closed connection without response'))", REQ, "http"),
@@ -41,7 +70,7 @@ ROWS = (
         "ConnectionResetError(104, 'Connection reset by peer'))", U3, "http"),
     lit(_N, "MaxRetryError", "urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='s3.amazonaws"
         ".com', port=443): Max retries exceeded with url: /bucket/x", U3, "http"),
-    lit(_N, "Max retries exceeded with url", "HTTPSConnectionPool(host='huggingface.co', port=443): "
+    lit(_N, "Max retries exceeded", "HTTPSConnectionPool(host='huggingface.co', port=443): "
         "Max retries exceeded with url: /api/models", U3, "http"),
     lit(_N, "NewConnectionError", "(Caused by NewConnectionError('<urllib3.connection.HTTPSConnection "
         "object at 0x7f>: Failed to establish a new connection: [Errno 111] Connection refused'))",
@@ -119,9 +148,15 @@ ROWS = (
        "requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: "
        "https://huggingface.co/api/models/x", REQ + " Response.raise_for_status; " + RFC,
        ("429 Client Error",), "http"),
-    rx(_N, r"5[0-9][0-9] Server Error: ",
+    rx(_N, r"HTTPError: 5[0-9][0-9]", "urllib.error.HTTPError: HTTPError: 503 Service Unavailable",
+       PYURL + "; " + RFC, ("HTTPError: 5",), "http"),
+    lit(_N, "429 Too Many Requests", "HTTP/1.1 429 Too Many Requests", RFC, "http"),
+    lit(_N, "Service Unavailable", "HTTP/1.1 503 Service Unavailable", RFC, "http"),
+    lit(_N, "Bad Gateway", "HTTP/1.1 502 Bad Gateway", RFC, "http"),
+    rx(_N, r"Gateway Time-?out", "HTTP/1.1 504 Gateway Timeout", RFC, ("Gateway",), "http"),
+    rx(_N, r"5[0-9][0-9] Server Error",
        "requests.exceptions.HTTPError: 502 Server Error: Bad Gateway for url: https://x/y",
-       REQ + " Response.raise_for_status; " + RFC, (" Server Error: ",), "http"),
+       REQ + " Response.raise_for_status; " + RFC, ("Server Error",), "http"),
     lit(_N, "503 Service Unavailable", "<html><head><title>503 Service Unavailable</title></head>",
         RFC, "http"),
     lit(_N, "502 Bad Gateway", "<center><h1>502 Bad Gateway</h1></center>", RFC, "http"),

@@ -1,5 +1,6 @@
 """Batch schedulers' own lines in a job's output: Slurm (slurmstepd, srun), PBS and LSF.
-Their words are the scheduler's verdict on the job: definitive."""
+Their words are the scheduler's verdict on the job: definitive. `fix="slurm"`: the class's
+Slurm remediation (builtin_rules.SLURM_REMEDIATION: the fix is in the job's [slurm] table)."""
 from __future__ import annotations
 
 from boxagent.triage.vocab.table import lit, rx
@@ -26,6 +27,9 @@ ROWS = (
     lit("cgroup_oom", "killed by the cgroup out-of-memory handler",
         "Some of your processes may have been killed by the cgroup out-of-memory handler.",
         CGMEM_OLD, "slurm"),
+    rx("cgroup_oom", r"exceeded memory limit .* being killed",
+       "slurmstepd: error: Step 3302.0 exceeded memory limit (1048576 > 65536), being killed",
+       ACCT, ("exceeded memory limit",), "slurm"),
     lit("cgroup_oom", "Exceeded job memory limit", "slurmstepd: error: Exceeded job memory limit",
         ACCT, "slurm"),
     lit("cgroup_oom", "Exceeded step memory limit at some point",
@@ -34,9 +38,9 @@ ROWS = (
        SRUN, (": Out Of Memory",), "slurm"),
     rx("timeout", r"CANCELLED AT [^ ]+ DUE TO TIME LIMIT",
        "slurmstepd: error: *** JOB 48213 ON gpu-a07 CANCELLED AT 2024-05-01T09:00:00 DUE TO TIME "
-       "LIMIT ***", STEPD, ("DUE TO TIME LIMIT",), "slurm"),
+       "LIMIT ***", STEPD, ("DUE TO TIME LIMIT",), "slurm")._replace(fix="slurm"),
     lit("preempted", "DUE TO PREEMPTION", "slurmstepd: error: *** JOB 77120 ON node014 CANCELLED AT "
-        "2024-06-11T14:03:55 DUE TO PREEMPTION ***", STEPD, "slurm"),
+        "2024-06-11T14:03:55 DUE TO PREEMPTION ***", STEPD, "slurm")._replace(fix="slurm"),
     lit("node_failure", "DUE TO NODE FAILURE", "slurmstepd: error: *** JOB 901 ON cn112 CANCELLED AT "
         "2024-03-02T03:14:08 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***", STEPD, "slurm"),
     lit("node_failure", "srun: error: Node failure on", "srun: error: Node failure on gpu-b12", SRUN,
