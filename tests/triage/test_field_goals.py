@@ -19,7 +19,9 @@ def _assert_goals(result: Dict[str, Any]) -> None:
 
 
 def test_the_public_field_corpus_meets_the_goals_from_the_log_alone():
-    _assert_goals(S.score([S.INDEX]))
+    """the cases the rules were developed against; the held-out wave-3 cases are measured
+    by field/test_field_heldout.py"""
+    _assert_goals(S.score([S.INDEX], added="wave1-2"))
 
 
 def test_the_held_out_cases_meet_the_overall_goal_on_their_own():

@@ -1,6 +1,7 @@
 """Score the agent's triage against the field corpus: logs that users pasted into public
 issue trackers, each with the class a person gave it (index.toml), plus the captured
-real-library cases (captured/index.toml) when that index exists.
+real-library cases (captured/index.toml: torch; captured_libs/index.toml: h5py, numpy,
+requests, pip, bash, C/C++ on a CPU) when those indexes exist.
 
 Every case goes through the agent's own triage, in-process, the way
 `rgt-agent triage LOG --exit-code N --json` runs it (boxagent.triage.cli.report), so a
@@ -15,15 +16,19 @@ A failure case is right when the cause's class is the expected one. An innocent 
 outcome = "warning" (exit 0, and a class: a run that went wrong without failing, such as
 nan losses) is right when triage calls no failure and warns.
 
-    python -m tests.triage.field.score [--split dev|holdout] [INDEX ...]
+    python -m tests.triage.field.score [--split dev|holdout] [--by ecosystem|source|class|all]
+                                       [--json] [INDEX ...]
 
 prints the per-class table and every miss with the class it got, the class expected and
 the deciding evidence line; --split dev / --split holdout scores only the cases developed
-against, or only the ones held out (holdout.toml). Exit status: 0 when every case is right,
-1 otherwise.
+against, or only the ones held out (holdout.toml). --by adds the headline figures
+(figures.py: leave-one-ecosystem-out, leave-one-source-out, confidently wrong, innocent runs
+called failed) and the named breakdown; --json prints every figure and every miss as one JSON
+object instead. Exit status: 0 when every case is right, 1 otherwise, 2 for a bad argument.
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
@@ -35,11 +40,13 @@ except ImportError:  # Python 3.10: the dev extra installs tomli
 
 from boxagent.triage import diagnose, success_warnings
 from boxagent.triage.cli import report
+from tests.triage.field import figures as F
 
 HERE = Path(__file__).resolve().parent
 INDEX = HERE / "index.toml"
 HOLDOUT = HERE / "holdout.toml"
 CAPTURED_INDEX = HERE / "captured" / "index.toml"
+CAPTURED_LIBS_INDEX = HERE / "captured_libs" / "index.toml"   # capture/capture_libs.py, CPU
 INNOCENT = "none"
 WARNED = "warning"      # outcome of an exit-0 case whose class triage should warn about
 
@@ -54,8 +61,8 @@ CASE_KEYS = ("file", "class", "exit_code", "source", "url", "why")
 
 
 def default_indexes() -> List[Path]:
-    """The field index, and the captured one when it exists."""
-    return [p for p in (INDEX, CAPTURED_INDEX) if p.is_file()]
+    """The field index, and the captured ones when they exist."""
+    return [p for p in (INDEX, CAPTURED_INDEX, CAPTURED_LIBS_INDEX) if p.is_file()]
 
 
 def load_cases(index_paths: Optional[Iterable[Path]] = None) -> List[Dict[str, Any]]:
@@ -113,7 +120,7 @@ def box_facts(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def judge(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:
-    """{right, got, evidence, summary, warnings} for one case and its report."""
+    """{right, got, evidence, summary, warnings, confidence} for one case and its report."""
     cause = rep.get("cause")
     warnings = list(rep.get("warnings") or [])
     got = cause["class"] if cause else INNOCENT
@@ -124,17 +131,25 @@ def judge(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:
     evidence = ((cause.get("evidence") or ["(no evidence)"])[0] if cause else
                 "(no failure called; warned: %s)" % warnings[0] if warnings else "(no failure called)")
     return {"right": right, "got": got, "evidence": evidence,
-            "summary": cause.get("summary", "") if cause else "", "warnings": warnings}
+            "summary": cause.get("summary", "") if cause else "", "warnings": warnings,
+            # a cause without the field is taken at its word: high (the confidently-wrong
+            # figure must not improve because an engine says nothing about its confidence)
+            "confidence": str(cause.get("confidence") or "high") if cause else ""}
 
 
-def score(index_paths: Optional[Iterable[Path]] = None, split: Optional[str] = None) -> Dict[str, Any]:
-    """Run every case; per-class results, the misses, and the innocent runs that warned.
+def score(index_paths: Optional[Iterable[Path]] = None, split: Optional[str] = None,
+          added: Optional[str] = None) -> Dict[str, Any]:
+    """Run every case (only those of one `added` wave when given: "wave1-2", the cases the
+    rules were developed against, or "wave3", held out); per-class results, the misses, and
+    the innocent runs that warned.
 
     {"classes": {cls: {"cases", "right", "accuracy"}}, "total": {...}, "misses": [...],
      "innocent_called_failed": [...], "innocent_warned": [...], "results": [...]}
     """
     results = []
     for case in split_cases(load_cases(index_paths), split):
+        if added is not None and F.added_of(case) != added:
+            continue
         verdict = judge(case, triage_case(case))
         results.append(dict(case, **verdict))
     classes: Dict[str, Dict[str, Any]] = {}
@@ -184,18 +199,51 @@ def _rel(r: Dict[str, Any]) -> str:
         return r["path"]
 
 
+USAGE = ("python -m tests.triage.field.score [--split dev|holdout] "
+         "[--by ecosystem|source|class|all] [--json] [INDEX.toml ...]")
+
+
+def parse_args(args: List[str]) -> Dict[str, Any]:
+    """{split, by, json, indexes}; a bad flag or path raises ValueError with the reason."""
+    opts: Dict[str, Any] = {"split": None, "by": None, "json": False, "indexes": []}
+    while args:
+        a = args.pop(0)
+        if a == "--split" and args and args[0] in ("dev", "holdout"):
+            opts["split"] = args.pop(0)
+        elif a == "--by" and args and args[0] in F.SECTIONS:
+            opts["by"] = args.pop(0)
+        elif a == "--json":
+            opts["json"] = True
+        elif a.startswith("-") or not Path(a).is_file():
+            raise ValueError("not an index file or a known flag: %s" % a)
+        else:
+            opts["indexes"].append(Path(a))
+    return opts
+
+
+def as_json(result: Dict[str, Any]) -> str:
+    """Every figure plus the per-class table and the misses (file, expected, got, evidence)."""
+    misses = [{"file": _rel(r), "source": r["source"], "ecosystem": F.ecosystem_of(r),
+               "added": F.added_of(r), "expected": r["class"], "got": r["got"],
+               "confidence": r["confidence"], "evidence": r["evidence"]}
+              for r in result["misses"]]
+    return json.dumps(dict(F.figures(result["results"]), classes=result["classes"],
+                           misses=misses), indent=1, sort_keys=True) + "\n"
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    split = None
-    if args[:1] == ["--split"] and len(args) > 1 and args[1] in ("dev", "holdout"):
-        split, args = args[1], args[2:]
-    bad = [a for a in args if a.startswith("-") or not Path(a).is_file()]
-    if bad:
-        sys.stderr.write("Error: not an index file: %s\nHint: python -m tests.triage.field.score "
-                         "[--split dev|holdout] [INDEX.toml ...]\n" % bad[0])
+    try:
+        opts = parse_args(list(sys.argv[1:] if argv is None else argv))
+    except ValueError as exc:
+        sys.stderr.write("Error: %s\nHint: %s\n" % (exc, USAGE))
         return 2
-    result = score([Path(a) for a in args] if args else None, split)
-    sys.stdout.write(render(result))
+    result = score(opts["indexes"] or None, opts["split"])
+    if opts["json"]:
+        sys.stdout.write(as_json(result))
+    else:
+        sys.stdout.write(render(result))
+        if opts["by"]:
+            sys.stdout.write("\n" + F.render(F.figures(result["results"]), opts["by"]))
     return 0 if not result["misses"] else 1
 
 

@@ -1,0 +1,121 @@
+"""The held-out measure: the wave-3 field cases (index key added = "wave3") were collected after
+the triage rules were frozen and are never read by whoever tunes them, so triage's score on
+them is how it does on logs it was not written against (figures.py says how each figure is
+computed). These tests hold the corpus to the breadth the issue asks for, hold the scorer's
+arithmetic to its definitions, and hold the engine to the figures it reached when the corpus
+was built, so a change that loses ground on unseen logs fails here."""
+from __future__ import annotations
+
+import json
+from typing import Any, Dict
+
+import pytest
+
+from tests.triage.field import figures as F
+from tests.triage.field import score as S
+
+# What triage on main reached on the held-out cases when they were collected (see the BEFORE
+# figures of `python -m tests.triage.field.score --by all`). The issue's goals are a
+# leave-one-ecosystem-out accuracy of at least 0.92 and at most 0.03 confidently wrong: raise
+# these floors as the engine gets there, never lower them.
+HELD_OUT_LOEO_MEAN = 0.64     # mean over ecosystems of the held-out accuracy (was 0.648)
+HELD_OUT_POOLED = 0.69        # all held-out cases together (was 0.698)
+HELD_OUT_LOSO_POOLED = 0.70   # held-out cases from repositories never developed against (0.706)
+CONFIDENTLY_WRONG_MAX = 0.24  # of all failure cases (was 0.231)
+
+MIN_CASES, MIN_ECOSYSTEMS, MIN_INNOCENT, MIN_PER_CLASS = 300, 15, 30, 8
+# classes the field has plenty of; the rare ones (preempted, node_failure, killed ...) are in
+# the corpus but public trackers hold few pastes of them
+CLASSES_WITH_MANY_PASTES = ("cgroup_oom", "code_error", "crlf_script", "cuda_oom", "disk_full",
+                            "divergence", "driver_too_old", "gpu_hardware", "nccl",
+                            "network_transient", "torch_arch_mismatch", "truncated_checkpoint")
+
+
+@pytest.fixture(scope="module")
+def result() -> Dict[str, Any]:
+    return S.score()
+
+
+@pytest.fixture(scope="module")
+def figures(result) -> Dict[str, Any]:
+    return F.figures(result["results"])
+
+
+def test_the_corpus_has_the_breadth_the_issue_asks_for(result):
+    rs = result["results"]
+    per_class: Dict[str, int] = {}
+    for r in rs:
+        per_class[r["class"]] = per_class.get(r["class"], 0) + 1
+    thin = {c: per_class.get(c, 0) for c in CLASSES_WITH_MANY_PASTES if per_class.get(c, 0) < MIN_PER_CLASS}
+    ecosystems = set(F.ecosystem_of(r) for r in rs)
+    assert len(rs) >= MIN_CASES and per_class.get(S.INNOCENT, 0) >= MIN_INNOCENT and not thin, \
+        (len(rs), per_class.get(S.INNOCENT), thin)
+    assert len(ecosystems) >= MIN_ECOSYSTEMS, sorted(ecosystems)
+    assert sum(1 for r in rs if F.added_of(r) == F.HELD_OUT) >= 200
+
+
+def test_no_innocent_run_is_called_a_failure(figures):
+    assert figures["innocent_called_failed"]["cases"] == 0, figures["innocent_called_failed"]
+
+
+def test_the_held_out_figures_do_not_fall_below_what_main_reached(figures, result):
+    loeo, loso = figures["leave_one_ecosystem_out"], figures["leave_one_source_out"]
+    report = F.render(figures, "ecosystem") + S.render(S.score(added=F.HELD_OUT))
+    assert loeo["mean_accuracy"] >= HELD_OUT_LOEO_MEAN, report
+    assert loeo["pooled_accuracy"] >= HELD_OUT_POOLED, report
+    assert loso["pooled_accuracy"] >= HELD_OUT_LOSO_POOLED, report
+    assert figures["confidently_wrong"]["rate"] <= CONFIDENTLY_WRONG_MAX, \
+        "\n".join(figures["confidently_wrong"]["files"])
+
+
+def _r(cls: str, got: str, eco: str = "e", added: str = F.HELD_OUT, source: str = "o/r#1",
+       confidence: str = "high", outcome: str = "") -> Dict[str, Any]:
+    r = {"class": cls, "got": got, "right": cls == got, "ecosystem": eco, "added": added,
+         "source": source, "file": "%s-%s" % (cls, got), "confidence": confidence}
+    if outcome:
+        r["outcome"] = outcome
+    return r
+
+
+def test_the_figures_are_computed_as_defined():
+    rs = [_r("cuda_oom", "cuda_oom", eco="a"), _r("cuda_oom", "code_error", eco="a"),
+          _r("nccl", "nccl", eco="b", source="p/q#2"),
+          _r("nccl", "network_transient", eco="b", confidence="low"),      # wrong, not confident
+          _r("disk_full", "none", eco="b"),                                # no cause: not confident
+          _r("none", "none", eco="c", added=F.DEVELOPED, source="p/q#3"),
+          _r("none", "cuda_oom", eco="c"),                                 # innocent called failed
+          _r("divergence", "none", eco="c", outcome="warning")]
+    rs[-1]["right"] = True
+    f = F.figures(rs)
+    assert f["confidently_wrong"]["cases"] == 1 and f["confidently_wrong"]["failure_cases"] == 5
+    assert f["innocent_called_failed"] == {"cases": 1, "innocent_cases": 2}
+    loeo = f["leave_one_ecosystem_out"]
+    # a: 1/2, b: 1/3, c: 1/2 (the wave1-2 innocent case is not held out)
+    assert loeo["groups"] == 3 and loeo["cases"] == 7 and loeo["right"] == 3
+    assert abs(loeo["mean_accuracy"] - (0.5 + 1 / 3 + 0.5) / 3) < 1e-9
+    # p/q has a developed-against case, so only o/r's held-out cases count as unseen
+    assert f["leave_one_source_out"]["groups"] == 1 and f["leave_one_source_out"]["cases"] == 6
+    pr = f["by_class"]
+    assert pr["cuda_oom"]["precision"] == 0.5 and pr["cuda_oom"]["recall"] == 0.5
+    assert pr["none"]["called"] == 2 and pr["none"]["right"] == 1 and "divergence" not in pr
+
+
+def test_a_cause_without_confidence_counts_as_high():
+    assert F.confidently_wrong(dict(_r("nccl", "network_transient"), confidence="high"))
+    no_field = _r("nccl", "network_transient")
+    del no_field["confidence"]
+    assert F.confidently_wrong(no_field)
+    assert S.judge({"class": "nccl"}, {"cause": {"class": "network_transient"}})["confidence"] == "high"
+
+
+def test_the_cli_prints_json_and_refuses_bad_arguments(tmp_path, capsys):
+    index = tmp_path / "index.toml"
+    log = S.HERE / "cases" / "none" / "novae-27-early-stop-epoch-9.log"
+    index.write_text('[[case]]\nfile = "%s"\nclass = "none"\nexit_code = 0\nsource = "o/r#1"\n'
+                     'url = "https://example.org"\nwhy = "w"\necosystem = "x"\nadded = "wave3"\n' % log)
+    assert S.main(["--json", str(index)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["total"]["cases"] == 1 and out["leave_one_ecosystem_out"]["pooled_accuracy"] == 1.0
+    assert S.main(["--by", "nowhere", str(index)]) == 2
+    assert S.main([str(tmp_path / "missing.toml")]) == 2
+    assert "Error:" in capsys.readouterr().err
