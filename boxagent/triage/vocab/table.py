@@ -29,6 +29,7 @@ class Row(NamedTuple):
     severity: str
     keywords: Optional[Tuple[str, ...]]
     fix: Optional[str] = None       # a remediation of its own (else the class's)
+    found_via: Tuple[str, ...] = ()  # field cases whose miss led to the source (see vocab.rows)
 
 
 def escape(text: str) -> str:
@@ -47,3 +48,10 @@ def rx(cls: str, pattern: str, example: str, source: str, keywords: Tuple[str, .
     """A row matching a regex; `keywords`: literals one of which every match holds."""
     return Row(cls, pattern, example, source, emitter, definitive, False, severity,
                tuple(keywords))
+
+
+def found_via(cases: Tuple[str, ...], *rows: Row) -> Tuple[Row, ...]:
+    """`rows` marked with the field cases (paths under tests/triage/field/) whose miss led
+    to their source: leave-one-ecosystem-out scores an ecosystem without the rows that only
+    its own cases led to."""
+    return tuple(r._replace(found_via=tuple(cases)) for r in rows)
