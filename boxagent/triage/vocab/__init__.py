@@ -19,8 +19,8 @@ from typing import Any, Dict, List, Optional, Pattern, Tuple
 
 from boxagent.triage.vocab import (cloud, cuda, cxx, errno, files, frameworks, http, install,
                                    kernel, nccl, sched, torch)
-from boxagent.triage.vocab import (allocators, cuda11, h5py2, jobs, libc, nccl_net, pysocket,
-                                   ray, shells, xid)
+from boxagent.triage.vocab import (allocators, cuda11, h5py2, jobs, launchers, libc, nccl_net,
+                                   pysocket, ray, shells, xid)
 from boxagent.triage.vocab.table import Row
 
 # name -> module; the order is only the order rows are listed in
@@ -29,7 +29,7 @@ TABLES = (("cuda", cuda), ("nccl", nccl), ("errno", errno), ("frameworks", frame
           ("cloud", cloud), ("kernel", kernel), ("cxx", cxx), ("torch", torch))
 TABLES += (("allocators", allocators), ("ray", ray), ("nccl_net", nccl_net), ("jobs", jobs),
            ("shells", shells), ("h5py2", h5py2), ("cuda11", cuda11), ("libc", libc),
-           ("pysocket", pysocket), ("xid", xid))
+           ("pysocket", pysocket), ("xid", xid), ("launchers", launchers))
 
 # Field cases held out for this process (comma-separated paths under tests/triage/field/):
 # set by the scorer's leave-one-ecosystem-out for the fold it scores; unset, every row is on.

@@ -21,7 +21,7 @@ from tests.triage.field import score as S
 # least 0.92 and at most 0.03 confidently wrong: raise these floors as the engine gets there,
 # never lower them.
 HELD_OUT_LOEO_MEAN = 0.95     # mean over ecosystems of the held-out accuracy (0.957)
-HELD_OUT_POOLED = 0.95        # all held-out cases together (0.953)
+HELD_OUT_POOLED = 0.95        # all held-out cases together (0.958)
 HELD_OUT_LOSO_POOLED = 0.95   # held-out cases from repositories never developed against (0.957)
 CONFIDENTLY_WRONG_MAX = 0.04  # of all failure cases (0.036)
 # The same with each ecosystem scored without the vocabulary rows only its own cases led to
