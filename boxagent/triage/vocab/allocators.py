@@ -1,8 +1,9 @@
 """Device-memory exhaustion as the allocators of frameworks other than torch's own caching
 allocator say it: PaddlePaddle's (1.x and 2.x), CuPy's memory pool (also under Chainer, whose
 trainer prints the message without the class name), vLLM's KV-cache sizing at engine start,
-Caffe2's CUDA_ENFORCE, and PyTorch's memory_summary() table that fairseq prints after an OOM.
-Each row names the field case whose miss led to its source (found_via)."""
+Caffe2's CUDA_ENFORCE, MXNet's pooled allocator, and PyTorch's memory_summary() table that
+fairseq prints after an OOM. Each row names the field cases whose miss led to its source
+(found_via); MXNet's was read without a case missing it."""
 from __future__ import annotations
 
 from boxagent.triage.vocab.table import found_via, lit, rx
@@ -22,6 +23,8 @@ CAFFE2 = ("PyTorch 1.0 caffe2/core/common_gpu.h CUDA_ENFORCE (\"Error at: %s:%d:
           "cudaGetErrorString) over the CUDA runtime's cudaError enum (cudaErrorMemoryAllocation = 2)")
 SUMMARY = ("PyTorch 2.4 torch/cuda/memory.py memory_summary() (\"CUDA OOMs: {num_ooms:<12d} | "
            "cudaMalloc retries: ...\"); fairseq 0.12 fairseq/trainer.py _log_oom prints it")
+MXNET = ("MXNet 1.x src/storage/pooled_storage_manager.h GPUPooledStorageManager::Alloc "
+         "(LOG(FATAL) << \"cudaMalloc retry failed: \" / \"cudaMalloc failed: \" << cudaGetErrorString(e))")
 FAIRSEQ = "fairseq 0.12 fairseq/trainer.py Trainer._log_oom (\"OOM: Ran out of memory with exception: {}\")"
 
 _F = "cases/cuda_oom/"
@@ -77,4 +80,9 @@ ROWS = found_via(
     lit("cuda_oom", "OOM: Ran out of memory with exception",
         "OOM: Ran out of memory with exception: CUDA out of memory. Tried to allocate 62.00 MiB",
         FAIRSEQ, "fairseq", False),
+) + (
+    rx("cuda_oom", r"cudaMalloc (retry )?failed: out of memory",
+       "mxnet.base.MXNetError: [23:54:01] src/storage/./pooled_storage_manager.h:161: cudaMalloc "
+       "retry failed: out of memory", MXNET,
+       ("cudaMalloc retry failed: out of memory", "cudaMalloc failed: out of memory"), "mxnet"),
 )
