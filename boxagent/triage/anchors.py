@@ -15,12 +15,13 @@ and the suffixes are grouped by that byte: about ten passes instead of a hundred
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 MIN_SUFFIX = 5     # a shorter cut finds too many innocent lines
 DISTINCT_LEN = 8   # ... and so does a cut shorter than this made only of frequent bytes
 RARE = 3.0         # (see _weight)
-PASS_COST = 8.0    # one more pass over the block, in the per-mille units of _weight()
+PASS_COST = 16.0   # one more pass over the block, in the per-mille units of _weight()
 
 # How often a byte appears in training logs, per mille (tqdm bars, step lines, tracebacks and
 # prose); everything else counts as rare (0.5). The cut prefers the rare ones.
@@ -37,12 +38,28 @@ def _weight(byte: int) -> float:
 
 
 def minimal_anchors(keywords: Iterable[bytes]) -> Tuple[bytes, ...]:
-    """Drop a keyword that contains another one: the shorter finds every such line anyway."""
+    """Drop a keyword that contains another one: the shorter finds every such line anyway.
+    (One C-speed find per kept keyword over all of them joined: a vocabulary of hundreds of
+    rows made the pairwise `in` test the bulk of building a rule set.)"""
     ks = sorted(set(keywords), key=lambda k: (len(k), k))
-    out: List[bytes] = []
+    if not ks:
+        return ()
+    sep = b"\0" if isinstance(ks[0], bytes) else "\0"
+    starts, pos = [], 0
     for k in ks:
-        if not any(a in k for a in out):
-            out.append(k)
+        starts.append(pos)
+        pos += len(k) + 1
+    joined = sep.join(ks)
+    out: List[bytes] = []
+    dropped = set()
+    for i, a in enumerate(ks):
+        if i in dropped:
+            continue
+        out.append(a)
+        at = joined.find(a, starts[i] + len(a))
+        while at >= 0:
+            dropped.add(bisect_right(starts, at) - 1)
+            at = joined.find(a, at + 1)
     return tuple(out)
 
 

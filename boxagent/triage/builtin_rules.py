@@ -16,6 +16,7 @@ the generic code_error; across lines diagnose() ranks classes by CLASS_RANK.
 from __future__ import annotations
 
 from boxagent.health import xidcatalog
+from boxagent.triage.vocab import rule_specs as vocab_rule_specs
 
 # Most specific first. code_error's generic exception line is the last resort.
 CLASS_RANK = ("gpu_hardware", "node_failure", "crlf_script", "driver_too_old", "torch_arch_mismatch",
@@ -145,8 +146,6 @@ BUILTIN_RULES = [
     _r("gpu_hardware", r"fallen off the bus|GPU is lost|GPU_IS_LOST|Unable to determine the "
        r"device handle for GPU",
        keywords=["off the bus", "GPU is lost", "GPU_IS_LOST", "device handle"]),
-    _r("gpu_hardware", r"uncorrectable ECC error|cudaErrorECCUncorrectable|ECC_UNCORRECTABLE",
-       keywords=["ECC error", "ECCUncorrectable", "ECC_UNCORRECTABLE"]),
     # bash quotes a word holding a CR as $'…\r' in every locale (`行 2: $'\r': 未找到命令`), and
     # env names the interpreter with its \r whatever language the rest of the message is in
     # (`/usr/bin/env: “bash\r”: 没有那个文件或目录`): match those, not the English words
@@ -157,35 +156,6 @@ BUILTIN_RULES = [
        r"directory|bin/env: [^ :]*\\r[^ :]*: |(\^M|[^A-Za-z0-9 ]): bad interpreter",
        keywords=["invalid option", ": No such file or directory", "bin/env: ",
                  ": bad interpreter"]),
-    _r("driver_too_old", r"CUDA driver version is insufficient|cudaErrorInsufficientDriver|"
-       r"CUDA failure 804|forward compatibility was attempted on non supported HW|"
-       r"driver on your system is too old|[Pp]lease update your (GPU |NVIDIA )?driver|"
-       r"UNSUPPORTED_PTX_VERSION|PTX was compiled with an unsupported toolchain",
-       keywords=["driver version", "InsufficientDriver", "CUDA failure 804", "forward compatib",
-                 "driver on your system", "lease update your", "UNSUPPORTED_PTX",
-                 "PTX was compiled"]),
-    _r("torch_arch_mismatch", r"no kernel image is available for execution|"
-       r"cudaErrorNoKernelImageForDevice|is not compatible with the current PyTorch "
-       r"installation", keywords=["kernel image", "NoKernelImage", "current PyTorch"]),
-    # torch.save's zip writer reports a short write as "PytorchStreamWriter failed writing
-    # file …: file write failed" or "unexpected pos N vs M": a full volume, nearly always.
-    _r("disk_full", r"No space left on device|ENOSPC|\[Errno 28\]|basic_ios::clear: iostream "
-       r"error|unexpected pos [0-9]+ vs [0-9]+|PytorchStreamWriter failed writing file|"
-       r"Disk quota exceeded|EDQUOT",
-       keywords=["No space left", "ENOSPC", "[Errno 28]", "iostream error", "unexpected pos",
-                 "PytorchStreamWriter failed writing", "quota exceeded", "EDQUOT"]),
-    _r("truncated_checkpoint", r"PytorchStreamReader failed|unexpected EOF, expected [0-9]+ "
-       r"more bytes|EOFError: Ran out of input|UnpicklingError|SafetensorError|BadZipFile|"
-       r"file signature not found|image file is truncated",
-       keywords=["PytorchStreamReader", "unexpected EOF", "EOFError", "UnpicklingError",
-                 "SafetensorError", "BadZipFile", "file signature", "is truncated"]),
-    # torch < 1.0 (THC) said "THCudaCheck FAIL … error=2 : out of memory" and "cuda runtime
-    # error (2) : out of memory": CUDA error 2 is cudaErrorMemoryAllocation.
-    _r("cuda_oom", r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|"
-       r"CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation|RESOURCE_EXHAUSTED: Out of memory|"
-       r"HIP out of memory|error=2 : out of memory|cuda runtime error \(2\)",
-       keywords=["out of memory", "Out of memory", "OutOfMemoryError", "STATUS_ALLOC_FAILED",
-                 "cudaErrorMemoryAllocation", "runtime error (2)"]),
     # A SIGKILL nobody asked for is usually the OOM killer, however the layer above words it:
     # bash's "Killed", zsh's "[1]  12 killed  python …", torchrun's "exitcode: -9",
     # mp.spawn's "terminated with signal SIGKILL", subprocess's "died with <Signals.SIGKILL:
@@ -197,45 +167,6 @@ BUILTIN_RULES = [
        keywords=["Killed", "killed  ", "zsh: killed", "Out of memory", "out of memory", "oom-kill",
                  "oom_kill_process", "exitcode", "(SIGKILL)", "signal SIGKILL", "SIGKILL: 9",
                  "exit status -9"]),
-    # slurmstepd's own lines in the job's output (boxagent/slurm/states.py): with task/cgroup a
-    # job over its --mem ends "Detected 1 oom-kill event(s) in StepId=N.batch"; with
-    # jobacct_gather's OverMemoryKill the step is killed with "exceeded memory limit".
-    _r("cgroup_oom", r"Detected [0-9]+ oom-kill event|exceeded memory limit .* being killed|"
-       r"Exceeded job memory limit", keywords=["oom-kill event", "exceeded memory limit",
-                                                "Exceeded job memory limit"]),
-    _r("timeout", r"CANCELLED AT [^ ]+ DUE TO TIME LIMIT", keywords=["DUE TO TIME LIMIT"],
-       remediation=SLURM_REMEDIATION["timeout"]),
-    _r("preempted", r"DUE TO PREEMPTION", keywords=["DUE TO PREEMPTION"],
-       remediation=SLURM_REMEDIATION["preempted"]),
-    _r("node_failure", r"DUE TO NODE FAILURE", keywords=["DUE TO NODE FAILURE"]),
-    _r("nccl", r"NCCL [Ee]rror|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|"
-       r"ncclRemoteError|Watchdog caught collective operation timeout|NCCL communicator was "
-       r"aborted|NCCL (timeout|watchdog)|ProcessGroupNCCL.*([Tt]imeout|timed out)|"
-       r"DistBackendError|RendezvousTimeoutError|RendezvousConnectionError|"
-       r"Gloo connectFullMesh failed",
-       keywords=["NCCL error", "NCCL Error", "ncclInternalError", "ncclSystemError", "ncclUnhandledCudaError",
-                 "ncclRemoteError", "collective operation", "NCCL communicator", "NCCL timeout",
-                 "NCCL watchdog", "ProcessGroupNCCL", "DistBackendError", "Rendezvous",
-                 "connectFullMesh"]),
-    _r("network_transient", r"Connection(Reset|Refused|Aborted)?Error|Connection (timed out|"
-       r"reset by peer|refused)|ReadTimeout|ConnectTimeout|Temporary failure in name "
-       r"resolution|Name or service not known|Could not resolve host|Max retries exceeded|"
-       r"MaxRetryError|RemoteDisconnected|IncompleteRead|ChunkedEncodingError|SSLError|"
-       r"EOF occurred in violation of protocol|HTTPError: 5[0-9][0-9]|5[0-9][0-9] Server "
-       r"Error|429 Too Many Requests|Service Unavailable|Bad Gateway|Gateway Time-?out|"
-       r"wandb: (ERROR )?Network error|CommError|couldn't connect to 'https|"
-       r"unable to access '[^']*': (Could not|Failed|Recv failure|GnuTLS|OpenSSL)|"
-       r"The read operation timed out|Network is unreachable|No route to host|"
-       r"LocalEntryNotFoundError",
-       keywords=["ConnectionError", "ConnectionResetError", "ConnectionRefusedError",
-                 "ConnectionAbortedError", "Connection timed out", "Connection reset by peer",
-                 "Connection refused", "ReadTimeout", "ConnectTimeout", "name resolution",
-                 "service not known", "resolve host", "Max retries", "MaxRetryError",
-                 "RemoteDisconnected", "IncompleteRead", "ChunkedEncodingError", "SSLError",
-                 "EOF occurred", "HTTPError: 5", "Server Error", "Too Many Requests",
-                 "Unavailable", "Gateway", "Network error", "CommError", "couldn't connect",
-                 "unable to access", "read operation timed out", "Network is unreachable",
-                 "No route to host", "LocalEntryNotFoundError"]),
     # torchrun forwards the signal it got to its workers ("Sending process N closing signal
     # SIGHUP") and raises SignalException ("Process N got signal: 1"). Its SIGTERMs to the
     # surviving workers after one failed are no signal from outside: not matched.
@@ -317,3 +248,17 @@ BUILTIN_RULES = [
        r"Exception|Failure))(: |:$|$)", needs_traceback=True,
        keywords=["Error", "Exception", "Failure"]),
 ]
+
+# The libraries' own vocabularies (triage/vocab: one row per code or message, with its
+# source: CUDA, NCCL, errno, torch, the HTTP clients, Slurm, ...), one rule per class. The
+# rules above are the structural ones (shells' and launchers' signal words, CRLF, divergence,
+# traceback structure) and the Xid/NVML lines; they come first: within a class a tagged rule
+# (crash, wrapper, traceback) keeps its line.
+def _vocab_rule(spec):
+    cls = spec.pop("class")
+    if spec.get("remediation") == "slurm":          # the fix is in the job's [slurm] table
+        spec["remediation"] = SLURM_REMEDIATION[cls]
+    return _r(cls, spec.pop("pattern"), spec.pop("severity"), **spec)
+
+
+BUILTIN_RULES += [_vocab_rule(spec) for spec in vocab_rule_specs()]

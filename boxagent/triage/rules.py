@@ -37,7 +37,7 @@ MIN_KEYWORD = 3
 
 class Rule:
     __slots__ = ("cls", "pattern", "rx", "severity", "retryable", "remediation", "source",
-                 "keywords", "gate", "needs_traceback", "tag", "order")
+                 "keywords", "gate", "needs_traceback", "tag", "order", "vocab")
 
     def __init__(self, spec: Dict[str, Any], source: str, order: int):
         self.cls = str(spec["class"])
@@ -57,6 +57,7 @@ class Rule:
         self.needs_traceback = bool(spec.get("needs_traceback"))
         self.tag = spec.get("tag")
         self.order = order
+        self.vocab = bool(spec.get("vocab"))   # folded from triage/vocab rows (each with its example)
 
     def hit(self, line_no: int, text: str, start: int) -> Dict[str, Any]:
         h = {"class": self.cls, "severity": self.severity, "retryable": self.retryable,

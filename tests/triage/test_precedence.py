@@ -190,7 +190,7 @@ def test_job_rules_add_classes_and_override_builtins(tmp_path):
     from boxagent.triage.builtin_rules import BUILTIN_RULES
     oom = next(r for r in BUILTIN_RULES if r["class"] == "cuda_oom")
     rules = build_rules([], [dict(oom, retryable=True, remediation="retry: the GPU is shared")])
-    assert sum(1 for r in rules.rules if r.cls == "cuda_oom") == 1
+    assert [r.source for r in rules.rules if r.pattern == oom["pattern"]] == ["job"]
     from tests.triage.conftest import CORPUS
     c = diagnose(dict(wf(CORPUS / "cuda_oom__torch2.log", rules=rules).facts(), exit_code=1))
     assert c["class"] == "cuda_oom" and c["retryable"] is True

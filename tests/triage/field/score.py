@@ -17,6 +17,7 @@ outcome = "warning" (exit 0, and a class: a run that went wrong without failing,
 nan losses) is right when triage calls no failure and warns.
 
     python -m tests.triage.field.score [--split dev|holdout] [--by ecosystem|source|class|all]
+                                       [--added wave1-2|wave3] [--ecosystem NAME]
                                        [--json] [INDEX ...]
 
 prints the per-class table and every miss with the class it got, the class expected and
@@ -24,7 +25,9 @@ the deciding evidence line; --split dev / --split holdout scores only the cases 
 against, or only the ones held out (holdout.toml). --by adds the headline figures
 (figures.py: leave-one-ecosystem-out, leave-one-source-out, confidently wrong, innocent runs
 called failed) and the named breakdown; --json prints every figure and every miss as one JSON
-object instead. Exit status: 0 when every case is right, 1 otherwise, 2 for a bad argument.
+object instead; both add the mechanical leave-one-ecosystem-out (loeo.py: each ecosystem
+scored without the vocabulary rows only its own cases led to). --added and --ecosystem score
+only the cases of one wave or one ecosystem. Exit status: 0 when every case is right, 1 otherwise, 2 for a bad argument.
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ except ImportError:  # Python 3.10: the dev extra installs tomli
 from boxagent.triage import diagnose, success_warnings
 from boxagent.triage.cli import report
 from tests.triage.field import figures as F
+from tests.triage.field import loeo
 
 HERE = Path(__file__).resolve().parent
 INDEX = HERE / "index.toml"
@@ -138,7 +142,7 @@ def judge(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def score(index_paths: Optional[Iterable[Path]] = None, split: Optional[str] = None,
-          added: Optional[str] = None) -> Dict[str, Any]:
+          added: Optional[str] = None, ecosystem: Optional[str] = None) -> Dict[str, Any]:
     """Run every case (only those of one `added` wave when given: "wave1-2", the cases the
     rules were developed against, or "wave3", held out); per-class results, the misses, and
     the innocent runs that warned.
@@ -149,6 +153,8 @@ def score(index_paths: Optional[Iterable[Path]] = None, split: Optional[str] = N
     results = []
     for case in split_cases(load_cases(index_paths), split):
         if added is not None and F.added_of(case) != added:
+            continue
+        if ecosystem is not None and F.ecosystem_of(case) != ecosystem:
             continue
         verdict = judge(case, triage_case(case))
         results.append(dict(case, **verdict))
@@ -200,18 +206,24 @@ def _rel(r: Dict[str, Any]) -> str:
 
 
 USAGE = ("python -m tests.triage.field.score [--split dev|holdout] "
-         "[--by ecosystem|source|class|all] [--json] [INDEX.toml ...]")
+         "[--by ecosystem|source|class|all] [--added wave1-2|wave3] [--ecosystem NAME] "
+         "[--json] [INDEX.toml ...]")
 
 
 def parse_args(args: List[str]) -> Dict[str, Any]:
     """{split, by, json, indexes}; a bad flag or path raises ValueError with the reason."""
-    opts: Dict[str, Any] = {"split": None, "by": None, "json": False, "indexes": []}
+    opts: Dict[str, Any] = {"split": None, "by": None, "json": False, "indexes": [],
+                            "added": None, "ecosystem": None}
     while args:
         a = args.pop(0)
         if a == "--split" and args and args[0] in ("dev", "holdout"):
             opts["split"] = args.pop(0)
         elif a == "--by" and args and args[0] in F.SECTIONS:
             opts["by"] = args.pop(0)
+        elif a == "--added" and args and args[0] in (F.DEVELOPED, F.HELD_OUT):
+            opts["added"] = args.pop(0)
+        elif a == "--ecosystem" and args and not args[0].startswith("-"):
+            opts["ecosystem"] = args.pop(0)
         elif a == "--json":
             opts["json"] = True
         elif a.startswith("-") or not Path(a).is_file():
@@ -221,14 +233,16 @@ def parse_args(args: List[str]) -> Dict[str, Any]:
     return opts
 
 
-def as_json(result: Dict[str, Any]) -> str:
+def as_json(result: Dict[str, Any], mechanical: Optional[Dict[str, Any]] = None) -> str:
     """Every figure plus the per-class table and the misses (file, expected, got, evidence)."""
     misses = [{"file": _rel(r), "source": r["source"], "ecosystem": F.ecosystem_of(r),
                "added": F.added_of(r), "expected": r["class"], "got": r["got"],
                "confidence": r["confidence"], "evidence": r["evidence"]}
               for r in result["misses"]]
-    return json.dumps(dict(F.figures(result["results"]), classes=result["classes"],
-                           misses=misses), indent=1, sort_keys=True) + "\n"
+    out = dict(F.figures(result["results"]), classes=result["classes"], misses=misses)
+    if mechanical is not None:
+        out["leave_one_ecosystem_out_mechanical"] = mechanical
+    return json.dumps(out, indent=1, sort_keys=True) + "\n"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -237,13 +251,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ValueError as exc:
         sys.stderr.write("Error: %s\nHint: %s\n" % (exc, USAGE))
         return 2
-    result = score(opts["indexes"] or None, opts["split"])
+    result = score(opts["indexes"] or None, opts["split"], opts["added"], opts["ecosystem"])
+    # a fold's own run (--ecosystem) is one piece of the mechanical figure, never its whole
+    folds = ((opts["json"] or opts["by"]) and opts["ecosystem"] is None and opts["added"] is None
+             and opts["split"] is None)
+    mech = loeo.mechanical(result["results"], opts["indexes"]) if folds else None
     if opts["json"]:
-        sys.stdout.write(as_json(result))
+        sys.stdout.write(as_json(result, mech))
     else:
         sys.stdout.write(render(result))
         if opts["by"]:
             sys.stdout.write("\n" + F.render(F.figures(result["results"]), opts["by"]))
+            if mech is not None:
+                sys.stdout.write(loeo.render(mech))
     return 0 if not result["misses"] else 1
 
 

@@ -1,0 +1,98 @@
+"""Error vocabularies as data: one row per code or message, each naming its source.
+
+TABLES lists the vocabularies (one module each, a ROWS tuple of table.Row). The rule engine
+does not see rows one by one: rule_specs() folds the rows of one class (and severity and
+remediation) into ONE rule whose pattern is the alternation of theirs and whose keywords are
+the union of theirs, so a tenfold vocabulary adds literals to the prefilter (one search over
+all of them) and a few rules, not hundreds of regexes per candidate line.
+row_for(line) says which row a line matched: the evidence can name the source and whether
+the words are definitive.
+A row found through field cases (Row.found_via) is left out while those cases are held out
+(HOLD_OUT_ENV): leave-one-ecosystem-out scores each ecosystem without the rows that only its
+own cases led to, so the figure measures words read from sources, not words fitted to it.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, List, Optional, Pattern, Tuple
+
+from boxagent.triage.vocab import (cloud, cuda, cxx, errno, files, frameworks, http, install,
+                                   kernel, nccl, sched, torch)
+from boxagent.triage.vocab import (allocators, cuda11, h5py2, jobs, launchers, libc, nccl_net,
+                                   pysocket, ray, shells, xid)
+from boxagent.triage.vocab.table import Row
+
+# name -> module; the order is only the order rows are listed in
+TABLES = (("cuda", cuda), ("nccl", nccl), ("errno", errno), ("frameworks", frameworks),
+          ("files", files), ("http", http), ("install", install), ("sched", sched),
+          ("cloud", cloud), ("kernel", kernel), ("cxx", cxx), ("torch", torch))
+TABLES += (("allocators", allocators), ("ray", ray), ("nccl_net", nccl_net), ("jobs", jobs),
+           ("shells", shells), ("h5py2", h5py2), ("cuda11", cuda11), ("libc", libc),
+           ("pysocket", pysocket), ("xid", xid), ("launchers", launchers))
+
+# Field cases held out for this process (comma-separated paths under tests/triage/field/):
+# set by the scorer's leave-one-ecosystem-out for the fold it scores; unset, every row is on.
+HOLD_OUT_ENV = "RGT_TRIAGE_VOCAB_HOLD_OUT"
+
+
+def held_out_cases() -> frozenset:
+    return frozenset(c for c in os.environ.get(HOLD_OUT_ENV, "").split(",") if c)
+
+
+def is_held_out(row: Row, cases: frozenset) -> bool:
+    """True when every case that led to the row's source is held out (a row read from a
+    source without any case never is)."""
+    return bool(row.found_via) and set(row.found_via) <= cases
+
+
+def rows() -> List[Row]:
+    """Every row of every table, less the rows found only via held-out cases."""
+    cases = held_out_cases()
+    return [r for _, mod in TABLES for r in mod.ROWS if not is_held_out(r, cases)]
+
+
+def table_of(row: Row) -> str:
+    for name, mod in TABLES:
+        if row in mod.ROWS:
+            return name
+    return ""
+
+
+def _group(pattern: str) -> str:
+    # plain groups: grep -E reads the same alternation (no (?:...) there)
+    return "(%s)" % pattern if "|" in pattern else pattern
+
+
+def rule_specs() -> List[Dict[str, Any]]:
+    """One rule spec per (class, severity, remediation): the alternation of its rows."""
+    groups: Dict[Tuple[str, str, Optional[str]], List[Row]] = {}
+    for r in rows():
+        groups.setdefault((r.cls, r.severity, r.fix), []).append(r)
+    specs = []
+    for (cls, severity, fix), members in groups.items():
+        patterns: List[str] = []
+        keywords: List[str] = []
+        for r in members:
+            if r.pattern not in patterns:
+                patterns.append(r.pattern)
+            keywords.extend(k for k in (r.keywords or ()) if k not in keywords)
+        spec: Dict[str, Any] = {"class": cls, "severity": severity, "keywords": keywords,
+                                "pattern": "|".join(_group(p) for p in patterns), "vocab": True}
+        if fix:
+            spec["remediation"] = fix
+        specs.append(spec)
+    return specs
+
+
+_COMPILED: List[Tuple[Pattern[str], Row]] = []
+
+
+def row_for(text: str, cls: Optional[str] = None) -> Optional[Row]:
+    """The first row (of class `cls`, when given) whose pattern matches `text`."""
+    if not _COMPILED:
+        _COMPILED.extend((re.compile(r.pattern, re.M), r) for r in rows())
+    for rx, r in _COMPILED:
+        if (cls is None or r.cls == cls) and rx.search(text):
+            return r
+    return None

@@ -1,0 +1,84 @@
+"""Leave-one-ecosystem-out, mechanically: each ecosystem's held-out cases are scored by an
+engine built without the vocabulary rows that only that ecosystem's cases led to.
+
+A vocabulary row read from a library's source because a field case missed names that case
+(Row.found_via). Such a row knows that case's wording at least; scoring the case with it on
+measures the fit, not generalisation. So for ecosystem E the rows whose found_via cases all
+lie in E are switched off (the vocab loader drops them when HOLD_OUT_ENV names the cases),
+while rows found via another ecosystem's case, and rows read from a source without any case,
+stay on. The engine's rules are built when boxagent.triage is imported, so a fold with rows
+off runs in a fresh interpreter (`score --json --added wave3 --ecosystem E`); a fold with
+none off reuses the in-process results.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional
+
+from boxagent.triage import vocab
+from tests.triage.field import figures as F
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+
+
+def case_key(result: Dict[str, Any]) -> str:
+    """The case's path as found_via names it: relative to tests/triage/field/."""
+    try:
+        return str(Path(result["path"]).relative_to(HERE))
+    except ValueError:
+        return str(result["path"])
+
+
+def rows_off_for(cases: Iterable[str]) -> List[vocab.Row]:
+    """The rows an engine leaves out while `cases` are held out."""
+    held = frozenset(cases)
+    return [r for _, mod in vocab.TABLES for r in mod.ROWS if vocab.is_held_out(r, held)]
+
+
+def score_fold(ecosystem: str, cases: Iterable[str], indexes: Optional[List[Path]] = None) -> Dict[str, Any]:
+    """{cases, right} of the ecosystem's held-out cases with `cases` held out, in a fresh
+    interpreter (the rule set is built at import)."""
+    env = dict(os.environ, **{vocab.HOLD_OUT_ENV: ",".join(sorted(cases))})
+    argv = [sys.executable, "-m", "tests.triage.field.score", "--json", "--added", F.HELD_OUT,
+            "--ecosystem", ecosystem] + [str(p) for p in indexes or []]
+    proc = subprocess.run(argv, cwd=str(REPO), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError("fold %s failed: %s" % (ecosystem, proc.stderr[-2000:]))
+    total = json.loads(proc.stdout)["total"]
+    return {"cases": total["cases"], "right": total["right"]}
+
+
+def mechanical(results: List[Dict[str, Any]], indexes: Optional[List[Path]] = None) -> Dict[str, Any]:
+    """The leave-one-ecosystem-out figure with each fold's own rows off, beside the per-fold
+    detail: {groups, cases, right, mean_accuracy, pooled_accuracy, folds: {eco: {cases,
+    right, rows_off}}}."""
+    folds: Dict[str, Dict[str, Any]] = {}
+    for eco in sorted(set(F.ecosystem_of(r) for r in results)):
+        mine = [r for r in results if F.ecosystem_of(r) == eco]
+        held = [r for r in mine if F.added_of(r) == F.HELD_OUT]
+        if not held:
+            continue
+        off = rows_off_for(case_key(r) for r in mine)
+        tally = (score_fold(eco, [case_key(r) for r in mine], indexes) if off else
+                 {"cases": len(held), "right": sum(int(r["right"]) for r in held)})
+        folds[eco] = dict(tally, rows_off=len(off))
+    cases = sum(f["cases"] for f in folds.values())
+    right = sum(f["right"] for f in folds.values())
+    accs = [f["right"] / f["cases"] for f in folds.values() if f["cases"]]
+    return {"groups": len(folds), "cases": cases, "right": right,
+            "mean_accuracy": sum(accs) / len(accs) if accs else None,
+            "pooled_accuracy": right / cases if cases else None, "folds": folds}
+
+
+def render(m: Dict[str, Any]) -> str:
+    off = ", ".join("%s %d/%d (%d rows off)" % (e, f["right"], f["cases"], f["rows_off"])
+                    for e, f in m["folds"].items() if f["rows_off"])
+    return ("  mechanical LOEO            mean %s over %d ecosystems, pooled %s (%d cases); "
+            "folds with rows off: %s\n" % (F._pct(m["mean_accuracy"]), m["groups"],
+                                            F._pct(m["pooled_accuracy"]), m["cases"], off or "none"))
