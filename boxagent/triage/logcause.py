@@ -32,7 +32,8 @@ def log_cause(f: Dict[str, Any], d: E.Decision, prefix: str = "",
         ev.insert(1, "said by %s: %s, not %s" % (hit["emitter"], SUMMARY.get(cls, cls), hit.get("was")))
         if hit.get("detail"):
             ev.insert(2, "its message goes on: %s" % clip(hit["detail"], 200))
-    elif cls == "cgroup_oom" and hit.get("source") == "builtin" and killed_line is not None:
+    elif cls == "cgroup_oom" and hit.get("source") == "builtin" and killed_line is not None \
+            and not host_memory_exception(hit):
         return killed_line(f, hit, "killed", d)
     elif cls in ("code_error", "truncated_checkpoint") and boxfacts.io_words(hit.get("line", "")):
         full = boxfacts.full_disk(f)        # a write that failed on a full volume
@@ -61,6 +62,16 @@ def log_cause(f: Dict[str, Any], d: E.Decision, prefix: str = "",
     where = " in %s" % frame if frame else ""
     return make_cause(cls, "%s%s (log line %s%s)" % (prefix, summary, hit.get("line_no"), where),
                       ev, remediation, retry, d, fact=fact)
+
+
+def host_memory_exception(hit: Dict[str, Any]) -> bool:
+    """A host-RAM emitter raising its own out-of-memory error (numpy's _ArrayMemoryError,
+    std::bad_alloc, MemoryError, ENOMEM: the vocabulary's cgroup_oom rows): the process said
+    it ran out, nobody killed it, so no SIGKILL reading applies. The kernel's and Slurm's own
+    OOM-kill lines are kills, whoever prints them."""
+    from boxagent.triage.confidence import said_oom
+    who = emitters.emitter_of(str(hit.get("line") or ""))
+    return who is not None and who[1] == "host_memory" and not said_oom(hit)
 
 
 def failed_run(f: Dict[str, Any]) -> bool:
