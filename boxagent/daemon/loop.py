@@ -241,8 +241,8 @@ class Daemon:
             except Exception as exc:  # noqa: BLE001 - a bug costs one tick, never the daemon
                 self._tick_failed(exc)
             mono = time.monotonic()
-            due = min(self.tick_s, next_slow - mono, self.scheduler.next_deadline(time.time(), mono))
-            if self.scheduler.behind():
+            due = min(self.tick_s, next_slow - mono, self.scheduler.views.next_deadline(time.time(), mono))
+            if self.scheduler.views.behind():
                 due = 0.0                         # a log to catch up on: the next slice now
             self.waker.wait(max(MIN_SLEEP_S, due))   # a deadline already past must not spin the loop
 
@@ -284,7 +284,7 @@ class Daemon:
         self._maybe_reload_config()
         for spec in self.bus.sample(now):
             self.emit(spec)
-        self.scheduler.stall_checks(now, self._default_stall(), self.box.gpu_busy())
+        self.scheduler.views.stall_checks(now, self._default_stall(), self.box.gpu_busy())
         if mono - self.last_heartbeat >= self.settings["heartbeat_every"]:
             self.last_heartbeat = mono
             running = [r.name for r in self.scheduler.runs.values() if r.state == S.RUNNING]
@@ -304,7 +304,7 @@ class Daemon:
         return out
 
     def _running(self) -> List[tuple]:
-        return self.scheduler.running_pairs()
+        return self.scheduler.views.running_pairs()
 
     def _maybe_reload_config(self) -> None:
         mtime = self._mtime(self.home.config)
@@ -320,13 +320,14 @@ class Daemon:
     def _resume_interrupted(self, now: float) -> None:
         for run in list(self.scheduler.runs.values()):
             if run.state == S.INTERRUPTED and (run.cause or {}).get("class") in RESUME_CAUSES:
-                self.scheduler.resume(run.name, now)
+                self.scheduler.requests.resume(run.name, now)
 
     def _end_everything(self, reason: str) -> None:
         """SIGTERM (spot preemption, scancel, pod delete: "preempt") or `stop --kill` ("cancel"):
         stop every stage and all of its processes (TERM, then KILL), record, flush."""
         mono = time.monotonic()
-        pairs = [p for p in self.scheduler.running_pairs() if reason != "preempt" or not self.scheduler.is_slurm(p[0])]
+        pairs = [p for p in self.scheduler.views.running_pairs()
+                 if reason != "preempt" or not self.scheduler.outlives_term(p[0])]
         if reason == "preempt":
             log_line("SIGTERM: stopping %d stage(s) (preemption?)" % len(pairs))
             self.emit({"type": "preempted", "severity": "critical",
@@ -341,7 +342,8 @@ class Daemon:
         deadline = mono + self.settings["stop_grace"] + 2.0
         while sched.active and time.monotonic() < deadline:
             now, mono = time.time(), time.monotonic()
-            sched.procs.refresh(now)       # a scancel'ed Slurm job ends when Slurm says so
+            for backend in sched.backends.made():
+                backend.procs.refresh(now)   # a scancel'ed Slurm job ends when Slurm says so
             sched.check_running(now, mono)
             if self.dirty:
                 self.write_status(now)
@@ -373,7 +375,7 @@ class Daemon:
         return status_mod.compose(now, self.host, profile_view.name(self.profile), agent,
                                   [r.to_dict() for r in runs], self.bus.status_blocks(),
                                   list(self.events.recent)[-status_mod.STATUS_EVENTS:],
-                                  live={name: sched.live(name) for name in sched.active},
+                                  live={name: sched.views.live(name) for name in sched.active},
                                   artifacts=sched.artifacts, finalizing=finalizing)
 
     def write_status(self, now: float, running: bool = True) -> None:

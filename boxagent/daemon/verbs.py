@@ -11,15 +11,15 @@ from boxagent.base.units import iso_utc
 
 
 def _submit(daemon: Any, req: Dict[str, Any], now: float, mono: float) -> None:
-    daemon.scheduler.submit(req, now)
+    daemon.scheduler.requests.submit(req, now)
 
 
 def _cancel(daemon: Any, req: Dict[str, Any], now: float, mono: float) -> None:
-    daemon.scheduler.cancel(str(req.get("run")), now, mono)
+    daemon.scheduler.requests.cancel(str(req.get("run")), now, mono)
 
 
 def _resume(daemon: Any, req: Dict[str, Any], now: float, mono: float) -> None:
-    daemon.scheduler.resume(str(req.get("run")), now)
+    daemon.scheduler.requests.resume(str(req.get("run")), now)
 
 
 def _stop(daemon: Any, req: Dict[str, Any], now: float, mono: float) -> None:
