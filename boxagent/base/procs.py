@@ -103,7 +103,7 @@ def signal_group(pgid: Optional[int], sig: int) -> bool:
 def group_alive(pgid: Optional[int], roots: Optional[Roots] = None) -> bool:
     """A live (non-zombie) process is in the group. killpg(0) alone counts zombies, and where
     PID 1 does not reap (many containers) a dead group's zombies linger for ever."""
-    if not signal_group(pgid, 0):
+    if pgid is None or not signal_group(pgid, 0):
         return False
     return bool(group_members(roots or Roots.from_env(), pgid))
 

@@ -57,7 +57,7 @@ class Attempt:
 
     def overdue(self, now: float) -> bool:
         timeout = self.timeout
-        return bool(timeout) and self.stop_reason is None and now - self.started_at > timeout
+        return timeout is not None and timeout > 0 and self.stop_reason is None and now - self.started_at > timeout
 
     def check(self, now: float, launch_grace: float) -> Optional[Dict[str, Any]]:
         """None while it runs; RELAUNCH; or how it ended."""

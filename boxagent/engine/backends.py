@@ -8,6 +8,7 @@ row below; the job file accepts its name where slurm/spec.py lists BACKENDS.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Dict, List, NamedTuple
 
 from boxagent.base.home import Home
@@ -55,7 +56,7 @@ class BackendTable:
 
     @classmethod
     def from_registry(cls, makings: Makings) -> "BackendTable":
-        return cls({name: (lambda make=make: make(makings)) for name, make in REGISTRY.items()})
+        return cls({name: functools.partial(make, makings) for name, make in REGISTRY.items()})
 
     def named(self, name: str) -> Backend:
         if name not in self._made:

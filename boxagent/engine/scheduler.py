@@ -279,6 +279,7 @@ class Scheduler:
         att.procs.release(att.ref)
         run = self.runs[att.run]
         st = run.stage(att.stage)
+        assert st is not None, att.ref         # an attempt is always of one of its run's stages
         if att.watch is not None:
             att.watch.finish(now)
             att.watch.close()
@@ -300,6 +301,7 @@ class Scheduler:
         if verdict.state == S.SUCCEEDED:
             self._succeeded(run, st, facts, verdict, live, now)
             return
+        assert verdict.cause is not None, verdict       # every end but success has its cause
         detail = {"duration_s": facts["duration_s"], "last_lines": facts["last_lines"][-LAST_LINES:], "log": st.log}
         if verdict.state == S.PENDING:
             self.journal.commit(run, [st.retry_later(now, verdict.backoff, verdict.cause, exit_code, sig, detail)], now)

@@ -18,7 +18,7 @@ ALL = "all"
 
 
 class Gpu(NamedTuple):
-    index: int
+    index: int      # type: ignore[assignment]  # the NVML index; shadows tuple.index, never called on a Gpu
     uuid: Optional[str]
 
 

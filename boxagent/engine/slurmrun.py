@@ -104,6 +104,7 @@ class SlurmBackend:
     def _queue_news(self, run: Run, st: Stage, seen: Dict[str, Any]) -> List[Dict[str, Any]]:
         """A warning, once, for a job that will not start without someone's change, and for a
         later stage whose sbatch was refused (the run fails there unless it is fixed)."""
+        key: tuple
         if seen.get("error"):
             key, summary = ("refused", seen["error"]), "stage %s could not be submitted: %s" % (st.name, seen["error"])
         elif seen.get("state") == "PENDING" and seen.get("reason") != "DependencyNeverSatisfied" \
