@@ -100,10 +100,6 @@ def stage_kind(stage: Dict[str, Any]) -> str:
     return "wait" if "wait" in stage else "run"
 
 
-def stage_names(spec: Dict[str, Any]) -> List[str]:
-    return [s["name"] for s in spec["stage"]]
-
-
 def validate(job: Any, source: str = "job", home_dir: Optional[str] = None) -> Dict[str, Any]:
     """The normalised spec, or JobError listing every problem with its path."""
     v = _Validator()

@@ -196,10 +196,6 @@ class StageWatch:
         return self.store.listing(self.tracker.line_no)
 
     @property
-    def hit_counts(self) -> Dict[str, int]:
-        return self.store.counts
-
-    @property
     def progress(self) -> Optional[Dict[str, Any]]:
         return self.tracker.block()
 
