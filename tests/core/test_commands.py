@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from boxagent.wire import events as events_mod
-from tests.core.conftest import job
+from tests.realbox import job
 
 
 def test_configure_writes_config_atomically_0600_and_refuses_bad_input(box):
@@ -199,7 +199,7 @@ def test_heartbeat_events_are_rate_limited(box):
     from boxagent.base.units import parse_iso_utc as parse_at
     box.env["RGT_HEARTBEAT_EVERY"] = "0.3"
     box.start()
-    from tests.core.conftest import wait_for
+    from tests.realbox import wait_for
     beats = wait_for(lambda: box.events("heartbeat")[2:] and box.events("heartbeat"), 10, "3 heartbeats")
     times = [parse_at(e["at"]) for e in beats]
     assert all(b - a >= 0.29 for a, b in zip(times, times[1:]))

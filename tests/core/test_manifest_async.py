@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from tests.core.conftest import REPO, job, wait_for
+from tests.realbox import REPO, job, wait_for
 
 MB = 1 << 20
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.conftest import REPO, job
+from tests.realbox import REPO, job
 
 PY38 = "/root/.pyenv/versions/3.8.18/bin/python3.8"
 
