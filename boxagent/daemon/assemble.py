@@ -27,20 +27,12 @@ from boxagent.runlog.part import RunLog
 from boxagent.wire.events import EventLog
 
 
-class Hooks:
+class Hooks(NamedTuple):
     """What the made objects call back into the daemon for (its loop owns these facts)."""
-
-    def watched(self) -> List[tuple]:
-        raise NotImplementedError
-
-    def running(self) -> List[tuple]:
-        raise NotImplementedError
-
-    def published(self, event: Dict[str, Any]) -> None:
-        raise NotImplementedError
-
-    def last_status(self) -> Dict[str, Any]:
-        raise NotImplementedError
+    watched: Callable[[], List[tuple]]             # (path, role) of the dirs whose disks matter
+    running: Callable[[], List[tuple]]             # (run, stage) of every running attempt
+    published: Callable[[Dict[str, Any]], None]    # an event was written: to the parts, status dirty
+    last_status: Callable[[], Dict[str, Any]]      # the status.json last written
 
 
 class Assembly(NamedTuple):

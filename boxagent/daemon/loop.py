@@ -53,25 +53,6 @@ def log_line(text: str) -> None:
         pass
 
 
-class _Hooks(Hooks):
-    """The daemon's facts the assembled objects ask for."""
-
-    def __init__(self, daemon: "Daemon"):
-        self.daemon = daemon
-
-    def watched(self) -> List[tuple]:
-        return self.daemon._watched()
-
-    def running(self) -> List[tuple]:
-        return self.daemon._running()
-
-    def published(self, event: Dict[str, Any]) -> None:
-        self.daemon._published(event)
-
-    def last_status(self) -> Dict[str, Any]:
-        return self.daemon.last_status
-
-
 class Daemon:
     def __init__(self, home: Home, roots: Optional[Roots] = None, resume_interrupted: bool = False):
         self.home = home
@@ -156,7 +137,7 @@ class Daemon:
         prev_boot = ((read_json(self.home.status) or {}).get("agent") or {}).get("boot_id")
         self.boot_id = self.roots.boot_id()
         made = assemble(self.home, self.roots, self.config, self.settings, self.boot_id, self.waker.wake,
-                        _Hooks(self), log_line)
+                        Hooks(self._watched, self._running, self._published, lambda: self.last_status), log_line)
         self.profile, self.host, self.storage, self.events = made.profile, made.host, made.storage, made.events
         self.health, self.bus, self.journal, self.box = made.health, made.bus, made.journal, made.box
         self.scheduler = made.scheduler
