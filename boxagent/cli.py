@@ -7,7 +7,7 @@ Users never see a traceback: AgentError becomes `Error:` + `Hint:` (STYLE 8); --
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, NoReturn, Optional
 
 from boxagent import __version__
 from boxagent.base.errors import EXIT_ERROR, EXIT_USAGE, AgentError
@@ -53,7 +53,7 @@ def build_parser(modules: tuple = COMMAND_MODULES) -> Any:
     import importlib
 
     class _Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> None:  # exit 2 with a hint, not argparse's bare usage dump
+        def error(self, message: str) -> NoReturn:  # exit 2 with a hint, not argparse's bare usage dump
             sys.stderr.write("Error: %s\nHint: run `%s --help`\n" % (message, self.prog))
             sys.exit(EXIT_USAGE)
 
@@ -110,11 +110,9 @@ def _plain_status(args_in: List[str]) -> Any:
             value = next(words, None)
             if value is None or value.startswith("-") and word != "--events":
                 return None
-            if word == "--events":
-                if not value.isdigit():
-                    return None
-                value = int(value)
-            vals[word[2:]] = value
+            if word == "--events" and not value.isdigit():
+                return None
+            vals[word[2:]] = int(value) if word == "--events" else value
         else:
             return None
     if not seen:

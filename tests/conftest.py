@@ -45,6 +45,17 @@ def fake_nvml_lib(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
+def box(tmp_path):
+    """A real daemon's box (tests/realbox.Box): a temp RGT_HOME with fast intervals, the agent run
+    from the source tree; everything the test started is killed at teardown. One definition for
+    every suite (an area with a box of another kind, artifacts' .pyz box, overrides it)."""
+    from tests.realbox import Box
+    b = Box(tmp_path)
+    yield b
+    b.cleanup()
+
+
+@pytest.fixture
 def rgt_home(tmp_path) -> Path:
     home = tmp_path / "rgt-home"
     home.mkdir()

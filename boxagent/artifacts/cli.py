@@ -136,7 +136,7 @@ def cmd_pull_stream(args) -> int:
     m = read_json(home.manifest(args.run), None)
     if not isinstance(m, dict) or not isinstance(m.get("files"), list):
         raise UsageError("run %s has no manifest yet" % args.run, "run `rgt-agent manifest %s`" % args.run)
-    allowed = set(f.get("path") for f in m["files"] if isinstance(f, dict))
+    allowed = {f["path"] for f in m["files"] if isinstance(f, dict) and isinstance(f.get("path"), str)}
     try:
         reqs = stream.read_requests(sys.stdin.buffer)
     except ValueError:

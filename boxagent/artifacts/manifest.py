@@ -130,8 +130,9 @@ def collect(root: str, include: List[str], exclude: List[str], old: Dict[str, Di
         if o is None or o.get("bytes") != e.size or o.get("mtime_ns") != e.mtime_ns \
                 or type(o.get("sha256")) is not str:
             todo.append(e)
-            o = e
-        slots.append(o)
+            slots.append(e)
+        else:
+            slots.append(o)
     fresh = _hash_entries(root, todo, workers)
     files, warnings = [], []
     for o in slots:

@@ -9,10 +9,13 @@ import math
 import os
 import re
 import socket
-from typing import Any, Dict, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 from boxagent.base.errors import UsageError
 from boxagent.base.fsutil import read_json
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeGuard     # typing.TypeGuard is 3.10+; only mypy reads it
 
 # name -> (default, env override, minimum). Seconds throughout.
 INTERVALS = {
@@ -93,7 +96,7 @@ _CURRENCY = re.compile(r"^[A-Z]{3}$")
 _COST_HINT = "rgt-client install HOST --price 2.49 --currency USD --idle-alert-after 30m --budget 50"
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -132,7 +135,8 @@ def merge_cost(old: Any, new: Any) -> Any:
     computed without it would be silently off."""
     if not isinstance(new, dict) or not isinstance(old, dict):
         return new
-    before = old.get("cost") if isinstance(old.get("cost"), dict) else {}
+    cost = old.get("cost")
+    before: Dict[str, Any] = cost if isinstance(cost, dict) else {}
     if "cost" not in new:
         return dict(new, cost=dict(before)) if before else new
     patch = new["cost"]
@@ -150,7 +154,8 @@ def merge_cost(old: Any, new: Any) -> Any:
 def cost_settings(cfg: Mapping[str, Any], profile: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The cost part's view of config.cost; a bad field (a hand-edited config.json) is ignored.
     idle_alert_after_s None = idle alerts off (0 given, or a profile kind that is not billed)."""
-    block = cfg.get("cost") if isinstance(cfg.get("cost"), dict) else {}
+    given = cfg.get("cost")
+    block: Dict[str, Any] = given if isinstance(given, dict) else {}
     price = block.get("price_per_hour")
     price = float(price) if _number(price) and price > 0 else None
     budget = block.get("budget")

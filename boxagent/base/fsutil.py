@@ -68,9 +68,27 @@ def jsonl_line(obj: Any) -> bytes:
     return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
 
 
-def append_jsonl(path: str, obj: Any, fsync: bool = False) -> None:
-    """Append one JSON object as one line with a single write (O_APPEND keeps lines whole)."""
-    append_bytes(path, jsonl_line(obj), fsync)
+def parse_jsonl(raw: bytes, start: Optional[bytes] = None) -> Optional[dict]:
+    """One JSON object from one line of a JSONL file (events.jsonl, a run's history); None for a
+    blank line or one that holds none: a torn first line of a read window, a torn last line of
+    a daemon killed mid-write. With `start` (the bytes every object begins with), an object after
+    the torn bytes of a crashed append on the same line is still found."""
+    raw = raw.strip()
+    if not raw:
+        return None
+    try:
+        obj = json.loads(raw.decode("utf-8", "replace"))
+        return obj if isinstance(obj, dict) else None
+    except ValueError:
+        pass
+    at = raw.rfind(start) if start else -1
+    if at <= 0:
+        return None
+    try:
+        obj = json.loads(raw[at:].decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def append_bytes(path: str, data: bytes, fsync: bool = False) -> None:

@@ -19,8 +19,6 @@ class Home:
     @property
     def pyz(self) -> str: return self._p("rgt-agent.pyz")
     @property
-    def agent_sha256(self) -> str: return self._p("agent.sha256")
-    @property
     def config(self) -> str: return self._p("config.json")
     @property
     def secrets(self) -> str: return self._p("secrets.json")

@@ -100,14 +100,6 @@ def signal_group(pgid: Optional[int], sig: int) -> bool:
         return exc.errno == errno.EPERM
 
 
-def group_alive(pgid: Optional[int], roots: Optional[Roots] = None) -> bool:
-    """A live (non-zombie) process is in the group. killpg(0) alone counts zombies, and where
-    PID 1 does not reap (many containers) a dead group's zombies linger for ever."""
-    if not signal_group(pgid, 0):
-        return False
-    return bool(group_members(roots or Roots.from_env(), pgid))
-
-
 def group_members(roots: Roots, pgid: int) -> List[int]:
     """Non-zombie pids whose process group is pgid (a /proc scan: not for the fast tick)."""
     out = []

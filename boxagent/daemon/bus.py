@@ -3,6 +3,7 @@ in a sampler or a notifier is logged once and costs that part's feature, never t
 """
 from __future__ import annotations
 
+import functools
 import traceback
 from typing import Any, Callable, Dict, List, Set, Tuple
 
@@ -29,16 +30,16 @@ class Bus:
 
     def start(self, ctx: PartContext) -> None:
         for p in self.parts:
-            self.guard(p, "start", lambda p=p: p.start(ctx), None)
+            self.guard(p, "start", functools.partial(p.start, ctx), None)
 
     def publish(self, event: Dict[str, Any]) -> None:
         for p in self.parts:
-            self.guard(p, "on_event", lambda p=p: p.on_event(event), None)
+            self.guard(p, "on_event", functools.partial(p.on_event, event), None)
 
     def annotate(self, spec: Dict[str, Any], now: float) -> Dict[str, Any]:
         out: Dict[str, Any] = {}
         for p in self.parts:
-            got = self.guard(p, "annotate", lambda p=p: p.annotate(spec, now), None)
+            got = self.guard(p, "annotate", functools.partial(p.annotate, spec, now), None)
             if isinstance(got, dict):
                 out.update(got)
         return out
@@ -52,7 +53,7 @@ class Bus:
     def _specs(self, what: str, call: Callable[[Part], Any]) -> List[Dict[str, Any]]:
         out: List[Dict[str, Any]] = []
         for p in self.parts:
-            got = self.guard(p, what, lambda p=p: call(p), None) or []
+            got = self.guard(p, what, functools.partial(call, p), None) or []
             out.extend(s for s in got if isinstance(s, dict))
         return out
 
@@ -73,8 +74,8 @@ class Bus:
 
     def reload(self, config: Dict[str, Any], profile: Dict[str, Any]) -> None:
         for p in self.parts:
-            self.guard(p, "reload", lambda p=p: p.reload(config, profile), None)
+            self.guard(p, "reload", functools.partial(p.reload, config, profile), None)
 
     def stop(self, timeout: float) -> None:
         for p in self.parts:
-            self.guard(p, "stop", lambda p=p: p.stop(timeout), None)
+            self.guard(p, "stop", functools.partial(p.stop, timeout), None)

@@ -1,5 +1,5 @@
 """Core subcommands: start daemon stop configure submit cancel resume status logs handbook version
-(+ exec-stage, the shim). Thin handlers over plain functions (control.py, status.py, jobspec.py);
+(+ exec-stage, the shim). Thin handlers over plain functions (control.py, runverbs.py, reading.py, status.py);
 data to stdout, diagnostics to stderr, AgentError for anything a user must fix.
 
 Imports are lazy (inside the handlers): registering the commands imports none of their modules, and
@@ -127,10 +127,10 @@ def cmd_configure(args: Any) -> int:
 
 
 def cmd_submit(args: Any) -> int:
-    from boxagent.daemon import control
+    from boxagent.daemon import runverbs
     from boxagent.base import procs
     home, roots = _home(args), Roots.from_env()
-    result = control.submit(home, control.read_job_text(args.file), args.file if args.file != "-" else "stdin",
+    result = runverbs.submit(home, runverbs.read_job_text(args.file), args.file if args.file != "-" else "stdin",
                             replace=args.replace)
     if args.json:
         print(json.dumps(result))
@@ -154,17 +154,17 @@ def cmd_submit(args: Any) -> int:
 
 
 def cmd_cancel(args: Any) -> int:
-    from boxagent.daemon import control
+    from boxagent.daemon import runverbs
     home, roots = _home(args), Roots.from_env()
-    text, code = control.cancel(home, roots, args.run, args.wait)
+    text, code = runverbs.cancel(home, roots, args.run, args.wait)
     print(text)
     return code
 
 
 def cmd_resume(args: Any) -> int:
-    from boxagent.daemon import control
+    from boxagent.daemon import runverbs
     home, roots = _home(args), Roots.from_env()
-    text, code = control.resume(home, roots, args.run)
+    text, code = runverbs.resume(home, roots, args.run)
     print(text)
     return code
 
@@ -186,19 +186,20 @@ def cmd_status(args: Any) -> int:
     if args.json:
         sys.stdout.write(json.dumps(status, indent=1, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(status_mod.render_text(status))
+        from boxagent.wire.status_text import render_text
+        sys.stdout.write(render_text(status))
     return EXIT_OK if status["agent"]["running"] else EXIT_NOT_RUNNING
 
 
 def cmd_logs(args: Any) -> int:
-    from boxagent.daemon import control
-    sys.stdout.write(control.logs(_home(args), args.run, args.stage, args.n, args.attempt))
+    from boxagent.daemon import reading
+    sys.stdout.write(reading.logs(_home(args), args.run, args.stage, args.n, args.attempt))
     return EXIT_OK
 
 
 def cmd_handbook(args: Any) -> int:
-    from boxagent.daemon import control
-    sys.stdout.write(control.handbook_text(_home(args), args.run))
+    from boxagent.daemon import reading
+    sys.stdout.write(reading.handbook_text(_home(args), args.run))
     return EXIT_OK
 
 

@@ -1,7 +1,8 @@
-"""The plain functions behind the core commands. None of them writes state.json: they read files
-and post requests to the inbox; the daemon acts (it is the single writer).
-Modules only some commands need (config, jobspec, status, subprocess) are imported where used, so
-`logs`, `handbook` and `version` stay cheap to start (commands.py).
+"""The daemon's own verbs: start it, stop it, configure it, say its version. None of them writes
+state.json: the daemon acts (it is the single writer). The run verbs a command posts to the inbox
+(submit, cancel, resume) are in runverbs.py, the reading verbs (logs, handbook) in reading.py.
+Modules only some commands need (config, status, subprocess) are imported where used, so
+`version` stays cheap to start (commands.py).
 """
 from __future__ import annotations
 
@@ -10,13 +11,12 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import boxagent
 from boxagent.wire import inbox
 from boxagent.base import procs
-from boxagent.engine import states as state
-from boxagent.base.errors import EXIT_NOT_RUNNING, EXIT_OK, AgentError, UsageError
+from boxagent.base.errors import AgentError, UsageError
 from boxagent.base.fsutil import atomic_write_json, read_json
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
@@ -25,7 +25,7 @@ DAEMON_LOG_ROTATE = 5 * 1024 * 1024
 POLL_S = 0.05
 
 
-def _daemon_pid(home: Home, roots: Roots) -> Optional[int]:
+def daemon_pid(home: Home, roots: Roots) -> Optional[int]:
     from boxagent.wire import status as status_mod
     return status_mod.daemon_pid(home, roots)
 
@@ -35,7 +35,7 @@ def start(home: Home, roots: Roots, timeout: float = 20.0, resume_interrupted: b
     """(pid, started_now). Idempotent: a running daemon's pid comes back with started_now False."""
     import subprocess
     home.ensure()
-    pid = _daemon_pid(home, roots)
+    pid = daemon_pid(home, roots)
     if pid is not None:
         return pid, False
     _rotate(home.daemon_log)
@@ -48,7 +48,7 @@ def start(home: Home, roots: Roots, timeout: float = 20.0, resume_interrupted: b
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if child.poll() is not None:
-            other = _daemon_pid(home, roots)
+            other = daemon_pid(home, roots)
             if other is not None:          # another `start` won the race: fine, it runs
                 return other, False
             raise AgentError("the daemon exited at once (exit code %s): %s" % (child.returncode, _log_tail(home)),
@@ -70,13 +70,14 @@ def _rotate(path: str) -> None:
 
 
 def _log_tail(home: Home, n: int = 5) -> str:
+    from boxagent.daemon.reading import tail_lines
     return " | ".join(tail_lines(home.daemon_log, n).strip().splitlines()[-n:]) or "(daemon.log is empty)"
 
 
 def stop(home: Home, roots: Roots, timeout: float = 15.0, kill: bool = False) -> Optional[int]:
     """Stop the daemon, leaving stages running (or, with `kill`, ending every stage and all of
     its processes first). Returns the pid it stopped, None if none ran."""
-    pid = _daemon_pid(home, roots)
+    pid = daemon_pid(home, roots)
     if pid is None:
         return None
     request = inbox.post(home, "stop", {"kill": bool(kill)})    # the post wakes it
@@ -87,7 +88,7 @@ def stop(home: Home, roots: Roots, timeout: float = 15.0, kill: bool = False) ->
             pass
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _daemon_pid(home, roots) is None:
+        if daemon_pid(home, roots) is None:
             # The daemon may exit on SIGINT before reading the request; left behind, it would
             # stop the NEXT daemon (`install` = stop + start) on its first tick.
             inbox.done(request)
@@ -107,294 +108,9 @@ def configure(home: Home, text: str) -> str:
     config_mod.validate(cfg)
     home.ensure()
     atomic_write_json(home.config, cfg, mode=0o600)
-    if _daemon_pid(home, Roots.from_env()) is not None:
+    if daemon_pid(home, Roots.from_env()) is not None:
         inbox.post(home, "reload", {})   # a running daemon takes the new intervals now
     return home.config
-
-
-# -- runs
-def read_job_text(path: str) -> str:
-    """At most one byte past the job size limit: a huge stdin is refused, never read whole."""
-    from boxagent.engine.joblimits import MAX_JOB_BYTES
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read(MAX_JOB_BYTES + 1)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read(MAX_JOB_BYTES + 1)
-        # Past the limit the size check refuses it; a character cut at the edge is not the news.
-        return data.decode("utf-8", "replace" if len(data) > MAX_JOB_BYTES else "strict")
-    except OSError as exc:
-        raise UsageError("cannot read the job file %s: %s" % (path, exc.strerror), "check the path")
-    except UnicodeDecodeError:
-        raise UsageError("the job file %s is not UTF-8 text" % path, "save it as UTF-8")
-
-
-def submit(home: Home, text: str, source: str, replace: bool = False) -> Dict[str, Any]:
-    """Validate and queue; {"run", "state", "duplicate"}, plus {"group", "runs": [...]} for a
-    sweep ([matrix]: one run per combination). All or nothing: on any error nothing is queued."""
-    from boxagent.engine import jobspec, sweep
-    spec = jobspec.validate(jobspec.parse_text(text, source), source)
-    if not os.path.isdir(spec["workdir"]):
-        # Accepted, it would only fail at start as a bare exit 127 with a generic fix.
-        raise UsageError("workdir %s does not exist on this box" % spec["workdir"],
-                         "create it first (mkdir -p %s), or fix the job's `workdir`" % spec["workdir"])
-    _check_gpu_count(home, spec)
-    specs = sweep.expand(spec)
-    with inbox.submit_lock(home):
-        plans = [_plan(home, s, jobspec.spec_sha256(s), replace) for s in specs]
-        for s, plan in zip(specs, plans):
-            if not plan["duplicate"]:
-                inbox.post(home, "submit", {"spec": s, "replace": plan.pop("replace")})
-            plan.pop("replace", None)
-    if len(plans) == 1 and "group" not in specs[0]:
-        return plans[0]
-    return {"run": spec["name"], "group": spec["name"], "runs": plans,
-            "state": state.QUEUED if any(not p["duplicate"] for p in plans) else plans[0]["state"],
-            "duplicate": all(p["duplicate"] for p in plans)}
-
-
-def _plan(home: Home, spec: Dict[str, Any], sha: str, replace: bool) -> Dict[str, Any]:
-    """What submitting this one run means; UsageError when it must not happen."""
-    name = spec["name"]
-    current = _current(home, name)
-    if current is None:
-        return {"run": name, "state": state.QUEUED, "duplicate": False, "replace": False}
-    cur_state, cur_sha = current
-    if cur_sha == sha:
-        return {"run": name, "state": cur_state, "duplicate": True}
-    if cur_state in state.LIVE:
-        raise UsageError("run %s is %s with a different job" % (name, cur_state),
-                         "pick another name, or cancel it first: `rgt-agent cancel %s`" % name)
-    if not replace:
-        # resume was the first suggestion here: it reruns the OLD job, not the one just sent
-        raise UsageError("run %s already exists (%s) with a different job" % (name, cur_state),
-                         "to run this job under that name, submit with --replace (the old run moves to "
-                         "runs/.archive/), or pick another name")
-    return {"run": name, "state": state.QUEUED, "duplicate": False, "replace": True}
-
-
-def _check_gpu_count(home: Home, spec: Dict[str, Any]) -> None:
-    """A run asking more GPUs than the box has would wait for ever: refuse it now."""
-    want = spec.get("gpus")
-    if not isinstance(want, int) or want == 0:
-        return
-    have = box_gpu_count(home)
-    if have is not None and want > have:
-        raise UsageError("the job asks for %d GPU(s); this box has %d" % (want, have),
-                         "lower `gpus` (or use gpus = \"all\" for the whole box)")
-
-
-def box_gpu_count(home: Home) -> Optional[int]:
-    """The usable GPUs the daemon last saw (status.json), None before it ever sampled."""
-    health = (read_json(home.status) or {}).get("health")
-    if not isinstance(health, dict) or "gpus" not in health:
-        return None
-    return len([g for g in health.get("gpus") or [] if isinstance(g, dict) and not g.get("lost")])
-
-
-def _current(home: Home, name: str) -> Optional[Tuple[str, Optional[str]]]:
-    """(state, spec sha) of the run under this name: a pending submit first, then state.json."""
-    pending = inbox.pending_submits(home).get(name)
-    if pending is not None:
-        from boxagent.engine import jobspec
-        try:
-            return state.QUEUED, jobspec.spec_sha256(jobspec.validate(pending["spec"]))
-        except UsageError:
-            return state.QUEUED, None
-    run = read_state(home, name)
-    if run is not None:
-        return run["state"], run.get("spec_sha256")
-    return None
-
-
-def _known_state(home: Home, name: str) -> str:
-    current = _current(home, name)
-    if current is None:
-        raise UsageError("no run named %r on this box" % name, "list the runs with `rgt-agent status`")
-    return current[0]
-
-
-def group_members(home: Home, group: str) -> List[str]:
-    """The runs of the sweep named `group` (queued ones still in the inbox too), in name order."""
-    names = {n for n, req in inbox.pending_submits(home).items() if (req.get("spec") or {}).get("group") == group}
-    try:
-        listed = [n for n in os.listdir(home.runs) if not n.startswith(".")]
-    except OSError:
-        listed = []
-    names.update(n for n in listed if (read_state(home, n) or {}).get("group") == group)
-    return sorted(names)
-
-
-def cancel(home: Home, roots: Roots, name: str, wait: float) -> Tuple[str, int]:
-    if _current(home, name) is None and group_members(home, name):
-        return _cancel_group(home, roots, name, wait)
-    before = _known_state(home, name)
-    if before not in state.LIVE:
-        return "run %s is already %s; nothing to cancel" % (name, before), EXIT_OK
-    inbox.post(home, "cancel", {"run": name})
-    if _daemon_pid(home, roots) is None:
-        return ("cancel of run %s queued, but the daemon is not running: it takes effect when it starts "
-                "(`rgt-agent start`)" % name), EXIT_NOT_RUNNING
-    after = _wait_state(home, name, lambda s: s not in state.LIVE, wait)
-    if after == state.CANCELLED:
-        return "run %s cancelled" % name, EXIT_OK
-    if after not in state.LIVE:
-        return "run %s ended as %s before the cancel took effect" % (name, after), EXIT_OK
-    return "run %s: cancel requested; its stage is stopping (TERM sent, KILL after stop_grace)" % name, EXIT_OK
-
-
-def resume(home: Home, roots: Roots, name: str) -> Tuple[str, int]:
-    before = _known_state(home, name)
-    if before in state.LIVE:
-        return "run %s is already %s; nothing to resume" % (name, before), EXIT_OK
-    if before == state.SUCCEEDED:
-        return "run %s already succeeded; nothing to resume" % name, EXIT_OK
-    alive = _live_attempt(home, roots, name)
-    if alive is not None:
-        raise AgentError("run %s: %s still runs; resuming now would run that stage twice" % (name, alive),
-                         "cancel it first (`rgt-agent cancel %s`) or wait for it to end" % name)
-    inbox.post(home, "resume", {"run": name})
-    if _daemon_pid(home, roots) is None:
-        return ("resume of run %s queued; the daemon is not running: start it with `rgt-agent start`" % name,
-                EXIT_NOT_RUNNING)
-    _wait_state(home, name, lambda s: s in state.LIVE, 3.0)
-    return "run %s queued again; stages with a marker will be skipped" % name, EXIT_OK
-
-
-def _cancel_group(home: Home, roots: Roots, group: str, wait: float) -> Tuple[str, int]:
-    """Every run of a sweep: one request (the engine cancels the group's live runs together)."""
-    members = group_members(home, group)
-    live = [n for n in members if (_current(home, n) or ("", None))[0] in state.LIVE]
-    if not live:
-        return "sweep %s: none of its %d run(s) is live; nothing to cancel" % (group, len(members)), EXIT_OK
-    inbox.post(home, "cancel", {"run": group})
-    if _daemon_pid(home, roots) is None:
-        return ("cancel of sweep %s (%d live run(s)) queued, but the daemon is not running: it takes effect "
-                "when it starts (`rgt-agent start`)" % (group, len(live))), EXIT_NOT_RUNNING
-    deadline = time.monotonic() + wait
-    left = live
-    while left and time.monotonic() < deadline:
-        time.sleep(POLL_S)
-        left = [n for n in live if (_current(home, n) or ("", None))[0] in state.LIVE]
-    if not left:
-        return "sweep %s: %d run(s) cancelled (%s)" % (group, len(live), ", ".join(live)), EXIT_OK
-    return ("sweep %s: cancel requested for %d run(s); %d still stopping (TERM sent, KILL after stop_grace): %s"
-            % (group, len(live), len(left), ", ".join(left))), EXIT_OK
-
-
-def read_state(home: Home, name: str) -> Optional[Dict[str, Any]]:
-    from boxagent.engine.store import read_state as read   # here: `version` needs no engine
-    return read(home, name)
-
-
-def stage_dict(run: Dict[str, Any], name: str) -> Optional[Dict[str, Any]]:
-    return next((st for st in run.get("stages") or [] if st.get("name") == name), None)
-
-
-def _live_attempt(home: Home, roots: Roots, name: str) -> Optional[str]:
-    """The run's stage attempt whose processes still live, said for a person, or None."""
-    run = read_state(home, name) or {}
-    for st in run.get("stages") or []:
-        if not st.get("attempt") or st.get("kind") != "run":
-            continue
-        info = read_json(home.stage_pid(name, st["name"], st["attempt"])) or {}
-        if not info.get("pgid"):
-            continue
-        from boxagent.engine import contain
-        alive = [p for p in contain.members(roots, info.get("contain"), info["pgid"]) if p != info.get("shim_pid")]
-        if alive:
-            return "stage %s attempt %d (pid %s)" % (st["name"], st["attempt"], ", ".join(map(str, alive[:5])))
-    return None
-
-
-def _wait_state(home: Home, name: str, done: Any, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    current = ""
-    while True:
-        run = read_state(home, name)
-        current = run["state"] if run else state.QUEUED
-        if done(current) or time.monotonic() >= deadline:
-            return current
-        time.sleep(POLL_S)
-
-
-def logs(home: Home, name: str, stage: Optional[str], n: int, attempt: Optional[int]) -> str:
-    """One stage's log tail; without --stage, every stage that ran (latest attempt), in order,
-    each under a `==> stage (attempt K): path <==` header like tail(1) prints for several files."""
-    run = read_state(home, name)
-    if run is None:
-        if inbox.pending_submits(home).get(name) is not None:
-            # submitted, not yet picked up (the daemon is down or busy): status lists it as
-            # queued, so "no run named" here contradicted it
-            raise UsageError("run %s is queued and has no stage log yet" % name,
-                             "its stages log once it starts; see `rgt-agent status --run %s`" % name)
-        raise UsageError("no run named %r on this box" % name, "list the runs with `rgt-agent status`")
-    if stage is not None or attempt is not None:
-        st = _pick_stage(run, stage)
-        return tail_lines(_log_path(home, name, st, attempt), n)
-    ran = [st for st in run["stages"] if st.get("attempt") and st.get("log") and os.path.exists(st["log"])]
-    if not ran:
-        raise UsageError("run %s has no stage log yet (state: %s)" % (name, run["state"]),
-                         "see `rgt-agent status --run %s`" % name)
-    if len(ran) == 1:
-        return tail_lines(ran[0]["log"], n)
-    parts = []
-    for st in ran:
-        text = tail_lines(st["log"], n)
-        parts.append("==> %s (attempt %d): %s <==\n%s%s" % (st["name"], st["attempt"], st["log"], text,
-                                                           "" if not text or text.endswith("\n") else "\n"))
-    return "\n".join(parts)
-
-
-def _log_path(home: Home, name: str, st: Dict[str, Any], attempt: Optional[int]) -> str:
-    if attempt is None:
-        attempt = st.get("attempt") or 1
-    path = st.get("log") if (st.get("kind") == "wait" or attempt == st.get("attempt")) and st.get("log") \
-        else home.stage_log(name, st["name"], attempt)
-    if not path or not os.path.exists(path):
-        raise UsageError("stage %s of run %s has no log for attempt %d yet" % (st["name"], name, attempt),
-                         "its state is %s; see `rgt-agent status --run %s`" % (st["state"], name))
-    return path
-
-
-def _pick_stage(run: Dict[str, Any], stage: Optional[str]) -> Dict[str, Any]:
-    if stage is not None:
-        st = stage_dict(run, stage)
-        if st is None:
-            raise UsageError("run %s has no stage %r" % (run["name"], stage),
-                             "its stages: %s" % ", ".join(s["name"] for s in run["stages"]))
-        return st
-    if run.get("current_stage"):
-        return stage_dict(run, run["current_stage"]) or run["stages"][0]
-    started = [s for s in run["stages"] if s.get("attempt")]
-    return started[-1] if started else run["stages"][0]
-
-
-def tail_lines(path: str, n: int) -> str:
-    """The last n lines as a human reads them (logtail: LF ends a line, a progress bar's CR
-    redraws count as one line, the last; bounded reads); n <= 0: all of them."""
-    from boxagent.daemon import logtail
-    try:
-        if n <= 0:
-            import io
-            buf = io.BytesIO()
-            logtail.copy_all(path, buf)
-            data = buf.getvalue()
-        else:
-            data = logtail.tail(path, n)
-    except OSError:
-        return ""
-    return data.decode("utf-8", "replace")
-
-
-def handbook_text(home: Home, name: str) -> str:
-    try:
-        with open(home.handbook(name), encoding="utf-8") as fh:
-            return fh.read()
-    except OSError:
-        raise UsageError("no handbook for run %r (unknown run, or not picked up by the daemon yet)" % name,
-                         "list the runs with `rgt-agent status`")
 
 
 def version_info() -> Dict[str, Any]:

@@ -25,30 +25,17 @@ from boxagent.base import profile as profile_view
 from boxagent.base.optional import deps
 from boxagent.base.fsutil import atomic_write_bytes, atomic_write_json, read_json
 from boxagent.base.home import Home
-from boxagent.base.part import PartContext
 from boxagent.base.roots import Roots
-from boxagent.base.storage import Storage, is_full, overwrite_in_place
+from boxagent.base.storage import is_full, overwrite_in_place
 from boxagent.base.units import iso_utc
-from boxagent.cost.part import CostPart
 from boxagent.wire import inbox
-from boxagent.daemon.bus import Bus
 from boxagent.daemon.wake import DirWatch, Waker
-from boxagent.daemon.wiring import Backends, GuardedBox
+from boxagent.daemon import verbs
+from boxagent.daemon.assemble import Hooks, assemble
 from boxagent.engine import contain
 from boxagent.engine import states as S
-from boxagent.engine.finalize import Finisher
-from boxagent.engine.journal import FileJournal
-from boxagent.engine.scheduler import Scheduler
-from boxagent.engine.shimctl import ShimProcesses
-from boxagent.engine.store import RunStore
-from boxagent.slurm import spec as slurm_spec
-from boxagent.health.monitor import HealthMonitor
-from boxagent.health.part import HealthPart
-from boxagent.notify.hub import NotifyHub
-from boxagent.runlog.part import RunLog
 from boxagent.wire import status as status_mod
 from boxagent.base.errors import EXIT_ERROR, AgentError
-from boxagent.wire.events import EventLog
 
 STATUS_SLACK = 8192
 FLUSH_TIMEOUT_S = 5.0    # what the parts' stop() may take on the way out (a spot grace is often ~5 s)
@@ -147,28 +134,14 @@ class Daemon:
 
     def _setup(self) -> None:
         now = time.time()
-        self.profile = profile_view.load(self.home)
-        self.host = config_mod.host_name(self.config)
-        self.storage = Storage(self.home.root)
-        self.events = EventLog(self.home.events, self.host, write=self.storage.append)
         self.deps = deps()
         prev_boot = ((read_json(self.home.status) or {}).get("agent") or {}).get("boot_id")
         self.boot_id = self.roots.boot_id()
-        self.health = HealthPart(HealthMonitor(self.roots, self.config, self.profile), self._watched, self._running,
-                                 lambda: self.scheduler.gpu_holders())
-        self.bus = Bus([self.health, NotifyHub(self.home, self.config, self.profile), RunLog(), CostPart()], log_line)
-        self.events.annotate = self.bus.annotate      # parts add facts to events (a run's cost)
-        store = RunStore(self.home, log_line, self.storage)
-        self.journal = FileJournal(store, self.events, self._published, log_line)
-        self.box = GuardedBox(self.health, self.bus)
-        procs = Backends(ShimProcesses(self.home, self.roots), self._slurm_processes,
-                         lambda run: slurm_spec.backend(self.scheduler.specs.get(run) or {}))
-        self.scheduler = Scheduler(store, self.journal, procs, self.box,
-                                   Finisher(self.home, self.waker.wake, log_line), self.settings, self.config,
-                                   profile_view.rules(self.profile), profile_view.stage_env_hints(self.profile),
-                                   self.boot_id, log_line, hold=lambda: self.storage.full)
-        self.bus.start(PartContext(self.home, self.roots, self.config, self.profile, self.host, self.waker.wake,
-                                   lambda: self.last_status))
+        made = assemble(self.home, self.roots, self.config, self.settings, self.boot_id, self.waker.wake,
+                        Hooks(self._watched, self._running, self._published, lambda: self.last_status), log_line)
+        self.profile, self.host, self.storage, self.events = made.profile, made.host, made.storage, made.events
+        self.health, self.bus, self.journal, self.box = made.health, made.bus, made.journal, made.box
+        self.scheduler = made.scheduler
         self.scheduler.load(now)
         contain.sweep(self.roots)
         self._first_sample = self.bus.sample(now)    # GPUs known before any run is given some
@@ -188,15 +161,6 @@ class Daemon:
         self.scheduler.adopt_running(now)
         for spec in self._first_sample:
             self.emit(spec)
-
-    def _slurm_processes(self) -> Any:
-        """Stage attempts as Slurm jobs (made when the first run with backend = "slurm" needs it).
-        The node runs the shim with `slurm_python` (config.json) or this daemon's own Python."""
-        from boxagent.engine.slurmctl import SlurmProcesses
-        python = self.config.get("slurm_python")
-        return SlurmProcesses(self.home, python=python if isinstance(python, str) and python else None,
-                              poll_s=self.settings["slurm_poll"], exit_grace_s=self.settings["slurm_exit_grace"],
-                              log=log_line)
 
     def _tick_s(self) -> float:
         return self.settings["tick"] or (config_mod.INOTIFY_TICK if self.dirwatch.available else config_mod.POLL_TICK)
@@ -259,8 +223,8 @@ class Daemon:
             except Exception as exc:  # noqa: BLE001 - a bug costs one tick, never the daemon
                 self._tick_failed(exc)
             mono = time.monotonic()
-            due = min(self.tick_s, next_slow - mono, self.scheduler.next_deadline(time.time(), mono))
-            if self.scheduler.behind():
+            due = min(self.tick_s, next_slow - mono, self.scheduler.views.next_deadline(time.time(), mono))
+            if self.scheduler.views.behind():
                 due = 0.0                         # a log to catch up on: the next slice now
             self.waker.wait(max(MIN_SLEEP_S, due))   # a deadline already past must not spin the loop
 
@@ -275,7 +239,7 @@ class Daemon:
         self._flush_storage(now)
         for path, req in inbox.pending(self.home):
             try:
-                self._handle(req, now, mono)
+                verbs.handle(self, req, now, mono)
             except OSError as exc:
                 if is_full(exc):
                     break          # the state dir is full: the request waits in the inbox for space
@@ -290,32 +254,19 @@ class Daemon:
             dirs = {self.home.inbox} | {self.home.stage_dir(name) for name in self.scheduler.active}
             self.dirwatch.keep_only(dirs)
 
-    def _handle(self, req: Dict[str, Any], now: float, mono: float) -> None:
-        kind = req.get("kind")
-        if kind == "submit":
-            self.scheduler.submit(req, now)
-        elif kind == "cancel":
-            self.scheduler.cancel(str(req.get("run")), now, mono)
-        elif kind == "resume":
-            self.scheduler.resume(str(req.get("run")), now)
-        elif kind == "stop":
-            posted = req.get("posted_at")
-            if isinstance(posted, (int, float)) and posted < self.started_at:
-                # A `stop` that timed out waiting for an older daemon must not stop this one.
-                log_line("dropped a stop request older than this daemon (posted %s)" % iso_utc(posted))
-                return
-            self.waker.flags["kill" if req.get("kill") else "stop"] = True
-        elif kind in ("reload", "notify-set"):
-            self._maybe_reload_config()
-            self.bus.reload(self.config, self.profile)
-        else:
-            log_line("ignored a request of unknown kind %r" % (kind,))
+    def log(self, text: str) -> None:
+        log_line(text)
+
+    def reload(self) -> None:
+        """config.json (its intervals) and the parts' settings, read again (`configure`, `notify set`)."""
+        self._maybe_reload_config()
+        self.bus.reload(self.config, self.profile)
 
     def _slow(self, now: float, mono: float) -> None:
         self._maybe_reload_config()
         for spec in self.bus.sample(now):
             self.emit(spec)
-        self.scheduler.stall_checks(now, self._default_stall(), self.box.gpu_busy())
+        self.scheduler.views.stall_checks(now, self._default_stall(), self.box.gpu_busy())
         if mono - self.last_heartbeat >= self.settings["heartbeat_every"]:
             self.last_heartbeat = mono
             running = [r.name for r in self.scheduler.runs.values() if r.state == S.RUNNING]
@@ -342,7 +293,7 @@ class Daemon:
         return out
 
     def _running(self) -> List[tuple]:
-        return self.scheduler.running_pairs()
+        return self.scheduler.views.running_pairs()
 
     def _maybe_reload_config(self) -> None:
         mtime = self._mtime(self.home.config)
@@ -358,13 +309,14 @@ class Daemon:
     def _resume_interrupted(self, now: float) -> None:
         for run in list(self.scheduler.runs.values()):
             if run.state == S.INTERRUPTED and (run.cause or {}).get("class") in RESUME_CAUSES:
-                self.scheduler.resume(run.name, now)
+                self.scheduler.requests.resume(run.name, now)
 
     def _end_everything(self, reason: str) -> None:
         """SIGTERM (spot preemption, scancel, pod delete: "preempt") or `stop --kill` ("cancel"):
         stop every stage and all of its processes (TERM, then KILL), record, flush."""
         mono = time.monotonic()
-        pairs = [p for p in self.scheduler.running_pairs() if reason != "preempt" or not self.scheduler.is_slurm(p[0])]
+        pairs = [p for p in self.scheduler.views.running_pairs()
+                 if reason != "preempt" or not self.scheduler.outlives_term(p[0])]
         if reason == "preempt":
             log_line("SIGTERM: stopping %d stage(s) (preemption?)" % len(pairs))
             self.emit({"type": "preempted", "severity": "critical",
@@ -379,7 +331,8 @@ class Daemon:
         deadline = mono + self.settings["stop_grace"] + 2.0
         while sched.active and time.monotonic() < deadline:
             now, mono = time.time(), time.monotonic()
-            sched.procs.refresh(now)       # a scancel'ed Slurm job ends when Slurm says so
+            for backend in sched.backends.made():
+                backend.procs.refresh(now)   # a scancel'ed Slurm job ends when Slurm says so
             sched.check_running(now, mono)
             if self.dirty:
                 self.write_status(now)
@@ -411,7 +364,7 @@ class Daemon:
         return status_mod.compose(now, self.host, profile_view.name(self.profile), agent,
                                   [r.to_dict() for r in runs], self.bus.status_blocks(),
                                   list(self.events.recent)[-status_mod.STATUS_EVENTS:],
-                                  live={name: sched.live(name) for name in sched.active},
+                                  live={name: sched.views.live(name) for name in sched.active},
                                   artifacts=sched.artifacts, finalizing=finalizing)
 
     def write_status(self, now: float, running: bool = True) -> None:

@@ -12,6 +12,7 @@ import time
 from typing import Any, Dict, Optional
 
 from boxagent.engine.ports import AttemptRef, StageProcesses
+from boxagent.triage import StageWatch
 
 RELAUNCH = {"relaunch": True}     # the daemon died between saving `running` and the shim's claim
 
@@ -56,7 +57,7 @@ class Attempt:
 
     def overdue(self, now: float) -> bool:
         timeout = self.timeout
-        return bool(timeout) and self.stop_reason is None and now - self.started_at > timeout
+        return timeout is not None and timeout > 0 and self.stop_reason is None and now - self.started_at > timeout
 
     def check(self, now: float, launch_grace: float) -> Optional[Dict[str, Any]]:
         """None while it runs; RELAUNCH; or how it ended."""
@@ -135,3 +136,24 @@ class Attempt:
         if timeout and self.stop_reason is None:
             due.append(self.started_at + timeout - now + 0.01)
         return min(due) if due else None
+
+
+def stage_log(store: Any, run: str, spec: Dict[str, Any], sspec: Dict[str, Any], attempt: int) -> Optional[str]:
+    """The log an attempt is watched through: its own (a run stage), the file a wait stage names
+    (relative to the workdir), or none."""
+    if "wait" not in sspec:
+        return store.log_path(run, sspec["name"], attempt)
+    log = sspec["wait"].get("log")
+    if not log:
+        return None
+    return log if log.startswith("/") else spec["workdir"].rstrip("/") + "/" + log
+
+
+def stage_watch(rules: Any, sspec: Dict[str, Any], log: Optional[str], started_at: float) -> Optional[StageWatch]:
+    if not log:
+        return None
+    wait = sspec.get("wait") or {}
+    success = wait.get("pattern") if wait else sspec.get("success_pattern")
+    fail = wait.get("fail_pattern") if wait else sspec.get("fail_pattern")
+    return StageWatch(log, rules, success, fail, sspec.get("progress_pattern"), started_at,
+                      metrics_pattern=sspec.get("metrics_pattern"))

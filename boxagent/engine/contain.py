@@ -145,8 +145,10 @@ def sweep(roots: Roots) -> int:
     that still holds a process, so a live attempt keeps its own)."""
     from boxagent.health.cgroup import tracking_dir
     parent = tracking_dir(roots.proc, roots.cgroup)
+    if not parent:
+        return 0
     try:
-        names = [n for n in os.listdir(parent) if n.startswith("rgt-")] if parent else []
+        names = [n for n in os.listdir(parent) if n.startswith("rgt-")]
     except OSError:
         return 0
     removed = 0

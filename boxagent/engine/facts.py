@@ -132,3 +132,9 @@ def fallback_cause(facts: Dict[str, Any]) -> Dict[str, Any]:
     return {"class": "nonzero_exit", "summary": "the stage failed (exit code %s)" % ec,
             "remediation": "read the stage log", "retryable": False,
             "evidence": ["exit code %s" % ec] if ec is not None else []}
+
+
+def elsewhere(reading: Dict[str, Any]) -> Dict[str, Any]:
+    """The box's reading for a stage that ran on another machine (a Slurm node): what this host's
+    cgroup and GPUs saw says nothing of it; only the shared disks count."""
+    return dict(reading, oom_kill_delta=None, gpu_faults=[], cgroup_version=None)

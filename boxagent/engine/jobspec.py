@@ -100,10 +100,6 @@ def stage_kind(stage: Dict[str, Any]) -> str:
     return "wait" if "wait" in stage else "run"
 
 
-def stage_names(spec: Dict[str, Any]) -> List[str]:
-    return [s["name"] for s in spec["stage"]]
-
-
 def validate(job: Any, source: str = "job", home_dir: Optional[str] = None) -> Dict[str, Any]:
     """The normalised spec, or JobError listing every problem with its path."""
     v = _Validator()
@@ -144,7 +140,8 @@ class _Validator(Checker):
         # rgt picks the GPUs (all of them by default): a job that picks its own would fight the runs beside it
         sweep.check_env(job.get("env"), "env", self.bad)
         key = "stages" if "stages" in job else "stage"
-        for i, st in enumerate(job.get(key) if isinstance(job.get(key), list) else []):
+        stages = job.get(key)
+        for i, st in enumerate(stages if isinstance(stages, list) else []):
             if isinstance(st, dict):
                 sweep.check_env(st.get("env"), "%s[%d].env" % (key, i), self.bad)
         too_long = sweep.name_room(spec.get("name") or "", spec.get("matrix")) if "group" not in spec else None
@@ -176,7 +173,8 @@ class _Validator(Checker):
             self.bad(key, "%d stages; at most %d (split the work into several jobs, or loop "
                           "inside one stage's script)" % (len(raw), MAX_STAGES))
             return []
-        out, seen = [], {}
+        out: List[Dict[str, Any]] = []
+        seen: Dict[Any, int] = {}
         for i, st in enumerate(raw):
             path = "%s[%d]" % (key, i)
             norm = self.stage(st, path)

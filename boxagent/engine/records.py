@@ -32,6 +32,34 @@ def _event(etype: str, severity: str, run: str, stage: Optional[str], summary: s
 
 class Stage:
     __slots__ = STAGE_FIELDS + ("run_name",)
+    # The fields' types (declared, not assigned: __slots__ holds them). state.json's `stages[]`.
+    name: str
+    kind: str
+    state: str
+    attempt: int
+    tries: int
+    exit_code: Optional[int]
+    signal: Optional[int]
+    started_at: Optional[float]
+    ended_at: Optional[float]
+    duration_s: Optional[float]
+    marker: Optional[str]
+    log: Optional[str]
+    cause: Optional[Dict[str, Any]]
+    warnings: List[str]
+    retry_at: Optional[float]
+    proc: Optional[Dict[str, Any]]
+    launched_at: Optional[float]
+    boot_id: Optional[str]
+    progress: Optional[Dict[str, Any]]
+    metrics: Optional[Dict[str, Any]]
+    last_success_s: Optional[float]
+    anchor: Optional[Dict[str, Any]]
+    slurm_job_id: Optional[str]
+    slurm_state: Optional[str]
+    slurm_reason: Optional[str]
+    slurm_waiting: Optional[Dict[str, Any]]
+    run_name: str
 
     def __init__(self, name: str, kind: str, run_name: str = "") -> None:
         for f in STAGE_FIELDS:
@@ -155,6 +183,27 @@ class Stage:
 
 class Run:
     __slots__ = RUN_FIELDS + ("stages", "schema")
+    # The fields' types (declared, not assigned: __slots__ holds them). state.json's top level.
+    name: str
+    state: str
+    spec_sha256: str
+    workdir: str
+    created_at: float
+    queued_at: Optional[float]
+    seq: int
+    started_at: Optional[float]
+    ended_at: Optional[float]
+    current_stage: Optional[str]
+    cause: Optional[Dict[str, Any]]
+    failed_stage: Optional[str]
+    resumes: int
+    gpus: Optional[List[int]]
+    gpu_uuids: Optional[List[Optional[str]]]
+    group: Optional[str]
+    matrix: Optional[Dict[str, Any]]
+    pending_events: List[Dict[str, Any]]
+    stages: List[Stage]
+    schema: str
 
     def __init__(self, name: str, stages: List[Stage]) -> None:
         for f in RUN_FIELDS:

@@ -1,9 +1,10 @@
-"""What the inbox asks of the scheduler: submit, cancel, resume. A part of the Scheduler (it works
-on the scheduler's own tables), kept in its own module so each stays readable.
+"""What the inbox asks of the scheduler: submit, cancel, resume. The scheduler makes one and
+keeps it as `requests`; it works on the scheduler's tables and commits through it (Core: what it
+needs of the scheduler).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Protocol
 
 from boxagent.engine import states as S
 from boxagent.engine.jobspec import JobError, spec_sha256, stage_kind, validate
@@ -11,93 +12,113 @@ from boxagent.engine.ports import AttemptRef
 from boxagent.engine.records import Run, Stage
 
 
-class Requests:
-    # provided by the Scheduler
+class Core(Protocol):
     runs: Dict[str, Run]
     specs: Dict[str, Dict[str, Any]]
+    active: Dict[str, Any]
+    artifacts: Dict[str, Dict[str, Any]]
+    finalizing: Dict[str, Any]
+    store: Any
+    journal: Any
+    config: Dict[str, Any]
+    log: Callable[[str], None]
+
+    def grace(self, name: str) -> float: ...
+
+    def backend(self, run: str) -> Any: ...
+
+    def commit(self, run: Run, specs: List[Dict[str, Any]], now: float) -> None: ...
+
+    def forget(self, name: str) -> None: ...
+
+
+class Requests:
+    def __init__(self, core: Core):
+        self.core = core
 
     def submit(self, req: Dict[str, Any], now: float) -> None:
         try:
             spec = validate(req.get("spec"), "submit")
         except JobError as exc:
-            self.log("dropped an invalid submit request: %s" % exc.message)
+            self.core.log("dropped an invalid submit request: %s" % exc.message)
             return
         name, sha = spec["name"], spec_sha256(spec)
-        old = self.runs.get(name)
+        old = self.core.runs.get(name)
         if old is not None:
             if old.spec_sha256 == sha:
                 return                                  # identical re-submit: nothing to do
             if old.state in S.LIVE or not req.get("replace"):
-                self.journal.emit({"type": "submit_refused", "severity": "warning", "run": name,
-                                   "summary": "a different job was submitted under the name of run %s (%s); "
-                                              "refused" % (name, old.state)}, now)
+                self.core.journal.emit({"type": "submit_refused", "severity": "warning", "run": name,
+                                        "summary": "a different job was submitted under the name of run %s (%s); "
+                                                   "refused" % (name, old.state)}, now)
                 return
-            self.store.archive(name, now)
-            for table in (self.runs, self.specs, self.artifacts, self._rules):
-                table.pop(name, None)
+            self.core.store.archive(name, now)
+            self.core.forget(name)
         run = Run.new(spec, sha, now, self._next_seq(), [stage_kind(s) for s in spec["stage"]])
-        self.store.create(run, spec, self.config)
-        self.runs[name], self.specs[name] = run, spec
-        self.artifacts[name] = {"files": 0, "bytes": 0, "manifest": None}
-        self.journal.commit(run, [run.created(len(spec["stage"]))], now)
+        self.core.store.create(run, spec, self.core.config)
+        self.core.runs[name], self.core.specs[name] = run, spec
+        self.core.artifacts[name] = {"files": 0, "bytes": 0, "manifest": None}
+        self.core.journal.commit(run, [run.created(len(spec["stage"]))], now)
 
     def _next_seq(self) -> int:
-        return 1 + max([r.seq for r in self.runs.values()] or [0])
+        return 1 + max([r.seq for r in self.core.runs.values()] or [0])
 
     def cancel(self, name: str, now: float, mono: float) -> None:
         """A run, or every run of a sweep by its group's name."""
-        names = [name] if name in self.runs else sorted(r.name for r in self.runs.values() if r.group == name)
+        names = [name] if name in self.core.runs else sorted(r.name for r in self.core.runs.values() if r.group == name)
         for each in names:
             self._cancel_one(each, now, mono)
 
     def _cancel_one(self, name: str, now: float, mono: float) -> None:
-        run = self.runs[name]
+        run = self.core.runs[name]
         if run.state not in S.LIVE:
             return
-        att = self.active.get(name)
+        att = self.core.active.get(name)
         if att is not None:
-            att.stop("cancel", self._grace("stop_grace"), mono)   # it ends through the normal path
+            att.stop("cancel", self.core.grace("stop_grace"), mono)   # it ends through the normal path
             return
-        if run.state == S.RUNNING and (name in self.finalizing or run.all_done()):
+        if run.state == S.RUNNING and (name in self.core.finalizing or run.all_done()):
             # Every stage succeeded: cancelling now would throw that away for a manifest.
-            self.log("run %s: cancel ignored: every stage is done and its manifest is being built" % name)
+            self.core.log("run %s: cancel ignored: every stage is done and its manifest is being built" % name)
             return
         specs = [st.cancel_waiting(now) for st in run.stages
                  if st.state == S.PENDING and run.state == S.RUNNING and st.retry_at][:1]
-        self._commit(run, specs + [run.cancel_idle(now)], now)
+        self.core.commit(run, specs + [run.cancel_idle(now)], now)
 
     def resume(self, name: str, now: float) -> None:
-        run = self.runs.get(name)
+        run = self.core.runs.get(name)
         if run is None or run.state not in S.RESUMABLE:
             return
         alive = self.live_attempt_of(run)
         if alive is not None:
             # A stage never runs twice: not while the previous attempt's processes live on.
-            self.log("run %s: resume refused: attempt %d of stage %s still has live processes"
-                     % (name, alive.attempt, alive.name))
-            self.journal.emit({"type": "resume_refused", "severity": "warning", "run": name, "stage": alive.name,
-                               "summary": "resume of run %s refused: attempt %d of stage %s still runs"
-                                          % (name, alive.attempt, alive.name)}, now)
+            self.core.log("run %s: resume refused: attempt %d of stage %s still has live processes"
+                          % (name, alive.attempt, alive.name))
+            self.core.journal.emit({"type": "resume_refused", "severity": "warning", "run": name, "stage": alive.name,
+                                    "summary": "resume of run %s refused: attempt %d of stage %s still runs"
+                                               % (name, alive.attempt, alive.name)}, now)
             return
-        self.journal.commit(run, [run.requeue(now, self._next_seq())], now)
+        self.core.journal.commit(run, [run.requeue(now, self._next_seq())], now)
 
     def live_attempt_of(self, run: Run) -> Optional[Stage]:
+        procs = self.core.backend(run.name).procs
         for st in run.stages:
-            if st.attempt and st.kind == "run" and self.procs.command_alive(AttemptRef(run.name, st.name, st.attempt)):
+            if st.attempt and st.kind == "run" and procs.command_alive(AttemptRef(run.name, st.name, st.attempt)):
                 return st
         return None
 
-    def _group_end(self, run: Run) -> List[Dict[str, Any]]:
-        """`group_finished` when this run's end leaves no run of its sweep live."""
-        members = [r for r in self.runs.values() if r.group == run.group]
-        if any(r.state in S.LIVE for r in members):
-            return []
-        failed = [r for r in members if r.state != S.SUCCEEDED]
-        named = ["%s (%s)" % (r.name, (r.cause or {}).get("class") or r.state) for r in sorted(failed, key=lambda r: r.seq)]
-        summary = "sweep %s finished: %d of %d succeeded" % (run.group, len(members) - len(failed), len(members))
-        if failed:
-            summary += "; not: %s" % ", ".join(named[:8]) + (" and %d more" % (len(named) - 8) if len(named) > 8 else "")
-        return [{"type": "group_finished", "severity": "warning" if failed else "info", "run": None, "stage": None,
-                 "summary": summary, "group": run.group, "runs": len(members),
-                 "succeeded": len(members) - len(failed),
-                 "failed": [{"run": r.name, "state": r.state, "class": (r.cause or {}).get("class")} for r in failed]}]
+
+def group_end(runs: Dict[str, Run], run: Run) -> List[Dict[str, Any]]:
+    """`group_finished` when this run's end leaves no run of its sweep live."""
+    members = [r for r in runs.values() if r.group == run.group]
+    if any(r.state in S.LIVE for r in members):
+        return []
+    failed = [r for r in members if r.state != S.SUCCEEDED]
+    named = ["%s (%s)" % (r.name, (r.cause or {}).get("class") or r.state) for r in sorted(failed, key=lambda r: r.seq)]
+    summary = "sweep %s finished: %d of %d succeeded" % (run.group, len(members) - len(failed), len(members))
+    if failed:
+        summary += "; not: %s" % ", ".join(named[:8]) + (" and %d more" % (len(named) - 8) if len(named) > 8 else "")
+    return [{"type": "group_finished", "severity": "warning" if failed else "info", "run": None, "stage": None,
+             "summary": summary, "group": run.group, "runs": len(members),
+             "succeeded": len(members) - len(failed),
+             "failed": [{"run": r.name, "state": r.state, "class": (r.cause or {}).get("class")} for r in failed]}]

@@ -14,19 +14,19 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from boxagent.engine import states as S
-from boxagent.engine.attempt import RELAUNCH, Attempt
-from boxagent.engine.facts import build_facts
-from boxagent.engine.launch import launch_record, stage_env
-from boxagent.engine.ports import AttemptRef, BoxReader, Journal, StageProcesses
+from boxagent.engine.attempt import RELAUNCH, Attempt, stage_log, stage_watch
+from boxagent.engine.facts import build_facts, elsewhere
+from boxagent.base.fsutil import read_json
+from boxagent.engine.backends import BackendTable
+from boxagent.engine.ports import AttemptRef, Backend, BoxReader, Journal
 from boxagent.engine.records import Run, Stage
-from boxagent.engine.requests import Requests
-from boxagent.engine.slots import Gpu, Start, plan, stage_env as gpu_env
-from boxagent.engine.slurmrules import SlurmRules
+from boxagent.engine.requests import Requests, group_end
+from boxagent.engine.slots import Gpu, Start, plan
 from boxagent.engine.store import RunStore
 from boxagent.engine.views import Views
 from boxagent.engine.verdict import decide, preflight_cause
 from boxagent.base.units import iso_utc
-from boxagent.triage import StageWatch, build_rules, diagnose
+from boxagent.triage import build_rules, diagnose
 
 LAST_LINES = 20
 # Log scanning per loop pass, all stages together: a 1 GB log is read in slices between which the
@@ -34,12 +34,17 @@ LAST_LINES = 20
 SCAN_BUDGET_S = 0.1
 
 
-class Scheduler(Requests, SlurmRules, Views):
-    def __init__(self, store: RunStore, journal: Journal, procs: StageProcesses, box: BoxReader,
+class Scheduler:
+    """The decisions. Where a run's stages run is its backend's (self.backends, by the job's
+    `backend`): the scheduler reads the backend's traits and calls its ports, and names none.
+    What the inbox asks is `requests` (submit, cancel, resume); what the daemon reads between
+    decisions is `views` (deadlines, stalls, GPU holders, live blocks)."""
+
+    def __init__(self, store: RunStore, journal: Journal, backends: BackendTable, box: BoxReader,
                  finisher: Any, settings: Dict[str, Any], config: Dict[str, Any],
                  profile_rules: List[Dict[str, Any]], env_hints: Dict[str, str], boot_id: Optional[str],
                  log: Callable[[str], None], hold: Callable[[], bool] = lambda: False):
-        self.store, self.journal, self.procs, self.box, self.finisher = store, journal, procs, box, finisher
+        self.store, self.journal, self.backends, self.box, self.finisher = store, journal, backends, box, finisher
         self.settings, self.config, self.log = settings, config, log
         self.profile_rules, self.env_hints, self.boot_id = profile_rules, env_hints, boot_id
         self.runs: Dict[str, Run] = {}
@@ -50,10 +55,30 @@ class Scheduler(Requests, SlurmRules, Views):
         self.frozen = False                         # preemption: finish what runs, start nothing new
         self.hold = hold                            # e.g. the state dir is full: start nothing for now
         self._rules: Dict[str, Any] = {}
-        self._told: Dict[tuple, set] = {}           # (run, stage) -> queue warnings already given
+        self.requests = Requests(self)
+        self.views = Views(self.runs, self.specs, self.active, self.finalizing, backends, self.backend, self.emit_for)
 
-    def _grace(self, name: str) -> float:
+    def grace(self, name: str) -> float:
         return float(self.settings[name])
+
+    def forget(self, name: str) -> None:
+        """A run replaced by a new job under its name (archived first)."""
+        for table in (self.runs, self.specs, self.artifacts, self._rules):
+            table.pop(name, None)
+
+    def backend(self, run: str) -> Backend:
+        return self.backends.of(self.specs.get(run) or {})
+
+    def marked(self, run: Run, st: Stage) -> bool:
+        """The stage is skipped for its marker. Where the stage's shim writes its own (a Slurm chain
+        runs on while the daemon is away), a marker of the attempt the chain ran (the next one) is
+        that attempt's success, to bind to, judge and report, not a skip."""
+        if not self.store.has_marker(run.name, st.name):
+            return False
+        if not self.backend(run.name).traits.shim_marks:
+            return True
+        mark = read_json(self.store.marker_path(run.name, st.name))
+        return not (isinstance(mark, dict) and mark.get("attempt") == st.attempt + 1)
 
     # -- start-up: what the files say, repaired
     def load(self, now: float) -> None:
@@ -71,38 +96,39 @@ class Scheduler(Requests, SlurmRules, Views):
             # daemon was down must find the attempt it is about (and kill it), not an idle run.
             st = next((s for s in run.stages if s.state == S.RUNNING), None)
             if run.state == S.RUNNING and st is not None:
-                self._adopt(run, self._sspec(run.name, st.name), st, now)
+                self._adopt(run, self.sspec(run.name, st.name), st, now)
 
     # -- every fast tick
     def tick(self, now: float, mono: float) -> None:
-        self.procs.reap()
-        if self.procs.refresh(now):
-            self.queue_update(now)
+        self.refresh(now)
         if self.finalizing:
             self.collect_manifests(now)
         self.check_running(now, mono)
         if not (self.frozen or self.hold()):
             self._schedule(now)
 
+    def refresh(self, now: float) -> None:
+        """What each backend in use knows, brought up to date (one queue poll where one is due),
+        and into the records where it learned something."""
+        for backend in self.backends.made():
+            backend.procs.reap()
+            if backend.procs.refresh(now):
+                backend.sync(self, now)
+
     def check_running(self, now: float, mono: float) -> None:
         until = time.monotonic() + SCAN_BUDGET_S
         for att in list(self.active.values()):
             self._check(att, now, mono, until)
 
-    def behind(self) -> bool:
-        """A stage log still holds unread bytes: the loop should come back at once, not after
-        its idle tick (it keeps its heartbeat between slices)."""
-        return any(att.behind() for att in self.active.values())
-
     def _check(self, att: Attempt, now: float, mono: float, until: float) -> None:
         for spec in att.poll_log(now, until):
-            self._emit_for(att, spec, now)
+            self.emit_for(att, spec, now)
         att.escalate(mono)
         if att.overdue(now):
             self.log("run %s: stage %s ran past its timeout (%ss); stopping it"
                      % (att.run, att.stage, att.sspec.get("timeout")))
-            att.stop("timeout", self._grace("stop_grace"), mono)
-        outcome = att.check(now, self._grace("launch_grace"))
+            att.stop("timeout", self.grace("stop_grace"), mono)
+        outcome = att.check(now, self.grace("launch_grace"))
         if outcome is RELAUNCH:
             if self.hold():
                 return                  # nothing ran (a full disk): launch it when there is room
@@ -120,17 +146,20 @@ class Scheduler(Requests, SlurmRules, Views):
             if run.name not in self.active and run.name not in self.finalizing:
                 self.advance(run, now)
         queued = sorted((r for r in self.runs.values() if r.state == S.QUEUED), key=lambda r: r.seq)
-        for run in [r for r in queued if self.is_slurm(r.name)]:
-            self.start_run(Start(run, None), now)      # the cluster queues it, not this host
-        queued = [r for r in queued if not self.is_slurm(r.name)]
+        for run in [r for r in queued if self._queues_elsewhere(r.name)]:
+            self.start_run(Start(run, None), now)      # its backend's queue holds it, not this host
+        queued = [r for r in queued if not self._queues_elsewhere(r.name)]
         if not queued:
             return
-        running = [r for r in self.runs.values() if r.state == S.RUNNING and not self.is_slurm(r.name)]
+        running = [r for r in self.runs.values() if r.state == S.RUNNING and not self._queues_elsewhere(r.name)]
         cap = self.config.get("max_parallel")
         inventory = self.box.gpus()
         box = None if inventory is None else [Gpu(*g) for g in inventory]
         for start in plan(queued, running, self.specs, box, cap if isinstance(cap, int) else None):
             self.start_run(start, now)
+
+    def _queues_elsewhere(self, run: str) -> bool:
+        return self.backend(run).traits.queues_elsewhere
 
     def start_run(self, start: Start, now: float) -> None:
         run, spec, gpus = start.run, self.specs[start.run.name], start.gpus
@@ -147,20 +176,22 @@ class Scheduler(Requests, SlurmRules, Views):
             cause = preflight_cause(failures)
             specs.append(run.end_badly(S.FAILED, now, cause, None, failed_stage=None, evidence=cause["evidence"],
                                        summary="run %s failed its preflight: %s" % (run.name, cause["summary"])))
-        self._commit(run, specs, now)
+        self.commit(run, specs, now)
         if not failures:
             self.advance(run, now)
 
-    def _commit(self, run: Run, specs: List[Dict[str, Any]], now: float) -> None:
-        """Commit a run's transition (its own event last in `specs`); a bad end of a Slurm run
-        cancels the stages left behind (one unit with it), its end may end its sweep too."""
-        behind = self._left_behind(run, now)
+    def commit(self, run: Run, specs: List[Dict[str, Any]], now: float) -> None:
+        """Commit a run's transition (its own event last in `specs`); a bad end of a run whose
+        backend queued its later stages cancels the stages left behind (one unit with it), its
+        end may end its sweep too."""
+        backend = self.backend(run.name)
+        behind = backend.left_behind(self, run, now)
         specs = specs[:-1] + behind + specs[-1:] if behind else specs
         if run.group and run.state not in S.LIVE:
-            specs = specs + self._group_end(run)
+            specs = specs + group_end(self.runs, run)
         self.journal.commit(run, specs, now)
-        if run.state in S.RESUMABLE and self.is_slurm(run.name):
-            self.procs.run_ended(run.name)
+        if run.state in S.RESUMABLE:
+            backend.procs.run_ended(run.name)
 
     def advance(self, run: Run, now: float) -> None:
         """Start the next stage, skip marked ones, finish a half-done end, or finish the run."""
@@ -182,12 +213,12 @@ class Scheduler(Requests, SlurmRules, Views):
                 if skipped:
                     self.journal.commit(run, skipped, now)
                 if run.name not in self.active:
-                    self._adopt(run, self._sspec(run.name, st.name), st, now)
+                    self._adopt(run, self.sspec(run.name, st.name), st, now)
                 return
             # failed / cancelled / interrupted in a running run: the daemon died between the
             # stage's transition and the run's. Finish it now.
             cause = st.cause or {"class": "nonzero_exit", "summary": "the stage %s" % st.state, "evidence": []}
-            self._commit(run, skipped + [run.end_badly(st.state, now, cause, st.name)], now)
+            self.commit(run, skipped + [run.end_badly(st.state, now, cause, st.name)], now)
             return
         else:
             if skipped:
@@ -198,15 +229,15 @@ class Scheduler(Requests, SlurmRules, Views):
             self.journal.commit(run, skipped, now)
 
     # -- one attempt
-    def _sspec(self, run: str, stage: str) -> Dict[str, Any]:
+    def sspec(self, run: str, stage: str) -> Dict[str, Any]:
         return next(s for s in self.specs[run]["stage"] if s["name"] == stage)
 
     def _start_attempt(self, run: Run, st: Stage, now: float, prior: List[Dict[str, Any]]) -> None:
-        spec, sspec = self.specs[run.name], self._sspec(run.name, st.name)
+        spec, sspec = self.specs[run.name], self.sspec(run.name, st.name)
         attempt = st.attempt + 1
-        log = self._log_path(run.name, spec, sspec, attempt)
+        log = stage_log(self.store, run.name, spec, sspec, attempt)
         wait_pid = (sspec.get("wait") or {}).get("pid")
-        proc = {"wait_pid_ticks": self.procs.start_ticks(wait_pid)} if wait_pid else None
+        proc = {"wait_pid_ticks": self.backend(run.name).procs.start_ticks(wait_pid)} if wait_pid else None
         begun = run.begin_stage(st, now, log, self.boot_id, self.box.anchor(now), proc)
         # Persisted BEFORE the launch: a daemon killed right after finds the attempt and re-adopts
         # it (the shim's O_EXCL claim keeps it from ever running twice).
@@ -217,74 +248,52 @@ class Scheduler(Requests, SlurmRules, Views):
             self._launch(att, run)
 
     def _attempt(self, run: Run, sspec: Dict[str, Any], st: Stage, now: float) -> Attempt:
-        watch = self._watch(run.name, sspec, st.log, st.started_at or now)
+        if st.log and run.name not in self._rules:
+            self._rules[run.name] = build_rules(self.profile_rules, self.specs[run.name].get("rule") or [])
+        watch = stage_watch(self._rules.get(run.name), sspec, st.log, st.started_at or now)
         ticks = (st.proc or {}).get("wait_pid_ticks")
+        backend = self.backend(run.name)
         att = Attempt(AttemptRef(run.name, st.name, st.attempt), st.kind, sspec, self.specs[run.name]["workdir"],
-                      self.procs, watch, st.started_at or now, st.launched_at, ticks)
-        if st.kind == "run" and self.is_slurm(run.name):
-            att.timeout = None      # Slurm enforces it (slurm.time), daemon or not
+                      backend.procs, watch, st.started_at or now, st.launched_at, ticks)
+        if st.kind == "run" and backend.traits.own_timeout:
+            att.timeout = None      # the backend enforces it (slurm.time), daemon or not
         return att
 
     def _launch(self, att: Attempt, run: Run) -> None:
-        if self.is_slurm(run.name):
-            self.procs.launch(att.ref, self._slurm_launch(att, run), att.launched_at)
-            return
-        spec = self.specs[run.name]
-        gpus = None if run.gpus is None else [Gpu(i, u) for i, u in zip(run.gpus, run.gpu_uuids or [None] * len(run.gpus))]
-        env = stage_env(spec, att.sspec, run.name, att.ref.attempt, self.store.home.root,
-                        self.box.cpu_quota_cores(), self.env_hints, gpu_env(gpus))
-        log = self.store.log_path(run.name, att.stage, att.ref.attempt)
-        self.procs.launch(att.ref, launch_record(att.sspec, spec["workdir"], env, log), att.launched_at)
+        backend = self.backend(run.name)
+        backend.procs.launch(att.ref, backend.launch_record(self, att, run), att.launched_at)
 
     def _adopt(self, run: Run, sspec: Dict[str, Any], st: Stage, now: float) -> None:
         att = self._attempt(run, sspec, st, now)
         self.active[run.name] = att
-        if st.boot_id and self.boot_id and st.boot_id != self.boot_id and not self.is_slurm(run.name):
+        if st.boot_id and self.boot_id and st.boot_id != self.boot_id and not self.backend(run.name).traits.runs_elsewhere:
             self._ended(att, {}, now, boot_changed=True)
             return
         self.log("run %s: re-adopted stage %s attempt %d" % (run.name, st.name, st.attempt))
-
-    def _log_path(self, run: str, spec: Dict[str, Any], sspec: Dict[str, Any], attempt: int) -> Optional[str]:
-        if "wait" not in sspec:
-            return self.store.log_path(run, sspec["name"], attempt)
-        log = sspec["wait"].get("log")
-        if not log:
-            return None
-        return log if log.startswith("/") else spec["workdir"].rstrip("/") + "/" + log
-
-    def _watch(self, run: str, sspec: Dict[str, Any], log: Optional[str], started_at: float) -> Any:
-        if not log:
-            return None
-        if run not in self._rules:
-            self._rules[run] = build_rules(self.profile_rules, self.specs[run].get("rule") or [])
-        wait = sspec.get("wait") or {}
-        success = wait.get("pattern") if wait else sspec.get("success_pattern")
-        fail = wait.get("fail_pattern") if wait else sspec.get("fail_pattern")
-        return StageWatch(log, self._rules[run], success, fail, sspec.get("progress_pattern"), started_at,
-                          metrics_pattern=sspec.get("metrics_pattern"))
 
     # -- the end of an attempt: read, judge, apply
     def _ended(self, att: Attempt, info: Dict[str, Any], now: float, boot_changed: bool = False) -> None:
         self.active.pop(att.run, None)
         left: List[str] = []
         if att.stop_reason and att.kind == "run":
-            self.procs.signal(att.ref, signal.SIGKILL)   # nothing of a stopped stage may survive it
+            att.procs.signal(att.ref, signal.SIGKILL)   # nothing of a stopped stage may survive it
         elif att.kind == "run" and not boot_changed:
-            left = self.procs.leftovers(att.ref)       # children it started and left behind
-        self.procs.release(att.ref)
+            left = att.procs.leftovers(att.ref)       # children it started and left behind
+        att.procs.release(att.ref)
         run = self.runs[att.run]
         st = run.stage(att.stage)
+        assert st is not None, att.ref         # an attempt is always of one of its run's stages
         if att.watch is not None:
             att.watch.finish(now)
             att.watch.close()
         workdir = self.specs[att.run]["workdir"]
-        if self.is_slurm(att.run) and att.kind == "run":
-            reading = self._node_reading(self.box.since(st.anchor, now, [workdir]))
+        if att.kind == "run" and self.backend(att.run).traits.runs_elsewhere:
+            reading = elsewhere(self.box.since(st.anchor, now, [workdir]))
         else:
             reading = self.box.since(st.anchor, now, [workdir], att.run, att.stage, run.gpus)
         facts = build_facts(att.sspec, st.to_dict(), workdir, info, att.watch, now, att.stop_reason,
                             bool(info.get("vanished")), boot_changed, reading)
-        verdict = decide(facts, int(att.sspec.get("retries") or 0), st.tries, self._grace("retry_backoff"),
+        verdict = decide(facts, int(att.sspec.get("retries") or 0), st.tries, self.grace("retry_backoff"),
                          att.stop_reason, self.log)
         live = att.watch.status_block() if att.watch is not None else {}
         exit_code, sig = facts["exit_code"], facts["signal"]
@@ -295,6 +304,7 @@ class Scheduler(Requests, SlurmRules, Views):
         if verdict.state == S.SUCCEEDED:
             self._succeeded(run, st, facts, verdict, live, now)
             return
+        assert verdict.cause is not None, verdict       # every end but success has its cause
         detail = {"duration_s": facts["duration_s"], "last_lines": facts["last_lines"][-LAST_LINES:], "log": st.log}
         if verdict.state == S.PENDING:
             self.journal.commit(run, [st.retry_later(now, verdict.backoff, verdict.cause, exit_code, sig, detail)], now)
@@ -302,7 +312,7 @@ class Scheduler(Requests, SlurmRules, Views):
         specs = [st.end_badly(verdict.state, now, verdict.cause, exit_code, sig, live.get("progress"), detail,
                               live.get("metrics")),
                  run.end_badly(verdict.state, now, verdict.cause, st.name)]
-        self._commit(run, specs, now)
+        self.commit(run, specs, now)
 
     def _succeeded(self, run: Run, st: Stage, facts: Dict[str, Any], verdict: Any, live: Dict[str, Any],
                    now: float) -> None:
@@ -315,7 +325,7 @@ class Scheduler(Requests, SlurmRules, Views):
         self.journal.commit(run, specs, now)
         self.advance(run, now)      # the next stage starts in this same tick
 
-    def _emit_for(self, att: Attempt, spec: Dict[str, Any], now: float) -> None:
+    def emit_for(self, att: Attempt, spec: Dict[str, Any], now: float) -> None:
         spec = dict(spec)
         spec.setdefault("run", att.run)
         spec.setdefault("stage", att.stage)
@@ -355,15 +365,15 @@ class Scheduler(Requests, SlurmRules, Views):
         if job.error:
             extra.update(manifest_error=job.error, evidence=["the manifest could not be built: %s" % job.error])
         duration = round(now - run.started_at, 3) if run.started_at else None
-        self._commit(run, [run.succeed(now, stages=len(run.stages), duration_s=duration, artifacts={
+        self.commit(run, [run.succeed(now, stages=len(run.stages), duration_s=duration, artifacts={
             "files": totals.get("files", 0), "bytes": totals.get("bytes", 0), "sha256": sha}, **extra)], now)
 
     # -- preemption
     def stop_all(self, reason: str, mono: float) -> None:
         if reason == "preempt":
-            self.detach_slurm()     # SIGTERM on a login node: the cluster's jobs are not ours to stop
+            self.detach()           # SIGTERM on a login node: the cluster's jobs are not ours to stop
         for att in list(self.active.values()):
-            att.stop(reason, self._grace("stop_grace"), mono)
+            att.stop(reason, self.grace("stop_grace"), mono)
 
     def end_all(self, now: float, reason: str) -> None:
         """The end of a preemption ("preempt": runs interrupted, resumable on restart) or of
@@ -374,9 +384,22 @@ class Scheduler(Requests, SlurmRules, Views):
         self.collect_manifests(now)
         new = S.CANCELLED if reason == "cancel" else S.INTERRUPTED
         for run in self.runs.values():
-            if run.state == S.RUNNING and not run.all_done() and not (reason == "preempt" and self.is_slurm(run.name)):
+            if run.state == S.RUNNING and not run.all_done() and not (reason == "preempt" and self.outlives_term(run.name)):
                 # (a run whose stages are all done stays running: the next daemon builds its manifest)
                 cause = diagnose({"cancelled": True} if reason == "cancel" else {"preempted": True})
-                self._commit(run, [run.end_badly(new, now, cause, None)], now)
+                self.commit(run, [run.end_badly(new, now, cause, None)], now)
 
-    # -- what the loop and status ask
+    def outlives_term(self, run: str) -> bool:
+        """A SIGTERM to the daemon is no preemption of this run's stages (they run elsewhere)."""
+        return self.backend(run).traits.runs_elsewhere
+
+    def detach(self) -> List[str]:
+        """SIGTERM to the daemon: forget the attempts that run elsewhere without stopping them
+        (the next daemon re-adopts them). The names of the runs left running."""
+        left = [name for name in self.active if self.outlives_term(name)]
+        for name in left:
+            att = self.active.pop(name)
+            if att.watch is not None:
+                att.watch.close()
+        return left
+

@@ -97,9 +97,6 @@ class ShimProcesses:
             return "unknown"
         return "alive" if procs.alive(self.roots, info.get("shim_pid"), info.get("shim_start_ticks")) else "gone"
 
-    def launched_here(self, ref: AttemptRef) -> bool:
-        return ref in self.popens
-
     def command_alive(self, ref: AttemptRef) -> bool:
         return bool(self.members(ref))
 

@@ -27,7 +27,7 @@ ALL = "all"
 
 
 class Gpu(NamedTuple):
-    index: int
+    index: int      # type: ignore[assignment]  # the NVML index; shadows tuple.index, never called on a Gpu
     uuid: Optional[str]
     taken_bytes: Optional[int] = None   # memory held by processes rgt did not start
     total_bytes: Optional[int] = None

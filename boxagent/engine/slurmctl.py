@@ -101,7 +101,7 @@ class SlurmProcesses:
         known = [j for j in (self.book.job_of(r) for r, _rec, _opts in items) if j]
         self.book.poll(known)                  # what exists, fresh: bind or submit
         prev: Optional[str] = None
-        fresh = set()                          # submitted by this call: Slurm knows them
+        fresh: set = set()                          # submitted by this call: Slurm knows them
         for i, (r, rec, opts) in enumerate(items):
             job = self._bound(r)
             if job and prev and self._waits_on_another(r, job, prev):

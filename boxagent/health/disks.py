@@ -180,8 +180,8 @@ class DiskSampler:
         results = self._guarded(slow)
         out = []
         for real, role, fstype in items:
-            entry = stat_disk(real, role, cap_for(real, caps), statfn=(lambda p, r=results.get(real): r)
-                              if real in results else self.statfn)
+            entry = stat_disk(real, role, cap_for(real, caps),
+                              statfn=_answer(results[real]) if real in results else self.statfn)
             entry["fstype"] = fstype
             out.append(entry)
         return out
@@ -203,3 +203,8 @@ class DiskSampler:
             else:
                 out[p] = TimeoutError(110, "statvfs did not answer within %gs (network mount hung?)" % self.timeout_s)
         return out
+
+
+def _answer(result: Any) -> Callable[[str], Any]:
+    """A statfn that gives the result a guarded statvfs already got (a network mount is asked once)."""
+    return lambda path: result

@@ -81,7 +81,7 @@ class History:
         """ARCHITECTURE's `history`: {"step_s", "t0", <series>: [...] or {key: [...]}}."""
         if self.current is None:
             return {"step_s": self.step_s, "t0": None}
-        first = self._first_bucket()
+        first = self._first_bucket(self.current)
         buckets = range(first, self.current + 1)
         out: Dict[str, Any] = {"step_s": self.step_s, "t0": first * self.step_s}
         for name, group in sorted(self.groups.items()):
@@ -93,7 +93,7 @@ class History:
             out[name] = rendered.get("", []) if name == "mem_used_pct" else rendered
         return out
 
-    def _first_bucket(self) -> int:
-        oldest = self.current - self.points + 1
+    def _first_bucket(self, current: int) -> int:
+        oldest = current - self.points + 1
         have = [b for g in self.groups.values() for s in g.values() for b in s.vals]
-        return max(oldest, min(have)) if have else self.current
+        return max(oldest, min(have)) if have else current

@@ -55,7 +55,7 @@ class Slack:
         return item.kind not in ("deadman", "ping")
 
     def request(self, n: Any, ep: Dict[str, Any], item: Item) -> Req:
-        msg = item.message.fit(self.LIMIT, text=_slack_text)
+        msg = item.rendered.fit(self.LIMIT, text=_slack_text)
         blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": _slack_text(msg)}}]
         body = {"text": _esc_slack(msg.first_line()), "blocks": blocks}
         return Req("POST", ep["url"], dict(JSON_HEADERS), _json(body))
@@ -97,7 +97,7 @@ class Discord:
         return item.kind not in ("deadman", "ping")
 
     def request(self, n: Any, ep: Dict[str, Any], item: Item) -> Req:
-        content = _fit_rendered(item.message, _discord_text, self.LIMIT)
+        content = _fit_rendered(item.rendered, _discord_text, self.LIMIT)
         # A log line saying "@everyone" must not page a whole server.
         body = {"content": content, "allowed_mentions": {"parse": []}}
         return Req("POST", ep["url"], dict(JSON_HEADERS), _json(body))
@@ -138,7 +138,7 @@ class Telegram:
 
     def request(self, n: Any, ep: Dict[str, Any], item: Item) -> Req:
         # Telegram's 4096 counts the text after entity parsing, i.e. without our HTML tags.
-        msg = item.message.fit(self.LIMIT)
+        msg = item.rendered.fit(self.LIMIT)
         body = {"chat_id": ep["chat_id"], "text": _telegram_html(msg), "parse_mode": "HTML",
                 "disable_web_page_preview": True}
         return Req("POST", ep["url"], dict(JSON_HEADERS), _json(body))

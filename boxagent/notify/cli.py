@@ -72,7 +72,8 @@ def cmd_notify_set(args: Any) -> int:
     except NotifyConfigError as exc:
         raise UsageError(exc.message, exc.hint)
     old = (read_json(home.secrets, {}) or {})
-    old_entries = old.get("notify") if isinstance(old, dict) and isinstance(old.get("notify"), list) else []
+    given = old.get("notify") if isinstance(old, dict) else None
+    old_entries = given if isinstance(given, list) else []
     entries = assign_ids(entries, old_entries)
     notifiers = parse_notifiers(entries)
     home.ensure()

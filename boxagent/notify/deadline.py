@@ -90,7 +90,7 @@ def _tracked(create: Callable[..., Any]) -> Callable[..., Any]:
 class _HTTPConnection(http.client.HTTPConnection):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self._create_connection = _tracked(self._create_connection)
+        self._create_connection = _tracked(self._create_connection)  # type: ignore[has-type]  # http.client's hook, untyped
 
 
 class HTTPHandler(urllib.request.HTTPHandler):
@@ -105,11 +105,11 @@ def urllib_handlers() -> List[Any]:
         class _HTTPSConnection(http.client.HTTPSConnection):
             def __init__(self, *args: Any, **kwargs: Any):
                 super().__init__(*args, **kwargs)
-                self._create_connection = _tracked(self._create_connection)
+                self._create_connection = _tracked(self._create_connection)  # type: ignore[has-type]  # http.client's hook, untyped
 
         class HTTPSHandler(urllib.request.HTTPSHandler):
             def https_open(self, req: Any) -> Any:
-                return self.do_open(_HTTPSConnection, req, context=self._context)
+                return self.do_open(_HTTPSConnection, req, context=self._context)  # type: ignore[attr-defined]
         out.append(HTTPSHandler())
     return out
 

@@ -20,7 +20,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from boxagent.base.fsutil import atomic_write_bytes, read_json
+from boxagent.base.fsutil import atomic_write_bytes, parse_jsonl, read_json
 
 _EVENT_START = b'{"id":'      # wire/events.make_event puts the id first
 FIRST_LINE_MAX = 65536
@@ -44,23 +44,9 @@ class Cursor:
 
 
 def parse_line(raw: bytes) -> Optional[Dict[str, Any]]:
-    """One event from one complete line; None for a line that holds none (torn and alone)."""
-    raw = raw.strip()
-    if not raw:
-        return None
-    try:
-        obj = json.loads(raw.decode("utf-8", "replace"))
-        return obj if isinstance(obj, dict) else None
-    except ValueError:
-        pass
-    at = raw.rfind(_EVENT_START)
-    if at <= 0:
-        return None
-    try:                 # torn bytes of a crashed append, then a whole event on the same line
-        obj = json.loads(raw[at:].decode("utf-8", "replace"))
-    except ValueError:
-        return None
-    return obj if isinstance(obj, dict) else None
+    """One event from one complete line; None for a line that holds none (torn and alone). Torn
+    bytes of a crashed append, then a whole event on the same line: the event."""
+    return parse_jsonl(raw, _EVENT_START)
 
 
 def _first_id(path: str) -> Optional[str]:

@@ -87,14 +87,14 @@ class Healthchecks:
         etype = item.event.get("type")
         suffix, body = "", b""
         if item.kind == "test":
-            suffix, body = "/log", item.message.plain().encode("utf-8")
+            suffix, body = "/log", item.rendered.plain().encode("utf-8")
         elif etype == "run_started":
             suffix = "/start"
         elif etype == "run_failed":
             suffix = "/fail"
-            body = item.message.fit(HC_LIMIT_BYTES, "bytes").plain().encode("utf-8")
+            body = item.rendered.fit(HC_LIMIT_BYTES, "bytes").plain().encode("utf-8")
         elif etype == "run_succeeded":
-            body = item.message.first_line().encode("utf-8")
+            body = item.rendered.first_line().encode("utf-8")
         headers = {"User-Agent": USER_AGENT, "Content-Type": "text/plain; charset=utf-8"}
         if ep.get("auth"):
             headers["Authorization"] = ep["auth"]

@@ -96,7 +96,7 @@ class HttpClient:
         self.proxies = dict(proxies or {})
         mod = _requests(backend)
         self.backend = "requests" if mod is not None else "urllib"
-        self._session = None
+        self._session: Any = None
         if mod is not None:
             # urllib3 warns (retries, broken connections) with the URL path in the text; with no
             # handler configured Python prints that to stderr, i.e. daemon.log. Keep it quiet.
@@ -124,7 +124,7 @@ class HttpClient:
         """The profile's no_proxy list applies to the profile's proxies (urllib ignores it there)."""
         if self.proxies.get("no"):
             host = urllib.parse.urlsplit(url).hostname or ""
-            if urllib.request.proxy_bypass_environment(host, {"no": self.proxies["no"]}):
+            if urllib.request.proxy_bypass_environment(host, {"no": self.proxies["no"]}):  # type: ignore[attr-defined]
                 return self._direct
         return self._opener
 

@@ -131,11 +131,17 @@ def _cause_parts(cause: Dict[str, Any]) -> List[Part]:
     return parts
 
 
+def _sub(obj: Any, key: str) -> Dict[str, Any]:
+    """obj[key] where both are JSON objects, else {} (events and status.json are read as given)."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
 def _headline(event: Dict[str, Any], host: str) -> tuple:
     """(emoji, headline, tags) for an event; the generic case uses the severity."""
     etype = str(event.get("type") or "event")
     where = _where(event)
-    cause = event.get("cause") if isinstance(event.get("cause"), dict) else {}
+    cause = _sub(event, "cause")
     summary = str(cause.get("summary") or event.get("summary") or etype.replace("_", " "))
     pre = "%s \u00b7 " % host
     if etype == "run_succeeded":
@@ -164,7 +170,7 @@ def _run_facts(event: Dict[str, Any]) -> str:
         facts.append("%s stage%s" % (event["stages"], "" if event["stages"] == 1 else "s"))
     if event.get("duration_s") is not None:
         facts.append(format_duration(event["duration_s"]))
-    art = event.get("artifacts") if isinstance(event.get("artifacts"), dict) else {}
+    art = _sub(event, "artifacts")
     if art.get("files"):
         facts.append("%s files (%s)" % (art["files"], format_bytes(art.get("bytes"))))
     return ", ".join(facts) or "succeeded"
@@ -174,7 +180,7 @@ def render_event(event: Dict[str, Any], host: str, repeated: int = 0, since: str
     """The message for one event. `repeated`: how many same-key alerts were coalesced into it."""
     emoji, headline, tags = _headline(event, host)
     sev = str(event.get("severity") or "info")
-    cause = event.get("cause") if isinstance(event.get("cause"), dict) else {}
+    cause = _sub(event, "cause")
     parts = _cost_parts(event)
     if cause:
         parts += _cause_parts(cause)
@@ -196,7 +202,7 @@ def _cost_parts(event: Dict[str, Any]) -> List[Part]:
     """A run-end event's cost (the cost part puts it there), and the next steps an event names
     (`next`: box_idle, budget, danger_clock say what to pull and what each stop verb destroys)."""
     parts = []
-    cost = event.get("cost") if isinstance(event.get("cost"), dict) else {}
+    cost = _sub(event, "cost")
     hours = cost.get("hours")
     if event.get("type") in RUN_END and isinstance(hours, (int, float)):
         line = "Cost: %s" % format_duration(hours * 3600.0)
@@ -240,22 +246,21 @@ def status_line(status: Dict[str, Any]) -> str:
         stage = _current_stage(run)
         if stage:
             bit += "/%s" % stage.get("name")
-            prog = stage.get("progress") if isinstance(stage.get("progress"), dict) else {}
+            prog = _sub(stage, "progress")
             if prog.get("fraction") is not None:
                 bit += " %d%%" % round(100 * float(prog["fraction"]))
             if prog.get("eta_s") is not None:
                 bit += " (eta %s)" % format_duration(prog["eta_s"])
         bits.append(bit)
     text = ", ".join(bits[:3]) if bits else "no run running"
-    health = status.get("health") if isinstance(status, dict) and isinstance(status.get("health"), dict) else {}
-    gpus = [g.get("util_pct") for g in (health.get("gpus") or []) if isinstance(g, dict)]
-    gpus = [g for g in gpus if g is not None]
+    health = _sub(status, "health")
+    gpus = [g["util_pct"] for g in (health.get("gpus") or []) if isinstance(g, dict) and g.get("util_pct") is not None]
     if gpus:
         text += " \u00b7 GPU %d%%" % round(sum(gpus) / len(gpus))
-    mem = health.get("memory") if isinstance(health.get("memory"), dict) else {}
+    mem = _sub(health, "memory")
     if mem.get("used_pct") is not None:
         text += " \u00b7 mem %d%%" % round(mem["used_pct"])
-    cost = status.get("cost") if isinstance(status, dict) and isinstance(status.get("cost"), dict) else {}
+    cost = _sub(status, "cost")
     if isinstance(cost.get("spent"), (int, float)):
         text += " \u00b7 %.2f %s spent" % (cost["spent"], cost.get("currency") or "")
     return text

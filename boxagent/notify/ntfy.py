@@ -90,7 +90,7 @@ def _body(msg: Any) -> str:
 def request(n: Any, ep: Dict[str, Any], item: Item) -> Req:
     if item.kind == "cancel":
         return cancel_request(n, ep)
-    msg = item.message.fit(LIMIT_BYTES, "bytes", text=_body)
+    msg = item.rendered.fit(LIMIT_BYTES, "bytes", text=_body)
     headers = {"Title": header_text(msg.headline), "Priority": PRIORITY.get(msg.severity, "3"),
                "Content-Type": "text/plain; charset=utf-8"}
     if msg.tags:

@@ -114,6 +114,7 @@ def deliver(n: Any, item: Item, http: Any) -> Result:
         if row.deliver is not None:
             res = row.deliver(n, ep, item)
         else:
+            assert row.request is not None, n.format     # a row has deliver or request
             res = http.send(row.request(n, ep, item), n.timeout_s)
     except Exception as exc:  # noqa: BLE001 - a formatting bug must cost one message, not the thread
         res = Result(False, error="internal error: %s: %s" % (type(exc).__name__, exc))

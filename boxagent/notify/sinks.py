@@ -35,7 +35,7 @@ class FileSink:
         return item.kind in ("event", "test", "heartbeat")
 
     def line(self, item: Item) -> bytes:
-        msg = item.message
+        msg = item.rendered
         rec = {"at": _iso(time.time()), "kind": item.kind, "id": item.event.get("id"),
                "type": item.event.get("type"), "severity": msg.severity, "title": msg.headline,
                "text": msg.plain(), "event": item.event}
@@ -77,7 +77,7 @@ class AppriseSink:
         return item.kind in ("event", "test", "heartbeat")
 
     def deliver(self, n: Any, ep: Dict[str, Any], item: Item) -> Result:
-        msg = item.message
+        msg = item.rendered
         try:
             ok = ep["apprise"].notify(title=msg.headline, body=msg.body() or msg.first_line())
         except Exception as exc:  # noqa: BLE001 - a plugin's bug is one failed send, not a dead thread

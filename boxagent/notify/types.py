@@ -26,6 +26,13 @@ class Item:
         self.message = message
         self.delay_s = delay_s      # deadman: deliver after this many seconds unless replaced
 
+    @property
+    def rendered(self) -> Message:
+        """The message a sink sends (every kind a sink renders has one; a ping has none)."""
+        if self.message is None:
+            raise ValueError("a %s item has no message to send" % self.kind)
+        return self.message
+
 
 class Req:
     def __init__(self, method: str, url: str, headers: Dict[str, str], body: bytes = b""):

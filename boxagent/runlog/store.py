@@ -22,7 +22,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from boxagent.base.fsutil import atomic_write_bytes
+from boxagent.base.fsutil import atomic_write_bytes, parse_jsonl
 from boxagent.runlog import points
 
 SCHEMA = "rgt.runlog/1"
@@ -203,14 +203,8 @@ def _event_order(ev: Dict[str, Any]) -> Tuple[float, str]:
 
 
 def parse_line(raw: bytes) -> Optional[Dict[str, Any]]:
-    raw = raw.strip()
-    if not raw:
-        return None
-    try:
-        rec = json.loads(raw.decode("utf-8", "replace"))
-    except ValueError:
-        return None        # a torn last line (the daemon killed mid-write)
-    return rec if isinstance(rec, dict) else None
+    """One record; None for a torn last line (the daemon killed mid-write)."""
+    return parse_jsonl(raw)
 
 
 def thin(pts: List[Dict[str, Any]], budget: int, keep_recent: int = KEEP_RECENT,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from boxagent.slurm.cmd import Result, run_command
 from boxagent.base.errors import AgentError
@@ -102,7 +102,8 @@ def table_options(options: Dict[str, object]) -> List[str]:
         if key in options and options[key] is not None:
             value = "0" if (key == "mem" and options[key] == "all") else str(options[key])
             out.append("--%s=%s" % (flag, value))
-    out += [str(x) for x in options.get("extra") or []]   # type: ignore[union-attr]
+    extra: Any = options.get("extra") or []
+    out += [str(x) for x in extra]
     return out
 
 

@@ -139,6 +139,7 @@ class ProgressTracker:
         if p.pop("epoch", None) == 0 and self.epoch_base == 1:
             self.epoch_base = 0                # `Epoch 0/3`: this log counts epochs from 0
             p = parse(text, self.custom, 0)
+            assert p is not None, text         # it parsed with the other base: the text is the same
             p.pop("epoch", None)
         p["last_line"] = clip(text.strip(), 200)
         p["seen_at"] = round(now, 3) if now is not None else None

@@ -49,7 +49,7 @@ def scan_file(path: str, rules: Optional[RuleSet] = None, engine: str = "auto",
         and grep is not None and rs.anchored
     store = HitStore()
     lines = None
-    if use_grep:
+    if use_grep and grep is not None:
         lines = _scan_grep(grep, path, rs, store)
     if lines is None:
         use_grep = False

@@ -95,7 +95,10 @@ class Tailer:
         """The complete lines that arrived (at most `chunk` new bytes), or None."""
         if self._fd is None and not self._open():
             return None
-        size = os.fstat(self._fd).st_size
+        fd = self._fd
+        if fd is None:
+            return None
+        size = os.fstat(fd).st_size
         if size < self.offset:            # truncated in place
             self.truncations += 1
             self._restart()
@@ -103,7 +106,7 @@ class Tailer:
             if not self._rotated():
                 return None
             return self._switch()
-        data = os.pread(self._fd, min(self.chunk, size - self.offset), self.offset)
+        data = os.pread(fd, min(self.chunk, size - self.offset), self.offset)
         if not data:
             return None
         self.offset += len(data)

@@ -200,7 +200,3 @@ def show_match(text: str, start: int, limit: int = SHOW_CHARS) -> str:
 
 def clip(text: str, limit: int = SHOW_CHARS) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def first_line_of(text: Optional[str]) -> str:
-    return (text or "").split("\n", 1)[0]

@@ -196,10 +196,6 @@ class StageWatch:
         return self.store.listing(self.tracker.line_no)
 
     @property
-    def hit_counts(self) -> Dict[str, int]:
-        return self.store.counts
-
-    @property
     def progress(self) -> Optional[Dict[str, Any]]:
         return self.tracker.block()
 
@@ -250,7 +246,7 @@ class StageWatch:
             if self._silent_since is not None:
                 return []
             self._silent_since = now
-            if art_busy:
+            if art_busy and artifacts_mtime is not None:
                 return [self._silent_spec(idle, now - artifacts_mtime)]
             return [self._busy_spec(idle, cpu_s or 0.0, stall_after, gpu_busy)]
         if gpu_busy or self._stall_since is not None:

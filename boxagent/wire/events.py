@@ -8,7 +8,6 @@ The file rotates at ~10 MB to events.jsonl.1 (one old file kept).
 from __future__ import annotations
 
 import collections
-import json
 import os
 from typing import Any, Callable, Deque, Dict, List, Optional
 
@@ -97,25 +96,14 @@ def tail(path: str, n: int, chunk: int = 65536, stop_before: Optional[str] = Non
     reading back no further than the first event whose id sorts before it."""
     if n <= 0:
         return []
-    from boxagent.base.fsutil import read_tail
+    from boxagent.base.fsutil import parse_jsonl, read_tail
     try:
         data = read_tail(path, n, chunk, stop_before.encode() if stop_before else None)
     except OSError:
         return []
     out: List[Dict[str, Any]] = []
     for raw in data.split(b"\n")[-(n + 1):]:
-        event = _parse(raw)
+        event = parse_jsonl(raw)
         if event is not None:
             out.append(event)
     return out[-n:]
-
-
-def _parse(raw: bytes) -> Optional[Dict[str, Any]]:
-    raw = raw.strip()
-    if not raw:
-        return None
-    try:
-        obj = json.loads(raw.decode("utf-8", "replace"))
-    except ValueError:
-        return None   # a torn first line of the read window
-    return obj if isinstance(obj, dict) else None

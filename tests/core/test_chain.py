@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-from tests.core.conftest import job
+from tests.realbox import job
 
 
 def test_happy_three_stage_chain(box):

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from boxagent.wire import events as events_mod
-from tests.core.conftest import job
+from tests.realbox import job
 
 
 def test_configure_writes_config_atomically_0600_and_refuses_bad_input(box):
@@ -33,7 +33,7 @@ def test_host_from_config_reaches_events_and_status(box):
 
 
 def test_logs_command(box):
-    from boxagent.daemon import control
+    from boxagent.daemon import reading
     from boxagent.base.errors import UsageError
     from boxagent.base.home import Home
     box.submit(job("lg", box.workdir, {"name": "a", "run": "for i in 1 2 3 4 5; do echo line$i; done"},
@@ -45,11 +45,11 @@ def test_logs_command(box):
     both = box.agent("logs", "lg", "-n", "1").stdout            # every stage that ran, with headers
     assert both.startswith("==> a (attempt 1): ") and "line5\n" in both and both.endswith("<==\nbee\n")
     home = Home(str(box.home))
-    assert control.logs(home, "lg", "a", 0, None).count("line") == 5
+    assert reading.logs(home, "lg", "a", 0, None).count("line") == 5
     for args, msg in ((("lg", "zz", 5, None), "no stage"), (("nope", None, 5, None), "no run named"),
                       (("lg", "a", 5, 9), "no log for attempt 9")):
         with pytest.raises(UsageError) as exc:
-            control.logs(home, *args)
+            reading.logs(home, *args)
         assert msg in exc.value.message and exc.value.hint
     out = box.agent("logs", "nope")
     assert out.returncode == 2 and out.stderr.startswith("Error:")
@@ -199,7 +199,7 @@ def test_heartbeat_events_are_rate_limited(box):
     from boxagent.base.units import parse_iso_utc as parse_at
     box.env["RGT_HEARTBEAT_EVERY"] = "0.3"
     box.start()
-    from tests.core.conftest import wait_for
+    from tests.realbox import wait_for
     beats = wait_for(lambda: box.events("heartbeat")[2:] and box.events("heartbeat"), 10, "3 heartbeats")
     times = [parse_at(e["at"]) for e in beats]
     assert all(b - a >= 0.29 for a, b in zip(times, times[1:]))

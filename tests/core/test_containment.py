@@ -13,7 +13,7 @@ import pytest
 
 from boxagent.base.roots import Roots
 from boxagent.base.procs import proc_state
-from tests.core.conftest import job, wait_for
+from tests.realbox import job, wait_for
 
 # Two children that leave the stage's process group: one in a new session, one in a new group.
 ESCAPERS = ("setsid sh -c 'echo $$ > sid.pid; exec sleep 300' & "

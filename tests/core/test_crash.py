@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from tests.core.conftest import job, wait_for
+from tests.realbox import job, wait_for
 from tests.core.killwatch import KillWatch
 from tests.notify.receiver import Receiver
 

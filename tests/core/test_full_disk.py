@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.core.conftest import Box, job, wait_for
+from tests.realbox import Box, job, wait_for
 from tests.mounts import tmpfs
 
 # Fills every last page: big writes, then ever smaller ones, then dies of it (a checkpoint save).

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.core.conftest import job, wait_for
+from tests.realbox import job, wait_for
 
 GB = 1 << 30
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from boxagent.engine import jobspec
-from tests.core.conftest import job
+from tests.realbox import job
 
 GOOD = {"name": "resnet-a3", "workdir": "/tmp/proj", "env": {"WANDB_MODE": "online"},
         "stage": [{"name": "train", "run": "python train.py", "expect": ["ckpt/best.pt"],

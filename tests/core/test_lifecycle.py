@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.core.conftest import job, wait_for
+from tests.realbox import job, wait_for
 
 # Appends one line per execution: the exactly-once evidence.
 COUNTED = "echo ran >> counter; while [ ! -f go ]; do sleep 0.05; done; echo out > out.txt"

@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from tests.core.conftest import REPO, job, wait_for
+import pytest
+
+from tests.realbox import REPO, job, wait_for
 
 MB = 1 << 20
 
@@ -97,6 +99,7 @@ def check_succeeded(box: Any, model_sha: str, model_bytes: int) -> Dict[str, Any
     return ev
 
 
+@pytest.mark.slow
 def test_status_heartbeats_and_a_cancel_go_on_while_200mb_hash(box):
     model_sha = write_random(box.workdir / "ckpt" / "model.pt", 200)
     box.submit(big_job(box))

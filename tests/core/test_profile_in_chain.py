@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.core.conftest import job
+from tests.realbox import job
 
 
 def _configure(box, profile):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.conftest import REPO, job
+from tests.realbox import REPO, job
 
 PY38 = "/root/.pyenv/versions/3.8.18/bin/python3.8"
 
@@ -40,6 +40,7 @@ def _chain_through(box, agent):
     return status
 
 
+@pytest.mark.slow
 def test_pyz_runs_a_chain_on_a_bare_interpreter(box, agent_pyz):
     agent = _pyz_agent(box, [sys.executable, "-S"], agent_pyz)
     status = _chain_through(box, agent)
@@ -51,6 +52,7 @@ def test_pyz_runs_a_chain_on_a_bare_interpreter(box, agent_pyz):
     assert version["build_sha256"] == sha and version["pyz"] == str(agent_pyz)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.access(PY38, os.X_OK), reason="Python 3.8 not installed at %s" % PY38)
 def test_python38_really_runs_the_pyz(box, agent_pyz):
     agent = _pyz_agent(box, [PY38], agent_pyz)
@@ -70,6 +72,7 @@ def _vermin(*paths):
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_vermin_says_python38_for_the_agent():
     out = _vermin(REPO / "boxagent")
     assert out.returncode == 0, out.stdout + out.stderr

@@ -13,7 +13,9 @@ import pytest
 
 from boxagent.base.home import Home
 from boxagent.engine import states as S
+from boxagent.engine.backends import BackendTable
 from boxagent.engine.journal import FileJournal
+from boxagent.engine.localrun import LocalBackend
 from boxagent.engine.ports import AttemptRef
 from boxagent.engine.scheduler import Scheduler
 from boxagent.engine.store import RunStore
@@ -138,7 +140,8 @@ class Rig:
     def new_scheduler(self, boot_id: str = "boot-1") -> Scheduler:
         store = RunStore(self.home, self.logged.append)
         journal = FileJournal(store, EventLog(self.home.events, "box"), lambda e: None, self.logged.append)
-        return Scheduler(store, journal, self.procs, self.box, FakeFinisher(), dict(SETTINGS), {}, [], {},
+        backends = BackendTable({"local": lambda: LocalBackend(self.procs)})
+        return Scheduler(store, journal, backends, self.box, FakeFinisher(), dict(SETTINGS), {}, [], {},
                          boot_id, self.logged.append)
 
     def restart(self, now: float, boot_id: str = "boot-1") -> None:
@@ -150,7 +153,7 @@ class Rig:
     def submit(self, now: float, *stages: Dict[str, Any], **top: Any) -> None:
         job = {"name": "r", "workdir": str(self.tmp), "stage": list(stages)}
         job.update(top)
-        self.sched.submit({"spec": job}, now)
+        self.sched.requests.submit({"spec": job}, now)
 
     def events(self) -> List[str]:
         try:
@@ -200,7 +203,7 @@ def test_a_transient_failure_waits_its_backoff_then_runs_the_same_command_again(
     rig.sched.tick(2.0, 2.0)
     st = rig.run().stage("s")
     assert st.state == S.PENDING and st.retry_at == 12.0 and st.cause["class"] == "network_transient"
-    assert rig.sched.next_deadline(2.0, 2.0) == pytest.approx(10.0)
+    assert rig.sched.views.next_deadline(2.0, 2.0) == pytest.approx(10.0)
     rig.sched.tick(11.9, 11.9)
     assert rig.procs.launches == [first]                               # not before its backoff
     rig.sched.tick(12.0, 12.0)
@@ -233,7 +236,7 @@ def test_cancel_during_the_backoff_cancels_the_waiting_stage_and_the_run(rig):
     rig.write_log(ref, "ConnectionError\n")
     rig.procs.end(ref, 1)
     rig.sched.tick(2.0, 2.0)
-    rig.sched.cancel("r", 3.0, 3.0)
+    rig.sched.requests.cancel("r", 3.0, 3.0)
     assert rig.run().state == S.CANCELLED and rig.run().stage("s").state == S.CANCELLED
     rig.sched.tick(20.0, 20.0)
     assert rig.procs.launches == [ref]                                 # the retry never runs
@@ -244,7 +247,7 @@ def test_cancel_of_a_running_stage_terms_it_then_kills_it_after_the_grace(rig):
     rig.submit(0.0, {"name": "s", "run": "x"})
     rig.sched.tick(1.0, 1.0)
     ref = AttemptRef("r", "s", 1)
-    rig.sched.cancel("r", 2.0, 2.0)
+    rig.sched.requests.cancel("r", 2.0, 2.0)
     assert rig.procs.signals == [(ref, signal.SIGTERM)]
     rig.sched.tick(3.0, 3.0)
     assert rig.procs.signals == [(ref, signal.SIGTERM)]
@@ -263,7 +266,7 @@ def test_resume_skips_the_stages_with_a_marker(rig):
     rig.procs.end(AttemptRef("r", "b", 1), 2)
     rig.sched.tick(3.0, 3.0)
     assert rig.run().state == S.FAILED
-    rig.sched.resume("r", 4.0)
+    rig.sched.requests.resume("r", 4.0)
     rig.sched.tick(5.0, 5.0)
     assert rig.run().stage("a").state == S.SKIPPED
     assert rig.procs.launches[-1] == AttemptRef("r", "b", 2)
@@ -301,7 +304,7 @@ def test_a_cancel_sent_while_the_daemon_was_down_reaches_the_readopted_stage(rig
     rig.submit(0.0, {"name": "s", "run": "x"})
     rig.sched.tick(1.0, 1.0)
     rig.restart(5.0)
-    rig.sched.cancel("r", 5.0, 5.0)                                    # handled before the first tick
+    rig.sched.requests.cancel("r", 5.0, 5.0)                                    # handled before the first tick
     assert rig.procs.signals == [(AttemptRef("r", "s", 1), signal.SIGTERM)]
     assert rig.run().state == S.RUNNING                                # cancelled once it has ended
 
@@ -315,7 +318,7 @@ def test_a_failed_stage_in_a_running_run_is_finished_on_load(rig):
     run.stage("a").end_badly(S.FAILED, 2.0, cause, 1, None, None, {})
     rig.sched.store.save(run)                                          # state on disk: stage failed, run running
     queued_after = {"name": "r2", "workdir": str(rig.tmp), "stage": [{"name": "s", "run": "z"}]}
-    rig.sched.submit({"spec": queued_after}, 2.0)
+    rig.sched.requests.submit({"spec": queued_after}, 2.0)
     rig.restart(3.0)
     rig.sched.tick(3.0, 3.0)
     assert rig.sched.runs["r"].state == S.FAILED and rig.sched.runs["r"].failed_stage == "a"
@@ -344,10 +347,10 @@ def test_resume_is_refused_while_the_previous_attempt_lives(rig):
     rig.procs.end(ref, 1)
     rig.sched.tick(2.0, 2.0)
     rig.procs.alive.add(ref)                                           # a child of attempt 1 lives on
-    rig.sched.resume("r", 3.0)
+    rig.sched.requests.resume("r", 3.0)
     assert rig.run().state == S.FAILED and "resume_refused" in rig.events()
     rig.procs.alive.discard(ref)
-    rig.sched.resume("r", 4.0)
+    rig.sched.requests.resume("r", 4.0)
     assert rig.run().state == S.QUEUED
 
 

@@ -1,5 +1,5 @@
 """The scheduler's Slurm rules in-process: a fake SlurmProcesses at the port (jobs the test moves
-through Slurm's states), the real router (boxagent/daemon/wiring.Backends) with the box's fake
+through Slurm's states) inside the real SlurmBackend, the real BackendTable with the box's fake
 beside it, a real RunStore and event log. tests/slurm/ runs the same rules on a real cluster.
 """
 from __future__ import annotations
@@ -12,11 +12,13 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from boxagent.base.home import Home
-from boxagent.daemon.wiring import Backends
 from boxagent.engine import states as S
+from boxagent.engine.backends import BackendTable
 from boxagent.engine.journal import FileJournal
+from boxagent.engine.localrun import LocalBackend
 from boxagent.engine.ports import AttemptRef
 from boxagent.engine.scheduler import Scheduler
+from boxagent.engine.slurmrun import SlurmBackend
 from boxagent.engine.store import RunStore
 from boxagent.slurm import states as slurm_states
 from boxagent.wire.events import EventLog
@@ -127,9 +129,8 @@ class SlurmRig:
     def new_scheduler(self, boot_id: str = "boot-1") -> Scheduler:
         store = RunStore(self.home, self.logged.append)
         journal = FileJournal(store, EventLog(self.home.events, "login1"), lambda e: None, self.logged.append)
-        procs = Backends(self.local, lambda: self.slurm,
-                         lambda run: (self.sched.specs.get(run) or {}).get("backend") or "local")
-        return Scheduler(store, journal, procs, self.box, FakeFinisher(), dict(SETTINGS), {}, [], {}, boot_id,
+        backends = BackendTable({"local": lambda: LocalBackend(self.local), "slurm": lambda: SlurmBackend(self.slurm)})
+        return Scheduler(store, journal, backends, self.box, FakeFinisher(), dict(SETTINGS), {}, [], {}, boot_id,
                          self.logged.append)
 
     def restart(self, now: float, boot_id: str = "boot-1") -> None:
@@ -140,7 +141,7 @@ class SlurmRig:
     def submit(self, now: float, *stages: Dict[str, Any], name: str = "r", **top: Any) -> None:
         job = {"name": name, "workdir": str(self.tmp), "backend": "slurm", "stage": list(stages)}
         job.update(top)
-        self.sched.submit({"spec": job}, now)
+        self.sched.requests.submit({"spec": job}, now)
 
     def events(self, full: bool = False) -> List[Any]:
         lines = Path(self.home.events).read_text().splitlines()
@@ -277,11 +278,11 @@ def test_this_hosts_oom_counter_is_never_blamed_on_a_compute_node(rig):
 
 
 def test_a_slurm_run_starts_beside_a_run_that_holds_the_whole_box(rig):
-    rig.sched.submit({"spec": {"name": "box", "workdir": str(rig.tmp), "stage": [{"name": "s", "run": "x"}]}}, 0.0)
+    rig.sched.requests.submit({"spec": {"name": "box", "workdir": str(rig.tmp), "stage": [{"name": "s", "run": "x"}]}}, 0.0)
     rig.submit(0.5, {"name": "train", "run": "x"})
     rig.tick(1.0)
     assert rig.local.launches == [AttemptRef("box", "s", 1)] and rig.slurm.launches[0]["ref"] == ref("train")
-    assert rig.run().gpus is None and rig.sched.gpu_holders() == {}
+    assert rig.run().gpus is None and rig.sched.views.gpu_holders() == {}
 
 
 def test_a_wait_stage_splits_the_chain(rig, tmp_path):
@@ -321,7 +322,7 @@ def test_cancel_scancels_the_running_job_and_cancels_the_rest(rig):
     rig.submit(0.0, *three())
     rig.tick(1.0)
     rig.slurm.set(ref("prep"), "RUNNING")
-    rig.sched.cancel("r", 2.0, 2.0)
+    rig.sched.requests.cancel("r", 2.0, 2.0)
     assert rig.slurm.scancelled == ["101"]
     rig.slurm.set(ref("prep"), "CANCELLED", exit_code=None, signal=15)
     rig.tick(3.0)
@@ -356,7 +357,7 @@ def test_resume_shows_no_job_of_before_the_resume(rig):
     rig.slurm.set(ref("prep"), "FAILED", "NonZeroExitCode", exit_code=1)
     rig.slurm.cascade("r")
     rig.tick(2.0)
-    rig.sched.resume("r", 3.0)
+    rig.sched.requests.resume("r", 3.0)
     rig.slurm.jobs.clear()                      # (the old jobs are forgotten; none resubmitted yet)
     assert [s.slurm_job_id for s in rig.run().stages] == [None, None, None]
     rig.tick(4.0)
@@ -365,7 +366,7 @@ def test_resume_shows_no_job_of_before_the_resume(rig):
 
 def test_a_box_runs_sigterm_still_interrupts_it(rig):
     """The box's rules are unchanged beside a Slurm run."""
-    rig.sched.submit({"spec": {"name": "box", "workdir": str(rig.tmp), "stage": [{"name": "s", "run": "x"}]}}, 0.0)
+    rig.sched.requests.submit({"spec": {"name": "box", "workdir": str(rig.tmp), "stage": [{"name": "s", "run": "x"}]}}, 0.0)
     rig.submit(0.5, {"name": "train", "run": "x"})
     rig.tick(1.0)
     rig.sched.frozen = True
@@ -398,7 +399,7 @@ def test_a_marker_of_an_earlier_attempt_still_skips(rig):
     rig.slurm.set(ref("train"), "FAILED", "NonZeroExitCode", exit_code=1)
     rig.slurm.cascade("r")
     rig.tick(3.0)
-    rig.sched.resume("r", 4.0)
+    rig.sched.requests.resume("r", 4.0)
     rig.tick(5.0)
     assert rig.run().stage("prep").state == S.SKIPPED
     assert rig.slurm.launches[-1]["chain"] == [ref("train", 2), ref("eval")]

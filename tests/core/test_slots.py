@@ -25,7 +25,7 @@ def submit(rig, name, now=0.0, **top):
     job = {"name": name, "workdir": str(rig.tmp), "stage": [{"name": "s", "run": "x"}]}
     job.update(top)
     for spec in sweep.expand(jobspec.validate(job)):
-        rig.sched.submit({"spec": spec}, now)
+        rig.sched.requests.submit({"spec": spec}, now)
 
 
 def settle(rig, now):
@@ -136,7 +136,7 @@ def test_cancel_by_the_sweeps_name_cancels_every_run_of_it(rig):
     rig.box.inventory = EIGHT[:2]
     submit(rig, "sw", gpus=1, matrix={"X": ["a", "b", "c"]})
     rig.sched.tick(1.0, 1.0)
-    rig.sched.cancel("sw", 2.0, 2.0)
+    rig.sched.requests.cancel("sw", 2.0, 2.0)
     for n in ("sw-1", "sw-2"):
         rig.procs.end(AttemptRef(n, "s", 1), None, 15)
     rig.sched.tick(3.0, 3.0)

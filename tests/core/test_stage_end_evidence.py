@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests.core.conftest import job
+from tests.realbox import job
 from tests.health.conftest import healthy
 from tests.mounts import tmpfs
 

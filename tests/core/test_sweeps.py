@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from tests.core.conftest import job, wait_for
+from tests.realbox import job, wait_for
 from tests.health.conftest import healthy
 
 # Each stage says when it ran and on which GPUs it was given.

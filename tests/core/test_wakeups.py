@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.core.conftest import job, wait_for
+from tests.realbox import job, wait_for
 
 SLOW = {"RGT_TICK": "30", "RGT_SAMPLE_EVERY": "30", "RGT_NO_INOTIFY": "1"}
 

@@ -87,15 +87,6 @@ def receiver():
 
 
 @pytest.fixture
-def box(tmp_path):
-    """The core's real-daemon box (tests/core/conftest.py), killed at teardown."""
-    from tests.core.conftest import Box
-    b = Box(tmp_path)
-    yield b
-    b.cleanup()
-
-
-@pytest.fixture
 def clock() -> Clock:
     return Clock()
 

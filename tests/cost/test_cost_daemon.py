@@ -14,7 +14,7 @@ import time
 import pytest
 
 from rgt_client.profiles import load_profile
-from tests.core.conftest import job, wait_for
+from tests.realbox import job, wait_for
 from tests.health.conftest import FakeNvml, healthy
 
 pytest.importorskip("boxagent.daemon.loop", reason="the core daemon is not in the tree")

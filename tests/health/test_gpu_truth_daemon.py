@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.core.conftest import job, wait_for
+from tests.realbox import job, wait_for
 from tests.health.conftest import healthy
 
 PY = sys.executable
@@ -18,7 +18,7 @@ PY = sys.executable
 
 @pytest.fixture
 def box(tmp_path):
-    from tests.core.conftest import Box
+    from tests.realbox import Box
     b = Box(tmp_path)
     yield b
     b.cleanup()

@@ -5,19 +5,10 @@ import json
 import os
 import signal
 
-import pytest
-
 from boxagent.runlog.store import HistoryFile
-from tests.core.conftest import Box, job
+from tests.realbox import Box, job
 
 SECRET = "hunter2-not-for-reports"
-
-
-@pytest.fixture
-def box(tmp_path):
-    b = Box(tmp_path)
-    yield b
-    b.cleanup()
 
 
 def _data(box: Box, run: str) -> dict:

@@ -59,7 +59,7 @@ def login(slurm, tmp_path):
     """A real daemon's home on the "login node" (this host), with RGT_HOME and the workdir on the
     filesystem the node shares (the same host here), following Slurm fast. Every job its runs
     submitted is cancelled after the test."""
-    from tests.core.conftest import Box
+    from tests.realbox import Box
     box = Box(tmp_path)
     box.env.update(SLURM_CONF=str(slurm.conf), RGT_SLURM_POLL="0.5", RGT_SLURM_EXIT_GRACE="3")
     box.slurm = slurm

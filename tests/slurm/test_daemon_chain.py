@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.core.conftest import job, wait_for
+from tests.realbox import job, wait_for
 
 pytestmark = pytest.mark.slurm
 
@@ -171,7 +171,7 @@ def time_limited(slurm, tmp_path_factory):
 
 
 def _time_limited_box(slurm, tmp):
-    from tests.core.conftest import Box
+    from tests.realbox import Box
     box = Box(tmp)
     box.env.update(SLURM_CONF=str(slurm.conf), RGT_SLURM_POLL="0.5", RGT_SLURM_EXIT_GRACE="3")
     box.slurm = slurm

@@ -21,12 +21,3 @@ def _torch_marker(request):
     """`@pytest.mark.torch` alone is enough: the test skips when torch cannot be had."""
     if request.node.get_closest_marker("torch") is not None:
         request.getfixturevalue("torch_python")
-
-
-@pytest.fixture
-def box(tmp_path):
-    """The core's real daemon in a temp RGT_HOME (tests/core/conftest.py)."""
-    from tests.core.conftest import Box
-    b = Box(tmp_path)
-    yield b
-    b.cleanup()

@@ -1,11 +1,9 @@
 """Triage fixtures: the corpus of real-looking log tails, a StageWatch driven over a file,
-and (for the end-to-end tests) the core's `box`: a real daemon in a temp RGT_HOME."""
+and (for the end-to-end tests) the shared real-daemon `box` (tests/conftest.py)."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Dict
-
-import pytest
 
 from boxagent.triage import StageWatch
 
@@ -29,11 +27,3 @@ def corpus_facts(name: str, **extra: Any) -> Dict[str, Any]:
     facts = w.facts()
     facts.update(extra)
     return facts
-
-
-@pytest.fixture
-def box(tmp_path):
-    from tests.core.conftest import Box
-    b = Box(tmp_path)
-    yield b
-    b.cleanup()

@@ -14,7 +14,7 @@ import pytest
 
 from boxagent.base.procs import group_members
 from boxagent.base.roots import Roots
-from tests.core.conftest import job, wait_for
+from tests.realbox import job, wait_for
 from tests.mounts import tmpfs
 
 PY = sys.executable

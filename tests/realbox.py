@@ -1,6 +1,7 @@
-"""Fixtures for the core: a temp RGT_HOME with fast intervals, a real daemon, real stages.
+"""The real-daemon box every suite shares: a temp RGT_HOME with fast intervals, a real daemon,
+real stages. The `box` fixture (tests/conftest.py) makes one per test.
 
-`box` runs the agent from the source tree as subprocesses (exactly what the client runs on a box)
+`Box` runs the agent from the source tree as subprocesses (exactly what the client runs on a box)
 and reads the files the daemon writes. Everything the test started is killed at teardown.
 """
 from __future__ import annotations
@@ -16,9 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-import pytest
-
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 FAST_ENV = {
     "RGT_TICK": "0.05",            # fast loop: stage ends seen within ~50 ms
     "RGT_SAMPLE_EVERY": "0.5",
@@ -192,10 +191,3 @@ def job(name: str, workdir: Path, *stages: Dict[str, Any], **top: Any) -> Dict[s
     out = {"name": name, "workdir": str(workdir), "stage": list(stages)}
     out.update(top)
     return out
-
-
-@pytest.fixture
-def box(tmp_path):
-    b = Box(tmp_path)
-    yield b
-    b.cleanup()

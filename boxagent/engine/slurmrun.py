@@ -1,5 +1,6 @@
-"""The scheduler's rules for runs with `backend = "slurm"` (a part of the Scheduler, like
-requests.py, working on its tables). The stages run as sbatch jobs on a cluster, so:
+"""The Slurm backend (`backend = "slurm"`): its processes (slurmctl.SlurmProcesses: each attempt one
+sbatch job) and its rules, which the scheduler reads as traits and three calls. The stages run as
+sbatch jobs on a cluster, so:
 
 - a Slurm run starts as soon as it is queued: this host's GPU slots and `max_parallel` are not
   its resources, and it holds none of them;
@@ -18,11 +19,11 @@ requests.py, working on its tables). The stages run as sbatch jobs on a cluster,
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List
 
-from boxagent.base.fsutil import read_json
 from boxagent.engine import states as S
 from boxagent.engine.launch import launch_record, slurm_options, slurm_record, stage_env
+from boxagent.engine.ports import RunHost, StageProcesses, Traits
 from boxagent.engine.records import Run, Stage
 from boxagent.slurm import spec as slurm_spec
 from boxagent.slurm import states as slurm_states
@@ -31,61 +32,56 @@ LEFT_BEHIND_FIX = ("fix what stopped stage %s, then `resume` the run: stages wit
                    "skipped, the others are submitted again")
 
 
-class SlurmRules:
-    # provided by the Scheduler
-    runs: Dict[str, Run]
-    specs: Dict[str, Dict[str, Any]]
+class SlurmBackend:
+    name = "slurm"
+    traits = Traits(queues_elsewhere=True, runs_elsewhere=True, own_timeout=True, shim_marks=True)
 
-    def is_slurm(self, run: str) -> bool:
-        return slurm_spec.backend(self.specs.get(run) or {}) == "slurm"
+    def __init__(self, procs: StageProcesses):
+        self.procs = procs
+        self._told: Dict[tuple, set] = {}           # (run, stage) -> queue warnings already given
 
-    def marked(self, run: Run, st: Stage) -> bool:
-        """The stage is skipped for its marker. On a box only the daemon writes markers, after
-        judging; a Slurm stage's shim writes its own when it succeeds, so the chain may have run
-        a stage while the daemon was away (or just slower): a marker of the attempt the chain
-        ran (the next one) is that attempt's success, to bind to, judge and report, not a skip."""
-        if not self.store.has_marker(run.name, st.name):
-            return False
-        if not self.is_slurm(run.name):
-            return True
-        mark = read_json(self.store.marker_path(run.name, st.name))
-        return not (isinstance(mark, dict) and mark.get("attempt") == st.attempt + 1)
+    @classmethod
+    def assemble(cls, home: Any, config: Dict[str, Any], settings: Dict[str, Any],
+                 log: Callable[[str], None]) -> "SlurmBackend":
+        """The node runs the shim with `slurm_python` (config.json) or this daemon's own Python."""
+        from boxagent.engine.slurmctl import SlurmProcesses
+        python = config.get("slurm_python")
+        return cls(SlurmProcesses(home, python=python if isinstance(python, str) and python else None,
+                                  poll_s=settings["slurm_poll"], exit_grace_s=settings["slurm_exit_grace"], log=log))
+
+    def _mine(self, host: RunHost, run: str) -> bool:
+        return slurm_spec.backend(host.specs.get(run) or {}) == self.name
 
     # -- starting a stage: it and the rest of its chain
-    def _slurm_launch(self, att: Any, run: Run) -> Dict[str, Any]:
-        record = self._slurm_stage(run, att.sspec, att.ref.attempt)
+    def launch_record(self, host: RunHost, att: Any, run: Run) -> Dict[str, Any]:
+        record = self._stage_record(host, run, att.sspec, att.ref.attempt)
         chain = []
         names = [s.name for s in run.stages]
         for st in run.stages[names.index(att.stage) + 1:]:
             if st.kind != "run":
                 break                               # a wait stage runs here: it splits the chain
-            if self.marked(run, st):
+            if host.marked(run, st):
                 continue                            # advance() will skip it
-            sspec = self._sspec(run.name, st.name)
-            chain.append({"stage": st.name, "attempt": st.attempt + 1, "options": slurm_options(self.specs[run.name], sspec),
-                          "launch": self._slurm_stage(run, sspec, st.attempt + 1)})
-        record["sbatch"] = {"options": slurm_options(self.specs[run.name], att.sspec), "chain": chain}
+            sspec = host.sspec(run.name, st.name)
+            chain.append({"stage": st.name, "attempt": st.attempt + 1, "options": slurm_options(host.specs[run.name], sspec),
+                          "launch": self._stage_record(host, run, sspec, st.attempt + 1)})
+        record["sbatch"] = {"options": slurm_options(host.specs[run.name], att.sspec), "chain": chain}
         return record
 
-    def _slurm_stage(self, run: Run, sspec: Dict[str, Any], attempt: int) -> Dict[str, Any]:
-        spec = self.specs[run.name]
+    def _stage_record(self, host: RunHost, run: Run, sspec: Dict[str, Any], attempt: int) -> Dict[str, Any]:
+        spec = host.specs[run.name]
         # The node's CPUs are the job's: cpus_per_task caps the thread pools, never this host's quota.
         cores = slurm_options(spec, sspec).get("cpus_per_task")
-        env = stage_env(spec, sspec, run.name, attempt, self.store.home.root, cores, self.env_hints)
-        log = self.store.log_path(run.name, sspec["name"], attempt)
+        env = stage_env(spec, sspec, run.name, attempt, host.store.home.root, cores, host.env_hints)
+        log = host.store.log_path(run.name, sspec["name"], attempt)
         marker = {"run": run.name, "stage": sspec["name"], "attempt": attempt, "spec_sha256": run.spec_sha256}
         return slurm_record(launch_record(sspec, spec["workdir"], env, log), sspec,
-                            self.store.marker_path(run.name, sspec["name"]), marker)
-
-    @staticmethod
-    def _node_reading(reading: Dict[str, Any]) -> Dict[str, Any]:
-        """The box's reading for a stage that ran on a compute node: only the shared disks count."""
-        return dict(reading, oom_kill_delta=None, gpu_faults=[], cgroup_version=None)
+                            host.store.marker_path(run.name, sspec["name"]), marker)
 
     # -- what the queue says, into the records (status)
-    def queue_update(self, now: float) -> None:
-        for run in list(self.runs.values()):
-            if not self.is_slurm(run.name) or not (run.state == S.RUNNING or _unsettled(run)):
+    def sync(self, host: RunHost, now: float) -> None:
+        for run in list(host.runs.values()):
+            if not self._mine(host, run.name) or not (run.state == S.RUNNING or _unsettled(run)):
                 continue
             view = self.procs.queue_view(run.name)
             changed, specs = False, []
@@ -97,17 +93,18 @@ class SlurmRules:
                 waiting = {"text": words["text"], "blocked": words["blocked"]} if words else None
                 changed = st.queue_seen(seen.get("job_id"), seen.get("state"), seen.get("reason"), waiting) or changed
                 specs += self._queue_news(run, st, seen)
-                att = self.active.get(run.name)
+                att = host.active.get(run.name)
                 if att is not None and att.stage == st.name and seen.get("state") == "RUNNING":
                     att.running_since = seen.get("start_at") or now
             if specs:
-                self.journal.commit(run, specs, now)
+                host.journal.commit(run, specs, now)
             elif changed:
-                self.store.save(run)
+                host.store.save(run)
 
     def _queue_news(self, run: Run, st: Stage, seen: Dict[str, Any]) -> List[Dict[str, Any]]:
         """A warning, once, for a job that will not start without someone's change, and for a
         later stage whose sbatch was refused (the run fails there unless it is fixed)."""
+        key: tuple
         if seen.get("error"):
             key, summary = ("refused", seen["error"]), "stage %s could not be submitted: %s" % (st.name, seen["error"])
         elif seen.get("state") == "PENDING" and seen.get("reason") != "DependencyNeverSatisfied" \
@@ -126,9 +123,9 @@ class SlurmRules:
                  "reason": seen.get("reason")}]
 
     # -- the end of a run
-    def _left_behind(self, run: Run, now: float) -> List[Dict[str, Any]]:
+    def left_behind(self, host: RunHost, run: Run, now: float) -> List[Dict[str, Any]]:
         """The stages a failed or cancelled Slurm run will not run, each `cancelled` with why."""
-        if not self.is_slurm(run.name) or run.state not in S.RESUMABLE:
+        if run.state not in S.RESUMABLE:
             return []
         stopped = run.failed_stage or run.current_stage or "?"
         view = self.procs.queue_view(run.name)
@@ -150,16 +147,6 @@ class SlurmRules:
             specs.append(st.left_behind(now, {"class": "cancelled", "summary": summary, "retryable": False,
                                               "remediation": LEFT_BEHIND_FIX % stopped, "evidence": evidence}))
         return specs
-
-    def detach_slurm(self) -> List[str]:
-        """SIGTERM to the daemon: forget the Slurm runs' attempts without stopping their jobs
-        (the next daemon re-adopts them). The names of the runs left running."""
-        left = [name for name in self.active if self.is_slurm(name)]
-        for name in left:
-            att = self.active.pop(name)
-            if att.watch is not None:
-                att.watch.close()
-        return left
 
 
 def _unsettled(run: Run) -> bool:
