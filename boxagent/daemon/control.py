@@ -169,8 +169,8 @@ def _plan(home: Home, spec: Dict[str, Any], sha: str, replace: bool) -> Dict[str
     if not replace:
         # resume was the first suggestion here: it reruns the OLD job, not the one just sent
         raise UsageError("run %s already exists (%s) with a different job" % (name, cur_state),
-                         "to run this job under that name, submit with --replace (the old run moves to "
-                         "runs/.archive/), or pick another name")
+                         "pick another name, or, to run this job under that name, submit with --replace: the "
+                         "old run moves to runs/.archive/")
     return {"run": name, "state": state.QUEUED, "duplicate": False, "replace": True}
 
 
