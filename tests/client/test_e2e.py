@@ -271,7 +271,8 @@ def test_a_changed_job_under_a_finished_runs_name_needs_run_replace(box, tmp_pat
     res = run("echo second")
     assert res.exit_code == exitcodes.USAGE and "already exists" in res.stderr
     hint = next(ln for ln in res.stderr.splitlines() if ln.startswith("Hint: "))
-    assert "rgt-client run rgt-box … --replace" in hint and "rgt-client resume rgt-box again" in hint
+    # resume would rerun the OLD job: the hint names --replace only
+    assert "rgt-client run rgt-box … --replace" in hint and "resume" not in hint
     res = run("echo second", "--replace")
     assert res.exit_code == 0 and "replacing the old run" in res.stdout, res.output
     assert rgt("watch", "rgt-box", "again", "--every", "0.2s", "--max-wait", "30s", "--home", home).exit_code == 0

@@ -84,8 +84,8 @@ def test_every_rgt_client_command_named_anywhere_exists_with_its_options(source)
 
 
 def test_the_agents_resubmit_hint_names_run_replace():
-    hint = client_hint("to run this job under that name, submit with --replace (the old run moves to "
-                       "runs/.archive/), or pick another name", "gpu1")
+    hint = client_hint("pick another name, or, to run this job under that name, submit with --replace: the "
+                       "old run moves to runs/.archive/", "gpu1")
     assert "`rgt-client run gpu1 … --replace`" in hint
     assert client_hint("cancel it first: `rgt-agent resume r1`", "gpu1") == "cancel it first: `rgt-client resume gpu1 r1`"
     assert client_hint("rgt-client notify-set HOST FILE", "gpu1") == "rgt-client notify-set gpu1 FILE"
