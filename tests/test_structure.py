@@ -137,3 +137,16 @@ def test_the_agents_layers_only_import_downwards():
 def test_the_agent_never_imports_the_client():
     assert not [(n, d) for n, deps in _graph().items() if n.startswith("boxagent")
                 for d in deps if d.startswith("rgt_client")]
+
+
+def test_every_package_ships_in_a_plain_install():
+    """A plain (non-editable) install ships only the packages pyproject.toml lists: a new folder
+    left out of the list imports in the checkout and fails in a user's install."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(REPO).parts) for pkg in ("boxagent", "rgt_client")
+             for p in (REPO / pkg).rglob("__init__.py") if "__pycache__" not in p.parts}
+    assert found - listed == set()
