@@ -22,7 +22,7 @@ class Duration(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> float:
         if isinstance(value, (int, float)):
             return float(value)
-        from boxagent.base.units import parse_duration
+        from boxagent.api import parse_duration
         try:
             return parse_duration(value)
         except ValueError as exc:

@@ -13,7 +13,7 @@ import re
 import shlex
 from typing import Any, Callable
 
-from boxagent.base import errors as agent_errors
+from boxagent import api
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
 from rgt_client.box.transport import Target, run_agent
@@ -26,9 +26,9 @@ TEXT_MAX = 16 << 20           # handbook and the like: text a human reads
 DEFAULT_TIMEOUT_S = 120.0
 
 # The agent's exit codes -> the client's (same numbers today; the map says it on purpose).
-_CODES = {agent_errors.EXIT_OK: exitcodes.OK, agent_errors.EXIT_ERROR: exitcodes.ERROR,
-          agent_errors.EXIT_USAGE: exitcodes.USAGE, agent_errors.EXIT_NOT_RUNNING: exitcodes.AGENT_DOWN,
-          agent_errors.EXIT_RUN_FAILED: exitcodes.RUN_FAILED}
+_CODES = {api.EXIT_OK: exitcodes.OK, api.EXIT_ERROR: exitcodes.ERROR,
+          api.EXIT_USAGE: exitcodes.USAGE, api.EXIT_NOT_RUNNING: exitcodes.AGENT_DOWN,
+          api.EXIT_RUN_FAILED: exitcodes.RUN_FAILED}
 
 
 class Answer:

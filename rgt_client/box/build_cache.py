@@ -19,8 +19,8 @@ def _sources() -> list[str]:
     (its bootstrap goes into the file too). The same set bundle._entries() packs."""
     import importlib.machinery
 
-    import boxagent
-    root = os.path.dirname(os.path.abspath(boxagent.__file__))
+    from boxagent import api                      # the agent's face stands at its package's root
+    root = os.path.dirname(os.path.abspath(api.__file__))
     out = []
     for d, dirs, files in os.walk(root):
         dirs[:] = [x for x in dirs if x != "__pycache__"]

@@ -169,7 +169,7 @@ def boot():
         if finder is not None:
             precompile(finder)
         sys.exit(0)
-    from boxagent.cli import main
+    from boxagent.api import main
     sys.exit(main())
 
 

@@ -69,7 +69,7 @@ def remember(host: str, **fields: Any) -> None:
 
 def _write(data: dict) -> None:
     # the same tmp -> fsync -> replace the agent uses for every file a reader may see mid-write
-    from boxagent.base.fsutil import atomic_write_text
+    from boxagent.api import atomic_write_text
     atomic_write_text(hosts_file(), json.dumps(data, indent=1, sort_keys=True) + "\n", mode=0o600)
 
 

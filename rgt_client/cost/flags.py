@@ -42,7 +42,7 @@ def _currency(text: str) -> str:
 
 
 def _idle_after(text: str) -> float:
-    from boxagent.base.units import parse_duration
+    from boxagent.api import parse_duration
     try:
         return parse_duration(text.strip())
     except ValueError as exc:
@@ -52,7 +52,7 @@ def _idle_after(text: str) -> float:
 
 def _deadline(text: str, now: float) -> str | None:
     """A UTC time ("2026-12-01T08:00Z") or a duration from now ("12h"), as the box's ISO form."""
-    from boxagent.base.units import parse_duration, parse_utc_time
+    from boxagent.api import parse_duration, parse_utc_time
     if text.strip().lower() in OFF:
         return None
     try:

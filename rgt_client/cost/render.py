@@ -10,7 +10,7 @@ import math
 import time
 from typing import Any
 
-from boxagent.base.units import format_duration, parse_iso_utc
+from boxagent.api import format_duration, parse_iso_utc
 from rgt_client.textsafe import s
 
 _BIG = 1e15

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from boxagent.base import errors as agent_errors
+from boxagent import api
 from rgt_client import exitcodes
 from rgt_client.box import build_cache, hosts
 from rgt_client.errors import ClientError
@@ -156,7 +156,7 @@ def _d(v: Any) -> dict[str, Any]:
 def _check_started(report: InstallReport, want_notify: bool) -> None:
     steps, host = _d(report.start.get("steps")), report.target.host
     refused = _d(steps.get("configure"))
-    if report.start.get("error") and refused.get("rc") == agent_errors.EXIT_USAGE:
+    if report.start.get("error") and refused.get("rc") == api.EXIT_USAGE:
         # the box refused the settings (a budget with no price left on it): nothing was written
         err = str(refused.get("err") or "")
         raise ClientError("install on %s: %s" % (host, _after(err, "Error: ") or err[-300:]),

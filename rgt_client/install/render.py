@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from boxagent.base.units import format_bytes
+from boxagent.api import format_bytes
 from rgt_client.cost.render import settings_line
 from rgt_client.textsafe import s
 

@@ -59,21 +59,19 @@ def _parse(p: Path, raw: bytes) -> dict[str, Any]:
 
 def _check_text(text: str, origin: str) -> None:
     """The agent's limits on a job's text (size, dotted keys) before a parser sees it."""
-    from boxagent.engine import jobspec
-    from boxagent.base.errors import AgentError
+    from boxagent.api import AgentError, check_job_text
     try:
-        jobspec.check_text(text, origin)
+        check_job_text(text, origin)
     except AgentError as exc:
         raise ClientError(exc.message, exc.hint or "fix the job file", exitcodes.USAGE) from None
 
 
 def validate(job: dict[str, Any], origin: str = "job") -> None:
     """The agent's own validator, here: a bad job never reaches the box."""
-    from boxagent.base.errors import AgentError
-    from boxagent.engine import jobspec
+    from boxagent.api import AgentError, validate_job
     try:
         # Only a check: the box normalises the job itself (its own ~ for workdir).
-        jobspec.validate(json.loads(json.dumps(job)), origin, "/home/box")
+        validate_job(json.loads(json.dumps(job)), origin, "/home/box")
     except AgentError as exc:
         raise ClientError(exc.message, exc.hint or "fix the job file", exitcodes.USAGE)
     except (ValueError, TypeError, KeyError, RecursionError) as exc:

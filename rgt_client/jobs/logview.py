@@ -10,7 +10,7 @@ import shutil
 import sys
 from typing import BinaryIO
 
-from boxagent.daemon.logtail import Lines
+from boxagent.api import log_lines
 from rgt_client.status.fetch import run_command
 from rgt_client.textsafe import StreamSafe, safe
 from rgt_client.box.transport import Target
@@ -59,13 +59,13 @@ def print_logs(target: Target, run: str, stage: str | None, n: int, sink: LogSin
 
 
 class FollowView:
-    """`logs --follow` output: the same line rule as `logs -n` (logtail.Lines: a bar's redraws
+    """`logs --follow` output: the same line rule as `logs -n` (the agent's log_lines(): a bar's redraws
     are one line). On a terminal the line still being drawn (a live tqdm bar) is shown in place
     with a CR of our own, padded with spaces; --raw passes the stream through untouched."""
 
     def __init__(self, sink: LogSink, live: bool) -> None:
         self.sink, self.live = sink, live and not sink.raw
-        self.lines = None if sink.raw else Lines()
+        self.lines = None if sink.raw else log_lines()
         self.shown = 0          # width of the live line on screen, 0 when none
         self.width = shutil.get_terminal_size((80, 24)).columns - 1
 

@@ -35,7 +35,7 @@ def load_notify_file(path: str) -> dict[str, Any]:
     Raises ClientError(USAGE) naming the file and what to fix. Schemes only Apprise speaks pass
     here (the BOX decides whether it can import Apprise); everything else is checked fully.
     """
-    from boxagent.notify.config import NotifyConfigError, parse_notifiers
+    from boxagent.api import AgentError, check_notifiers
     try:
         with open(path, "rb") as fh:
             data = _toml().load(fh)
@@ -53,8 +53,8 @@ def load_notify_file(path: str) -> dict[str, Any]:
         raise ClientError("%s has no [[notify]] table" % path,
                           '[[notify]]\nurl = "ntfys://ntfy.sh/your-secret-topic"', exitcodes.USAGE)
     try:
-        parse_notifiers(entries, apprise_ok=True)
-    except NotifyConfigError as exc:
+        check_notifiers(entries)
+    except AgentError as exc:
         raise ClientError("%s: %s" % (path, exc.message), exc.hint, exitcodes.USAGE)
     try:
         json.dumps(entries)
@@ -134,7 +134,7 @@ def _num(v: Any) -> bool:
 
 
 def _dur(seconds: float) -> str:
-    from boxagent.base.units import format_duration
+    from boxagent.api import format_duration
     return format_duration(seconds)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from boxagent.triage.regexsafe import unsafe_reason
+from boxagent.api import alert_thresholds, unsafe_regex_reason
 from rgt_client.errors import ClientError
 
 KINDS = ("ssh-rental", "cloud-api", "slurm", "kubernetes", "local")
@@ -72,7 +72,7 @@ def _regex(v: Any, where: str) -> None:
         re.compile(v)
     except re.error as exc:
         raise _Problem(where, "not a valid regular expression: %s" % exc) from None
-    why = unsafe_reason(v)
+    why = unsafe_regex_reason(v)
     if why is not None:                   # the agent runs profile rules on every log line
         raise _Problem(where, "the pattern %s" % why)
 
@@ -84,8 +84,7 @@ def _ident(v: Any, where: str) -> None:
 
 def known_thresholds() -> Tuple[str, ...]:
     """The agent's alert thresholds: a profile may override only those."""
-    from boxagent.health.alerts import DEFAULTS
-    return tuple(DEFAULTS)
+    return alert_thresholds()
 
 
 def _threshold(v: Any, where: str) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Dict, Optional
 
 import click
 
-from boxagent.base.units import format_bytes
+from boxagent.api import format_bytes
 from rgt_client import exitcodes
 from rgt_client.box import transport
 from rgt_client.errors import ClientError

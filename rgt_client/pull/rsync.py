@@ -23,7 +23,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from boxagent.artifacts import hashing
+from boxagent.api import hash_file
 from rgt_client import exitcodes
 from rgt_client.box import transport
 from rgt_client.box.bounded import drain_tail
@@ -112,7 +112,7 @@ class _Overlap:
             self.pool.submit(self._hash, rel)
 
     def _hash(self, rel: str) -> None:
-        h = hashing.hash_file(os.path.join(self.dest, rel))
+        h = hash_file(os.path.join(self.dest, rel))
         if h.sha256 and h.stable:
             with self.lock:
                 self.known[rel] = (h.size, h.mtime_ns, h.sha256)

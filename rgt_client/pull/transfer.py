@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional
 
-from boxagent.base.fsutil import dumps
+from boxagent.api import dumps
 from rgt_client import exitcodes
 from rgt_client.box import transport
 from rgt_client.pull import manifest_check

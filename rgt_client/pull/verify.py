@@ -19,8 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from boxagent.artifacts import hashing
-from boxagent.base.fsutil import dumps
+from boxagent.api import dumps, hash_many
 from rgt_client import exitcodes
 from rgt_client.pull import manifest_check
 from rgt_client.pull.destdir import Blocked, Dest
@@ -155,7 +154,7 @@ def _hash_check(dest: str, to_hash: List[Dict[str, Any]], files: Dict[str, os.st
         else:
             need.append(f)
     full = {os.path.join(dest, f["path"]): f["path"] for f in need}
-    for p, h in hashing.hash_many(((p, files[r].st_size) for p, r in full.items()), workers).items():
+    for p, h in hash_many(((p, files[r].st_size) for p, r in full.items()), workers).items():
         sums[full[p]] = h.sha256 if h.sha256 else "!" + (h.error or "unreadable")
     problems, ok = [], 0
     for f in to_hash:

@@ -68,7 +68,7 @@ def default_path(host: str, run: str) -> str:
 
 def write_report(target: Target, run: str, out: str | None, pulled: str | None = None) -> str:
     """Fetch, render, write atomically; the path written."""
-    from boxagent.base.fsutil import atomic_write_text
+    from boxagent.api import atomic_write_text
     from rgt_client.report.page import render
     verified = read_verified(pulled)
     doc = fetch(target, run)

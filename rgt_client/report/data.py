@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from boxagent.base.units import NON_FINITE
+from boxagent.api import NON_FINITE
 from rgt_client.report.svg import epoch
 
 _TEXT_LIMIT = 4000

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from boxagent.base.units import format_bytes, format_duration
+from boxagent.api import format_bytes, format_duration
 from rgt_client import __version__
 from rgt_client.report import charts as charts_mod
 from rgt_client.report import timeline

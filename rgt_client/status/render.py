@@ -6,7 +6,7 @@ import math
 import shlex
 from typing import Any, Iterable
 
-from boxagent.base.units import NON_FINITE, format_bytes, format_duration
+from boxagent.api import NON_FINITE, format_bytes, format_duration
 from rgt_client.cost.render import run_cost, status_lines
 from rgt_client.status import statusdata
 from rgt_client.errors import ClientError

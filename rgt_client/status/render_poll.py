@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import time
 
-from boxagent.base.units import format_duration
+from boxagent.api import format_duration
 from rgt_client.status import statusdata
 from rgt_client.errors import BoxTooSlow
 from rgt_client.status.poll import Verdict, WatchEvent

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from boxagent.base.units import format_duration
+from boxagent.api import format_duration
 from rgt_client.status.statusdata import warnings_of
 from rgt_client.textsafe import s, safe_line
 

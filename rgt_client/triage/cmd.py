@@ -39,12 +39,10 @@ def triage(log: str, exit_code: int | None, as_json: bool, rules_file: str | Non
     Exit codes: 0 no failure found (or --exit-code 0: warnings only), 4 a failure (the cause
     is printed), 2 bad input.
     """
-    from boxagent.base.errors import AgentError
-    from boxagent.triage.cli import load_rules, render_text, report
+    from boxagent.api import AgentError, triage_log, triage_text
     try:
         # This machine's disks say nothing about the box's: only the paths a person names.
-        rep = report(log, exit_code, load_rules(rules_file), engine, progress_pattern,
-                     probe_disks=False, workdir=workdir, check_paths=list(paths))
+        rep = triage_log(log, exit_code, rules_file, engine, progress_pattern, workdir, list(paths))
     except AgentError as exc:
         code = exitcodes.USAGE if exc.code == 2 else exitcodes.ERROR
         raise ClientError(exc.message, exc.hint, code)
@@ -52,7 +50,7 @@ def triage(log: str, exit_code: int | None, as_json: bool, rules_file: str | Non
         click.echo(json.dumps(rep, indent=2, sort_keys=True))
     else:   # the report quotes the log's lines: a pulled log is box text (textsafe)
         from rgt_client.textsafe import safe
-        click.echo(safe(render_text(rep).rstrip("\n")))
+        click.echo(safe(triage_text(rep).rstrip("\n")))
     if rep["cause"] is not None:
         raise SystemExit(exitcodes.RUN_FAILED)
 
