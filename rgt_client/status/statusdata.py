@@ -10,7 +10,7 @@ import math
 import shlex
 from typing import Any
 
-from boxagent.base.units import NON_FINITE
+from boxagent.api import NON_FINITE
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
 
@@ -24,9 +24,12 @@ RECENT_ENDED = 5          # `status` without --all: active runs and this many en
 # "m" a metric's last value (a number, or "nan"/"inf"/"-inf" as the agent writes a non-finite
 # one), "i" int, "b" bool; every field may also be null/absent.
 _PROGRESS = {"done": "n", "total": "n", "fraction": "n", "eta_s": "n", "last_line": "s"}
-_CAUSE = {"class": "s", "summary": "s", "remediation": "s", "retryable": "b", "evidence": ["s"]}
+_CAUSE = {"class": "s", "summary": "s", "remediation": "s", "retryable": "b", "evidence": ["s"],
+          "decided_by": "s", "overruled": ["s"], "confidence": "s", "runner_up": "s", "tell_apart": "s",
+          "decided_by_fact": "s"}
 _STAGE = {"name": "s", "kind": "s", "state": "s", "attempt": "i", "exit_code": "i", "duration_s": "n",
-          "log": "s", "progress": _PROGRESS, "cause": _CAUSE, "warnings": ["s"], "metrics": {"*": "m"}}
+          "log": "s", "progress": _PROGRESS, "cause": _CAUSE, "warnings": ["s"], "metrics": {"*": "m"},
+          "slurm_job_id": "s", "slurm_state": "s", "slurm_waiting": {"text": "s", "blocked": "b"}}
 _RUN = {"name": "s", "state": "s", "workdir": "s", "created_at": "s", "started_at": "s", "ended_at": "s",
         "stages": [_STAGE], "artifacts": {"files": "i", "bytes": "n"}, "pending_pickup": "b",
         "cost": {"hours": "n", "spent": "n"}}
@@ -35,7 +38,7 @@ _COST = {"price_per_hour": "n", "currency": "s", "since": "s", "hours": "n", "sp
          "idle": {"since": "s", "idle_s": "n", "spent": "n", "reminders_sent": "i", "next_reminder_at": "s"}}
 _GPU = {"index": "i", "name": "s", "util_pct": "n", "memory_used_bytes": "n", "memory_total_bytes": "n",
         "temperature_c": "n", "power_w": "n", "throttle_reasons": ["s"], "lost": "b",
-        "xid_last": {"code": "i"}}
+        "xid_last": {"code": "i"}, "run": "s"}
 _HEALTH = {"memory": {"cgroup": "s", "current_bytes": "n", "max_bytes": "n", "used_pct": "n", "peak_bytes": "n",
                       "oom_kill": "i", "host_total_bytes": "n"},
            "cpu": {"quota_cores": "n"}, "gpu_unavailable_reason": "s", "gpus": [_GPU],
