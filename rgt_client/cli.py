@@ -43,7 +43,7 @@ class _Group(click.Group):
                 self.add_command(cmd)
         return self.commands.get(cmd_name)
 
-    def invoke(self, ctx: click.Context) -> object:  # type: ignore[override]
+    def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except ClientError as exc:

@@ -129,7 +129,7 @@ def client_hint(hint: str, host: str) -> str:
     """An agent hint in the client's words, for HOST."""
     word = shlex.quote(host)
     for pattern, repl in _HINT_RULES:
-        hint = pattern.sub(lambda m, r=repl: r(m, word), hint)
+        hint = pattern.sub(lambda m: repl(m, word), hint)   # called here, in this turn of the loop
     return hint
 
 

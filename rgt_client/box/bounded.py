@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
-from typing import Callable, List, Optional
+from typing import IO, Callable, List, Optional
 
 from rgt_client import exitcodes
 from rgt_client.box import transport
@@ -62,7 +62,9 @@ class AgentStream:
         self.proc = transport.spawn(target, transport.agent_command(target, args),
                                     stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.out = self.proc.stdout
+        assert self.proc.stdout is not None and self.proc.stderr is not None   # both are pipes
+        self.out: IO[bytes] = self.proc.stdout
+        self.err: IO[bytes] = self.proc.stderr
         self._threads = [threading.Thread(target=self._drain, daemon=True)]
         if stdin is not None:
             # A thread: a box that answers before it reads would otherwise leave us blocked on
@@ -78,18 +80,19 @@ class AgentStream:
     def _drain(self) -> None:
         # The remote preamble's first stderr line says ssh got through: kept apart, so the
         # tail of a long stderr cannot lose it (an unreachable box never sends it).
-        first = self.proc.stderr.readline(len(transport.CONNECTED))
+        first = self.err.readline(len(transport.CONNECTED))
         if first == transport.CONNECTED:
             self.connected = True
         else:
             self._tail += first
-        drain_tail(self.proc.stderr, self._tail, limit=ERR_FLOOD, on_flood=self._flood)
+        drain_tail(self.err, self._tail, limit=ERR_FLOOD, on_flood=self._flood)
 
     def _flood(self) -> None:
         self.flooded = True
         self.hang_up()
 
     def _feed(self, data: bytes) -> None:
+        assert self.proc.stdin is not None     # a pipe whenever there is data to feed
         try:
             self.proc.stdin.write(data)
             self.proc.stdin.close()

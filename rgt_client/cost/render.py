@@ -79,7 +79,7 @@ def status_lines(cost: Any) -> list[str]:
         used = _num(cost.get("budget_used_pct"))
         line += " · budget %s%s" % (money(cost["budget"], cost), " (%.0f %%)" % used if used is not None else "")
     lines = [line]
-    idle = cost.get("idle") if isinstance(cost.get("idle"), dict) else {}
+    idle = block if isinstance(block := cost.get("idle"), dict) else {}
     idle_s = _num(idle.get("idle_s"))
     if idle_s is not None:
         text = "  idle    %s" % format_duration(idle_s)
@@ -96,7 +96,7 @@ def status_lines(cost: Any) -> list[str]:
 
 def run_cost(run: dict[str, Any], box: Any) -> str:
     """ "3h12m paid, 7.97 USD" for a run (its cost block; the currency is the box's), or ""."""
-    cost = run.get("cost") if isinstance(run.get("cost"), dict) else {}
+    cost = block if isinstance(block := run.get("cost"), dict) else {}
     hours = _num(cost.get("hours"))
     if hours is None:
         return ""
@@ -108,12 +108,12 @@ def run_cost(run: dict[str, Any], box: Any) -> str:
 def patrol_brief(status: dict[str, Any]) -> str:
     """ " · 30.88 USD spent" (or " · 12.4 h paid"), and " · idle 45m00s" once the box has been idle a
     minute: patrol's tail (the box's spend, whatever its verdict)."""
-    cost = status.get("cost") if isinstance(status.get("cost"), dict) else {}
+    cost = block if isinstance(block := status.get("cost"), dict) else {}
     hours, spent = _num(cost.get("hours")), _num(cost.get("spent"))
     if hours is None:
         return ""
     out = " · %s" % ("%s spent" % money(spent, cost) if spent is not None else "%.1f h paid" % hours)
-    idle = cost.get("idle") if isinstance(cost.get("idle"), dict) else {}
+    idle = block if isinstance(block := cost.get("idle"), dict) else {}
     idle_s = _num(idle.get("idle_s"))
     if idle_s is not None and idle_s >= 60:
         out += " · idle %s" % format_duration(idle_s)

@@ -38,7 +38,7 @@ def q(word: str) -> str:
 @click.pass_context
 def install(ctx: click.Context, host: str, profile: str | None, home: str | None, python: str | None,
             deps: bool, deps_timeout: float, notify_file: str | None, sample_every: float | None,
-            max_parallel: int | None, **cost: str | None) -> None:
+            max_parallel: int | None, **cost: Any) -> None:
     """Install or upgrade the agent on HOST and (re)start it. Idempotent. The cost flags change
     only what they name; the box keeps the others (docs/cost.md)."""
     from rgt_client.cost.flags import cost_patch

@@ -63,7 +63,7 @@ class _Drain(threading.Thread):
         self.start()
 
     def run(self) -> None:
-        for chunk in iter(lambda: self.pipe.read1(65536), b""):
+        for chunk in iter(lambda: os.read(self.pipe.fileno(), 65536), b""):   # as the log stream: chunks
             if len(self.head) < len(CONNECTED):
                 self.head += chunk[:len(CONNECTED) - len(self.head)]
             self.tail = (self.tail + chunk)[-STDERR_KEEP:]

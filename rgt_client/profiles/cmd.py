@@ -19,10 +19,10 @@ def _width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
-def table(header: Sequence[str], rows: List[Sequence[str]]) -> str:
-    widths = [max(_width(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(_width(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     out = []
-    for r in [header] + rows:
+    for r in [header, *rows]:
         cells = [str(c) + " " * (w - _width(str(c))) for c, w in zip(r, widths)]
         out.append("  ".join(cells).rstrip())
     return "\n".join(out)

@@ -5,7 +5,7 @@ false`. Documented in docs/profile-schema.md; keep the two in step.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from boxagent.api import alert_thresholds, unsafe_regex_reason
 from rgt_client.errors import ClientError
@@ -131,7 +131,7 @@ def _map(value_check: Check, key_check: Optional[Check] = None) -> Check:
     return check
 
 
-def _table(spec: Dict[str, Tuple[Check, bool]]) -> Check:
+def _table(spec: Mapping[str, Tuple[Check, bool]]) -> Check:
     def check(v: Any, where: str) -> None:
         if not isinstance(v, dict):
             raise _Problem(where, "expected a table")
@@ -139,7 +139,7 @@ def _table(spec: Dict[str, Tuple[Check, bool]]) -> Check:
     return check
 
 
-def _array(spec: Dict[str, Tuple[Check, bool]]) -> Check:
+def _array(spec: Mapping[str, Tuple[Check, bool]]) -> Check:
     def check(v: Any, where: str) -> None:
         if not isinstance(v, list):
             raise _Problem(where, "expected an array of tables ([[%s]])" % where)
@@ -148,7 +148,7 @@ def _array(spec: Dict[str, Tuple[Check, bool]]) -> Check:
     return check
 
 
-def _check_table(v: Dict[str, Any], spec: Dict[str, Tuple[Check, bool]], where: str) -> None:
+def _check_table(v: Dict[str, Any], spec: Mapping[str, Tuple[Check, bool]], where: str) -> None:
     for key, item in v.items():
         if key not in spec:
             raise _Problem(_key(where, key) if where else key, "unknown key",

@@ -160,8 +160,8 @@ def _announce(info: PullInfo, how: str, dest: str, run: str, host: str) -> None:
                    err=True)
     for s in (m.get("skipped") or [])[:5]:
         s = s if isinstance(s, dict) else {"path": s}
-        click.echo("  skipped on the box: %s (%s)" % (safe_line(s.get("path")), safe_line(s.get("reason"))),
-                   err=True)
+        click.echo("  skipped on the box: %s (%s)" % (safe_line(str(s.get("path"))),
+                                                     safe_line(str(s.get("reason")))), err=True)
     for w in (m.get("warnings") or [])[:5]:
         click.echo("  warning: %s" % safe_line(w), err=True)
 

@@ -126,7 +126,7 @@ def _entry(e: Any, field: str, kinds: Dict[str, Tuple[str, str]], kind: str) -> 
         raise _Bad(field, "expected an object, got %s" % _show(e))
     path = e.get("path")
     why = bad_path(path)
-    if why:
+    if why or not isinstance(path, str):
         raise _Bad(field + ".path", "%s: %s" % (_show(path), why))
     if path in kinds:
         raise _Bad(field + ".path", "%s: listed twice (also %s)" % (_show(path), kinds[path][1]))

@@ -126,6 +126,7 @@ def _read_rsync(proc: subprocess.Popen, total: int, progress: Optional[Progress]
                 overlap: _Overlap, stat: re.Pattern) -> int:
     """Parse rsync's stdout: `%b<TAB>%n` per finished file, progress2 ticks, --stats."""
     buf, received = b"", -1
+    assert proc.stdout is not None          # a pipe: rsync's stdout is what this reads
     while True:
         chunk = proc.stdout.read1(65536) if hasattr(proc.stdout, "read1") else proc.stdout.read(65536)
         if not chunk:
@@ -160,7 +161,8 @@ class _Interrupts:
     SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self, proc: subprocess.Popen):
-        self.proc, self.got, self.old = proc, 0, {}
+        self.proc, self.got = proc, 0
+        self.old: Dict[int, Any] = {}
 
     def __enter__(self) -> "_Interrupts":
         if threading.current_thread() is threading.main_thread():

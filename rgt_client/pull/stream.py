@@ -160,6 +160,7 @@ class Receiver:
         for name, v in (("offset", offset), ("bytes", count)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise self.broken("%s %s for %s" % (name, safe_line(json.dumps(v))[:40], safe_line(rel)))
+        assert isinstance(offset, int) and isinstance(count, int)     # what the loop above checked
         if offset > asked:
             raise self.broken("%s from offset %d, past the %d bytes asked from" % (safe_line(rel), offset, asked))
         if offset + count > size:

@@ -84,7 +84,7 @@ class Measures:
     def _gpu_series(self, col: str, scale: float = 1.0) -> list[Series]:
         out = []
         for gpu in self.gpus:
-            pts = series_of(self.pts, lambda p, g=gpu: _scaled(self.gpu_value(p, g, col), scale))
+            pts = series_of(self.pts, lambda p: _scaled(self.gpu_value(p, gpu, col), scale))   # called here
             if any(v is not None for _t, v in pts):
                 out.append(Series("GPU %s" % gpu, pts, color=_gpu_key(gpu)[0]))
         return out
@@ -182,8 +182,8 @@ class Measures:
     def metric_charts(self) -> list[Chart]:
         out = []
         for i, (stage, name) in enumerate(self.metric_names()):
-            pts = series_of(self.pts, lambda p, s=stage, n=name: _num((p.get("x") or {}).get(n))
-                            if str(p.get("st") or "") == s else None)
+            pts = series_of(self.pts, lambda p: _num((p.get("x") or {}).get(name))     # called here
+                            if str(p.get("st") or "") == stage else None)
             title = "%s (stage %s)" % (name, stage) if stage else name
             out.append(Chart(title, "as logged", [Series(name, pts, color=i)], None, None, marks=self.marks))
         return out

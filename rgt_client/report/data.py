@@ -56,7 +56,7 @@ def point(p: Any) -> dict[str, Any] | None:
 def event(ev: Any) -> dict[str, Any] | None:
     if not isinstance(ev, dict):
         return None
-    out = {k: _text(ev.get(k)) for k in ("id", "at", "type", "severity", "run", "stage", "summary", "key")}
+    out: dict[str, Any] = {k: _text(ev.get(k)) for k in ("id", "at", "type", "severity", "run", "stage", "summary", "key")}
     out["severity"] = out["severity"] if out["severity"] in ("info", "warning", "critical") else "info"
     out["type"] = out["type"] or "event"
     ts = _num(ev.get("ts"))

@@ -140,7 +140,8 @@ def _span(s: float) -> str:
 
 
 def _cost(doc: dict[str, Any], run: dict[str, Any]) -> str:
-    box, mine = doc.get("cost") if isinstance(doc.get("cost"), dict) else {}, run.get("cost")
+    box = block if isinstance(block := doc.get("cost"), dict) else {}
+    mine = run.get("cost")
     if not isinstance(mine, dict) and not box:
         return ""
     cur = box.get("currency") or ""

@@ -72,7 +72,7 @@ def stage_head(st: dict[str, Any], live: bool = True) -> str:
     if st.get("slurm_job_id"):
         # A Slurm stage: its job, and why it waits (the agent's words for Priority, Resources, ...).
         parts.append("slurm job %s %s" % (s(st["slurm_job_id"]), s(st.get("slurm_state") or "?")))
-        waiting = st.get("slurm_waiting") if isinstance(st.get("slurm_waiting"), dict) else {}
+        waiting = block if isinstance(block := st.get("slurm_waiting"), dict) else {}
         if waiting.get("text"):
             parts.append("(%s%s)" % (s(waiting["text"]), ", blocked" if waiting.get("blocked") is True else ""))
     if warned:
