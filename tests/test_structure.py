@@ -3,6 +3,7 @@ functions count too), and the layers of the agent only ever import downwards."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 from typing import Dict, List, Set
 
@@ -56,6 +57,7 @@ def _imports(path: Path, name: str, known: Set[str]) -> Set[str]:
     return found
 
 
+@functools.lru_cache(maxsize=1)   # read once: every rule below asks the same tree
 def _graph() -> Dict[str, Set[str]]:
     mods = dict(_modules("boxagent"), **_modules("rgt_client"))
     known = set(mods)
