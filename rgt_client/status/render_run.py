@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from boxagent.api import format_duration
-from rgt_client.status.statusdata import warnings_of
+from rgt_client.status.statusdata import Stage, warnings_of
 from rgt_client.textsafe import s, safe_line
 
 STATE_MARK = {"succeeded": "✓", "failed": "✗", "running": "▶", "pending": "·", "skipped": "↷",
@@ -39,13 +39,14 @@ def wrapped(label: str, text: str, limit: int = TEXT_CLIP, width: int = SCREEN) 
                          break_on_hyphens=False) or [label]
 
 
-def progress_words(st: dict[str, Any], live: bool = True) -> str:
+def progress_words(st: Stage, live: bool = True) -> str:
     """`45% (45/100) eta 5m05s`; the eta only while the stage runs (a failed stage has none) and
     the daemon looks after it (a dead daemon's last eta is a number nobody updates)."""
     prog = st.get("progress") or {}
-    if prog.get("fraction") is None:
+    fraction = prog.get("fraction")
+    if fraction is None:
         return ""
-    out = "%.0f%%" % (100 * prog["fraction"])
+    out = "%.0f%%" % (100 * fraction)
     if prog.get("done") is not None and prog.get("total"):
         out += " (%s/%s)" % (_num(prog["done"]), _num(prog["total"]))
     if live and st.get("state") == "running" and prog.get("eta_s") is not None:
@@ -57,7 +58,7 @@ def _num(v: Any) -> str:
     return "%d" % v if float(v).is_integer() else "%g" % v
 
 
-def stage_head(st: dict[str, Any], live: bool = True) -> str:
+def stage_head(st: Stage, live: bool = True) -> str:
     state = st.get("state") or "?"
     warned = bool(st.get("warnings"))
     mark = WARN_MARK if warned and state == "succeeded" else STATE_MARK.get(state, "?")
@@ -76,12 +77,12 @@ def stage_head(st: dict[str, Any], live: bool = True) -> str:
         if waiting.get("text"):
             parts.append("(%s%s)" % (s(waiting["text"]), ", blocked" if waiting.get("blocked") is True else ""))
     if warned:
-        n = len(st["warnings"])
+        n = len(st.get("warnings") or [])
         parts.append("%d warning%s" % (n, "" if n == 1 else "s"))
     return " ".join(p for p in parts if p).rstrip()
 
 
-def stage_lines(st: dict[str, Any], live: bool = True) -> list[str]:
+def stage_lines(st: Stage, live: bool = True) -> list[str]:
     """The stage's line, then its cause (failed/interrupted/cancelled) and its warnings.
     live: the daemon is running (else what the box's files last said: no eta)."""
     lines = [stage_head(st, live)]

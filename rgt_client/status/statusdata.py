@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from typing import Any
+from typing import Any, TypedDict, Union
 
 from boxagent.api import NON_FINITE
 from rgt_client import exitcodes
@@ -57,6 +57,21 @@ SHAPE = {
     "metrics_history": {"*": {"stage": "s", "metric": "s", "values": ["f"]}},
     "cost": _COST,
 }
+# The same stage blocks as types, for the renderers that read them (every field may be null or
+# absent; tests/client/test_status_contract.py holds their keys to the shapes above).
+Progress = TypedDict("Progress", {"done": "float | None", "total": "float | None", "fraction": "float | None",
+                                  "eta_s": "float | None", "last_line": "str | None"}, total=False)
+Cause = TypedDict("Cause", {"class": "str | None", "summary": "str | None", "remediation": "str | None",
+                            "retryable": "bool | None", "evidence": "list[str] | None", "decided_by": "str | None",
+                            "overruled": "list[str] | None", "confidence": "str | None", "runner_up": "str | None",
+                            "tell_apart": "str | None", "decided_by_fact": "str | None"}, total=False)
+SlurmWaiting = TypedDict("SlurmWaiting", {"text": "str | None", "blocked": "bool | None"}, total=False)
+Stage = TypedDict("Stage", {"name": "str | None", "kind": "str | None", "state": "str | None",
+                            "attempt": "int | None", "exit_code": "int | None", "duration_s": "float | None",
+                            "log": "str | None", "progress": "Progress | None", "cause": "Cause | None",
+                            "warnings": "list[str] | None", "metrics": "dict[str, Union[float, str]] | None",
+                            "slurm_job_id": "str | None", "slurm_state": "str | None",
+                            "slurm_waiting": "SlurmWaiting | None"}, total=False)
 _NAMES = {"s": "a string", "n": "a finite number", "f": "a number", "m": "a number or \"nan\"/\"inf\"/\"-inf\"", "i": "an integer", "b": "true or false"}
 _BIG = 1e18   # past this a number is nonsense, and %d/%.0f of it is slow or overflows
 

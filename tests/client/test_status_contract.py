@@ -93,6 +93,14 @@ def test_the_cause_fields_the_triage_writes_are_in_the_schema_and_the_check():
     assert set(cause["confidence"]["enum"]) >= {"high", "medium", "low"}
 
 
+def test_the_renderers_stage_types_name_the_checked_fields():
+    stage = statusdata.SHAPE["runs"][0]["stages"][0]
+    assert set(statusdata.Stage.__annotations__) == set(stage)
+    assert set(statusdata.Cause.__annotations__) == set(stage["cause"])
+    assert set(statusdata.Progress.__annotations__) == set(stage["progress"])
+    assert set(statusdata.SlurmWaiting.__annotations__) == set(stage["slurm_waiting"])
+
+
 def test_the_real_agents_status_passes_the_check(agent):
     dead = json.loads(agent("status", "--json").stdout)
     assert statusdata.validate(dead, "box") is dead
