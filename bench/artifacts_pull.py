@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rgt_client.bundle import build_agent  # noqa: E402
+from rgt_client.box.bundle import build_agent  # noqa: E402
 from tests.sshd import sshd_binary, start_sshd  # noqa: E402
 
 

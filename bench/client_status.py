@@ -27,9 +27,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rgt_client.install import InstallOptions, install  # noqa: E402
-from rgt_client.ops import fetch_many, submit  # noqa: E402
-from rgt_client.transport import SSH_OPTIONS, Target, run_agent  # noqa: E402
+from rgt_client.install.bootstrap import InstallOptions, install  # noqa: E402
+from rgt_client.jobs.submit import submit  # noqa: E402
+from rgt_client.status.fetch import fetch_many  # noqa: E402
+from rgt_client.box.transport import SSH_OPTIONS, Target, run_agent  # noqa: E402
 from tests.sshd import alias_names, start_sshd  # noqa: E402
 
 GOAL = 1.3
@@ -95,7 +96,7 @@ def breakdown(cfg: Path, target: Target, repeats: int, env: dict) -> list[tuple[
     py, pyz = target.python, os.path.join(target.home or "", "rgt-agent.pyz")
     box_env = dict(os.environ, RGT_HOME=target.home or "")
     ssh = ["ssh", "-F", str(cfg), *SSH_OPTIONS, "rgt-box", "--"]
-    from rgt_client.render import render_status
+    from rgt_client.status.render import render_status
     hs = fetch_many([target])[0]
     return [
         ("client: python -c pass", median_time([sys.executable, "-c", "pass"], repeats)),

@@ -249,7 +249,7 @@ def scenario_rss(agent: Agent, work: Path, cmd: str, python: str, env: Dict[str,
 
 
 def setup(args: argparse.Namespace, tmp: Path) -> tuple:
-    from rgt_client.bundle import build_agent
+    from rgt_client.box.bundle import build_agent
     pyz, sha = build_agent(tmp / "rgt-agent.pyz")
     # as `rgt install` leaves it: the build's sha beside it and its bytecode compiled once (without
     # that cache every start compiles ~110 modules from source: +8-11 MiB of RSS for good)

@@ -26,7 +26,7 @@ except ImportError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from boxagent.base import profile as agentprof  # noqa: E402
-from rgt_client import profiles as P  # noqa: E402
+from rgt_client.profiles import catalog as P  # noqa: E402
 
 
 def per_call(fn, n: int) -> float:

@@ -18,13 +18,14 @@ from rgt_client import __version__, exitcodes, options, usage
 from rgt_client.errors import ClientError
 
 COMMAND_MODULES = {
-    "rgt_client.commands": ("install", "run", "attach"),
-    "rgt_client.commands_status": ("status", "logs", "cancel", "resume", "handbook", "watch", "patrol"),
-    "rgt_client.demo": ("demo",),
-    "rgt_client.profiles_cmd": ("profiles",),
-    "rgt_client.notify_cmd": ("notify-set", "notify-test"),
-    "rgt_client.triage_cmd": ("triage",),
-    "rgt_client.pull_cmd": ("pull", "verify"),
+    "rgt_client.install.cmd": ("install",),
+    "rgt_client.jobs.cmd": ("run", "attach", "logs", "cancel", "resume", "handbook"),
+    "rgt_client.status.cmd": ("status", "watch", "patrol"),
+    "rgt_client.demo.cmd": ("demo",),
+    "rgt_client.profiles.cmd": ("profiles",),
+    "rgt_client.notify.cmd": ("notify-set", "notify-test"),
+    "rgt_client.triage.cmd": ("triage",),
+    "rgt_client.pull.cmd": ("pull", "verify"),
     "rgt_client.report.cmd": ("report",),
     "rgt_client.mcp.cmd": ("mcp",),
 }
@@ -64,7 +65,7 @@ class _Group(click.Group):
             sys.exit(exitcodes.ERROR)
         sys.exit(rv if isinstance(rv, int) else exitcodes.OK)
 
-    def invoke(self, ctx: click.Context) -> object:  # type: ignore[override]
+    def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except ClientError as exc:

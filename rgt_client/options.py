@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import click
 
-from rgt_client.transport import Target
+from rgt_client.box.transport import Target
 
 F = Callable[..., Any]
 
@@ -22,7 +22,7 @@ class Duration(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> float:
         if isinstance(value, (int, float)):
             return float(value)
-        from boxagent.base.units import parse_duration
+        from boxagent.api import parse_duration
         try:
             return parse_duration(value)
         except ValueError as exc:
@@ -48,7 +48,7 @@ def json_flag(help_text: str = "Print the agent's answer as JSON.") -> Callable[
 
 
 def cost_options(fn: F) -> F:
-    """install's cost flags (docs/cost.md), as text: costopts.cost_patch reads them into the
+    """install's cost flags (docs/cost.md), as text: cost/flags.py's cost_patch reads them into the
     patch the box merges, and says what is wrong with a bad one (Error + Hint, exit 2)."""
     for flag, name, meta, text in reversed((
             ("--price", "price", "P", "What the box costs per hour (0 removes it; no price: hours only)."),
@@ -69,7 +69,7 @@ debug = click.option("--debug", is_flag=True, help="Show tracebacks.")
 
 def target(ctx: click.Context, host: str, home_dir: str | None = None, py: str | None = None) -> Target:
     """The one way a command builds its Target (hosts.target_for decides the home and python)."""
-    from rgt_client.hosts import target_for
+    from rgt_client.box.hosts import target_for
     return target_for(host, (ctx.obj or {}).get("ssh_config"), home_dir, py)
 
 

@@ -9,6 +9,7 @@ as a visible escape (`\\x1b`, `\\r`, `\\u202e`) instead of being sent.
 
     safe(text)       multi-line text (logs, HANDBOOK.md): newlines, tabs and CRLF line ends kept
     safe_line(text)  one-line fields (a path, a host, a run name): newlines and tabs shown too
+    s(value)         a box-supplied field of any type for one line of text ("-" when absent)
     StreamSafe       the same rules for a byte stream read in chunks (`logs --follow`)
 
 Only human-readable output goes through here: `--json` stays exact (json.dumps escapes every
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from typing import Union
+from typing import Any, Union
 
 Text = Union[str, bytes, bytearray]
 
@@ -59,6 +60,11 @@ def safe_line(text: Text) -> str:
     """A one-line field from the box (a path, a symlink target, an error message): like safe(),
     and newlines, CR and tabs shown too, so it can never break out of its line or column."""
     return _LINE.sub(_show, _text(text))
+
+
+def s(value: Any) -> str:
+    """A box-supplied field for one line of text ("-" when absent)."""
+    return "-" if value is None else safe_line(str(value))
 
 
 class StreamSafe:

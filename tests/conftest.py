@@ -22,7 +22,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def agent_pyz(tmp_path_factory) -> Path:
     """The agent built once per session as the single file users ship."""
-    from rgt_client.bundle import build_agent
+    from rgt_client.box.bundle import build_agent
     path, _sha = build_agent(tmp_path_factory.mktemp("pyz") / "rgt-agent.pyz")
     return path
 

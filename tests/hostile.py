@@ -38,7 +38,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import pytest
 
-from rgt_client.transport import Target
+from rgt_client.box.transport import Target
 from tests.clientproc import (ClientRun, assert_terminal_safe, client_argv, raw_controls,  # noqa: F401
                               run_argv, run_client, run_on_pty)
 

@@ -7,7 +7,7 @@ import sys
 
 
 def test_bundle_is_byte_for_byte_reproducible(tmp_path):
-    from rgt_client.bundle import build_agent
+    from rgt_client.box.bundle import build_agent
     p1, s1 = build_agent(tmp_path / "a.pyz")
     p2, s2 = build_agent(tmp_path / "b.pyz")
     assert s1 == s2 == hashlib.sha256(p1.read_bytes()).hexdigest()

@@ -3,6 +3,7 @@ functions count too), and the layers of the agent only ever import downwards."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 from typing import Dict, List, Set
 
@@ -10,7 +11,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Each layer may import its own and the layers after it, never one before it.
 LAYERS = [
-    ("cli", ["boxagent.cli", "boxagent.__main__"]),
+    ("cli", ["boxagent.cli", "boxagent.__main__", "boxagent.api"]),   # api: the client's one seam
     ("daemon", ["boxagent.daemon"]),
     ("engine", ["boxagent.engine"]),
     ("parts", ["boxagent.health", "boxagent.triage", "boxagent.notify", "boxagent.artifacts",
@@ -56,6 +57,7 @@ def _imports(path: Path, name: str, known: Set[str]) -> Set[str]:
     return found
 
 
+@functools.lru_cache(maxsize=1)   # read once: every rule below asks the same tree
 def _graph() -> Dict[str, Set[str]]:
     mods = dict(_modules("boxagent"), **_modules("rgt_client"))
     known = set(mods)
@@ -137,3 +139,67 @@ def test_the_agents_layers_only_import_downwards():
 def test_the_agent_never_imports_the_client():
     assert not [(n, d) for n, deps in _graph().items() if n.startswith("boxagent")
                 for d in deps if d.startswith("rgt_client")]
+
+
+def test_every_package_ships_in_a_plain_install():
+    """A plain (non-editable) install ships only the packages pyproject.toml lists: a new folder
+    left out of the list imports in the checkout and fails in a user's install."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(REPO).parts) for pkg in ("boxagent", "rgt_client")
+             for p in (REPO / pkg).rglob("__init__.py") if "__pycache__" not in p.parts}
+    assert found - listed == set()
+
+
+# -- the client's house: feature folders over one connection layer, one seam into the agent -----
+
+CLIENT_BASE = {"rgt_client", "rgt_client.errors", "rgt_client.exitcodes", "rgt_client.textsafe",
+               "rgt_client.options"}      # the top-level helpers every feature may use
+CLIENT_ENTRY = {"rgt_client.cli", "rgt_client.entry"}   # above every feature: they pick one
+
+
+def _folder(name: str) -> str:
+    """rgt_client.pull.verify -> rgt_client.pull; a top-level module is its own room."""
+    parts = name.split(".")
+    if parts[0] == "rgt_client" and len(parts) > 1 and (REPO / "rgt_client" / parts[1]).is_dir():
+        return "rgt_client." + parts[1]
+    return name
+
+
+def _client_graph() -> Dict[str, Set[str]]:
+    return {n: d for n, d in _graph().items() if n.startswith("rgt_client")}
+
+
+def test_the_client_imports_the_agent_only_through_its_api():
+    wrong = ["%s -> %s" % (n, d) for n, deps in _client_graph().items() for d in sorted(deps)
+             if d.startswith("boxagent") and d != "boxagent.api"]
+    assert wrong == [], "\n".join(sorted(wrong))
+
+
+def test_the_connection_layer_and_the_helpers_import_no_feature():
+    low = lambda n: _folder(n) == "rgt_client.box" or n in CLIENT_BASE   # noqa: E731
+    wrong = ["%s -> %s" % (n, d) for n, deps in _client_graph().items() if low(n) for d in sorted(deps)
+             if d.startswith("rgt_client") and not low(d)]
+    assert wrong == [], "\n".join(sorted(wrong))
+
+
+def test_the_clients_feature_folders_import_each_other_without_a_cycle():
+    folders: Dict[str, Set[str]] = {}
+    for name, deps in _client_graph().items():
+        if name in CLIENT_ENTRY:
+            continue
+        folders.setdefault(_folder(name), set()).update(
+            _folder(d) for d in deps if d.startswith("rgt_client") and _folder(d) != _folder(name))
+    assert _cycles(folders) == []
+    assert not any(CLIENT_ENTRY & deps for deps in folders.values())
+
+
+def test_each_feature_keeps_its_commands_in_its_cmd_py():
+    from rgt_client.cli import COMMAND_MODULES
+    assert all(m.endswith(".cmd") and (REPO / m.replace(".", "/")).with_suffix(".py").exists()
+               for m in COMMAND_MODULES)
+    top = sorted(p.name for p in (REPO / "rgt_client").glob("*.py"))
+    assert len(top) <= 10, top     # the rest lives in a folder per feature

@@ -11,11 +11,15 @@ import os
 import tempfile
 from typing import Any, Callable
 
-from rgt_client import agentcall, exitcodes, jobfile, ops, statusdata
+from rgt_client import exitcodes
+from rgt_client.box import agentcall
+from rgt_client.jobs import jobfile
+from rgt_client.status import fetch as ops
+from rgt_client.status import statusdata
 from rgt_client.errors import ClientError
-from rgt_client.hosts import target_for
+from rgt_client.box.hosts import target_for
 from rgt_client.textsafe import safe, safe_line
-from rgt_client.transport import Target, run_python
+from rgt_client.box.transport import Target, run_python
 
 __all__ = ["ClientError", "Target", "exitcodes", "safe", "safe_line", "target", "fetch_status",
            "submit", "run_verb", "agent_logs", "load_job", "pull_and_verify", "write_report",
@@ -46,7 +50,8 @@ def find_run(status: dict[str, Any], name: str) -> dict[str, Any] | None:
 
 
 def submit(t: Target, job: dict[str, Any], replace: bool = False) -> tuple[dict[str, Any], list[str]]:
-    return ops.submit(t, job, replace=replace)
+    from rgt_client.jobs.submit import submit
+    return submit(t, job, replace=replace)
 
 
 def run_verb(t: Target, verb: str, run: str) -> tuple[int, str]:
@@ -85,9 +90,9 @@ def load_job(job: str) -> dict[str, Any]:
 def pull_and_verify(t: Target, run: str, dest: str | None,
                     progress: Callable[[int, int], None]) -> dict[str, Any]:
     """`pull` then its verify and teardown gate, as `pull --json` prints them."""
-    from rgt_client.pull import pull
-    from rgt_client.pull_cmd import _why, gate_text
-    from rgt_client.pullmark import record_on_box
+    from rgt_client.pull.transfer import pull
+    from rgt_client.pull.cmd import _why, gate_text
+    from rgt_client.pull.mark import record_on_box
     res = pull(t, run, dest, progress=progress)
     gate = gate_text(res.info.head.get("profile") or {}, res.verify.ok,
                      None if res.verify.ok else _why(res.verify))
@@ -99,12 +104,12 @@ def pull_and_verify(t: Target, run: str, dest: str | None,
 
 def not_pulled_gate(dest: str, why: str) -> str:
     """The gate `pull` prints when the pull itself failed."""
-    from rgt_client.pull_cmd import _pull_facts, gate_text
+    from rgt_client.pull.cmd import _pull_facts, gate_text
     return gate_text(_pull_facts(os.path.abspath(dest)), False, why)
 
 
 def default_pull_dest(host: str, run: str) -> str:
-    from rgt_client.pull import default_dest
+    from rgt_client.pull.transfer import default_dest
     return default_dest(host, run)
 
 
@@ -115,7 +120,7 @@ def write_report(t: Target, run: str, out: str | None) -> str:
 
 def explain_profile(name: str) -> dict[str, Any]:
     """A shipped profile (or a profile file), validated, and `install`'s first-contact text."""
-    from rgt_client.profiles import checkpoint_advice, first_contact, list_profiles, load_profile
+    from rgt_client.profiles.catalog import checkpoint_advice, first_contact, list_profiles, load_profile
     if name == "list":
         return {"profiles": list_profiles()}
     p = load_profile(name)
@@ -123,8 +128,8 @@ def explain_profile(name: str) -> dict[str, Any]:
 
 
 def install_agent(t: Target, price: str | None, notify_file: str | None) -> dict[str, Any]:
-    from rgt_client.costopts import cost_patch
-    from rgt_client.install import InstallOptions, install
+    from rgt_client.cost.flags import cost_patch
+    from rgt_client.install.bootstrap import InstallOptions, install
     patch = cost_patch(price=price)
     rep = install(t, InstallOptions(notify_file=notify_file, cost=patch))
     return {"sha256": rep.sha256, "profile": rep.profile.get("name"), "profile_reason": rep.profile_reason,

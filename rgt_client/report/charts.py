@@ -96,7 +96,7 @@ class Measures:
     def _gpu_series(self, col: str, scale: float = 1.0) -> list[Series]:
         out = []
         for gpu in self.gpus:
-            pts = series_of(self.pts, lambda p, g=gpu: _scaled(self.gpu_value(p, g, col), scale))
+            pts = series_of(self.pts, lambda p: _scaled(self.gpu_value(p, gpu, col), scale))   # called here
             if any(v is not None for _t, v in pts):
                 out.append(Series("GPU %s" % gpu, pts, color=_gpu_key(gpu)[0]))
         return out
@@ -205,8 +205,8 @@ class Measures:
                        if str(r.get("st") or "") == stage and _num((r.get("x") or {}).get(name)) is not None]
                 note = "every logged value (%d)" % len(pts)
             else:
-                pts = series_of(self.pts, lambda p, s=stage, n=name: _num((p.get("x") or {}).get(n))
-                                if str(p.get("st") or "") == s else None)
+                pts = series_of(self.pts, lambda p: _num((p.get("x") or {}).get(name))     # called here
+                                if str(p.get("st") or "") == stage else None)
                 note = "the last logged value of each point"
             title = "%s (stage %s)" % (name, stage) if stage else name
             out.append(Chart(title, "as logged", [Series(name, pts, color=i)], None, None, marks=self.marks,

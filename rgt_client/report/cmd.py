@@ -16,7 +16,7 @@ import click
 from rgt_client import exitcodes
 from rgt_client.options import host_options, target
 from rgt_client.errors import ClientError
-from rgt_client.transport import Target
+from rgt_client.box.transport import Target
 
 COMMANDS: list = []
 MAX_DOC_BYTES = 64 << 20     # the agent bounds its answer (~4 MB); this bounds a broken or hostile one
@@ -24,7 +24,7 @@ SCHEMA = "rgt.report/1"
 
 
 def fetch(target: Target, run: str, timeout: float = 180) -> dict[str, Any]:
-    from rgt_client.ops import run_command
+    from rgt_client.status.fetch import run_command
     res = run_command(target, ["report-data", run], run, "report-data", timeout=timeout, max_out=MAX_DOC_BYTES)
     if res.rc != 0:
         if "invalid choice" in (res.message or ""):
@@ -48,7 +48,7 @@ def read_verified(pulled: str | None) -> dict[str, Any] | None:
     """PULL_VERIFIED.json that `rgt-client verify` wrote into the pull's folder."""
     if not pulled:
         return None
-    from rgt_client.verify import VERIFIED_NAME
+    from rgt_client.pull.verify import VERIFIED_NAME
     path = os.path.join(pulled, VERIFIED_NAME)
     try:
         with open(path, "rb") as fh:
@@ -68,7 +68,7 @@ def default_path(host: str, run: str) -> str:
 
 def write_report(target: Target, run: str, out: str | None, pulled: str | None = None) -> str:
     """Fetch, render, write atomically; the path written."""
-    from boxagent.base.fsutil import atomic_write_text
+    from boxagent.api import atomic_write_text
     from rgt_client.report.page import render
     verified = read_verified(pulled)
     doc = fetch(target, run)

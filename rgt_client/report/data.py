@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from boxagent.base.units import NON_FINITE
+from boxagent.api import NON_FINITE
 from rgt_client.report.svg import epoch
 
 _TEXT_LIMIT = 4000
@@ -66,7 +66,7 @@ def reading(r: Any) -> dict[str, Any] | None:
 def event(ev: Any) -> dict[str, Any] | None:
     if not isinstance(ev, dict):
         return None
-    out = {k: _text(ev.get(k)) for k in ("id", "at", "type", "severity", "run", "stage", "summary", "key")}
+    out: dict[str, Any] = {k: _text(ev.get(k)) for k in ("id", "at", "type", "severity", "run", "stage", "summary", "key")}
     out["severity"] = out["severity"] if out["severity"] in ("info", "warning", "critical") else "info"
     out["type"] = out["type"] or "event"
     ts = _num(ev.get("ts"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from boxagent.base.units import format_bytes, format_duration
+from boxagent.api import format_bytes, format_duration
 from rgt_client import __version__
 from rgt_client.report import charts as charts_mod
 from rgt_client.report import timeline
@@ -140,7 +140,8 @@ def _span(s: float) -> str:
 
 
 def _cost(doc: dict[str, Any], run: dict[str, Any]) -> str:
-    box, mine = doc.get("cost") if isinstance(doc.get("cost"), dict) else {}, run.get("cost")
+    box = block if isinstance(block := doc.get("cost"), dict) else {}
+    mine = run.get("cost")
     if not isinstance(mine, dict) and not box:
         return ""
     cur = box.get("currency") or ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from boxagent.base.units import format_duration
+from boxagent.api import format_duration
 from rgt_client.report.svg import Bar, Row, TimeAxis, epoch
 
 STAGE_ENDS = {"stage_succeeded": "succeeded", "stage_failed": "failed", "stage_cancelled": "cancelled",

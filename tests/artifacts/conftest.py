@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 
-from rgt_client.transport import Target
+from rgt_client.box.transport import Target
 
 
 @pytest.fixture(autouse=True)

@@ -118,7 +118,7 @@ def test_pull_killed_halfway_through_a_large_file_resumes(box, rgt, sshd, tmp_pa
 
 
 def test_teardown_gate_names_the_profiles_verbs_and_clocks(box, rgt, tmp_path):
-    from rgt_client.profiles import load_profile
+    from rgt_client.profiles.catalog import load_profile
     box.profile(load_profile("autodl"))
     box.write("ck/a.pt", "weights")
     run = box.run("r1", ["ck/**"])

@@ -9,9 +9,9 @@ import pytest
 from boxagent.artifacts import build_manifest
 from boxagent.base.home import Home
 from rgt_client.errors import ClientError
-from rgt_client.destdir import Dest
-from rgt_client.pull_rsync import adopt_rsync_temps
-from rgt_client.verify import check_manifest, verify
+from rgt_client.pull.destdir import Dest
+from rgt_client.pull.rsync import adopt_rsync_temps
+from rgt_client.pull.verify import check_manifest, verify
 
 
 @pytest.fixture
@@ -164,13 +164,13 @@ def test_an_empty_manifest_is_never_called_safe(box, rgt_local, tmp_path):
     ({"rsync": "/usr/bin/rsync", "rsync_version": "3.2.7"}, "/usr/bin/rsync", "stream", "stream"),
 ])
 def test_rsync_only_when_both_ends_have_a_usable_one(head, here, method, want):
-    from rgt_client.pull import choose_method
-    from rgt_client.pull_rsync import remote_rsync
+    from rgt_client.pull.transfer import choose_method
+    from rgt_client.pull.rsync import remote_rsync
     assert choose_method(method, remote_rsync(head), here) == want
 
 
 def test_method_rsync_without_rsync_is_a_usage_error():
-    from rgt_client.pull import choose_method
+    from rgt_client.pull.transfer import choose_method
     with pytest.raises(ClientError) as exc:
         choose_method("rsync", None, "/usr/bin/rsync")
     assert exc.value.code == 2 and "--method stream" in exc.value.hint
@@ -181,7 +181,7 @@ def test_check_load_never_unpickles_a_box_file_with_a_torch_lacking_weights_only
     pickle on this machine. A stand-in torch (the foreign package is the seam) records calls."""
     import sys
     import types
-    from rgt_client.verify import check_loads
+    from rgt_client.pull.verify import check_loads
     calls = []
 
     def load(path, map_location=None, **kw):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rgt_client.bundle import build_agent
+from rgt_client.box.bundle import build_agent
 
 PY38 = "/root/.pyenv/versions/3.8.18/bin/python3.8"
 PYTHONS = [sys.executable] + ([PY38] if Path(PY38).exists() else [])

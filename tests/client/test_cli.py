@@ -26,9 +26,9 @@ def test_status_imports_only_what_status_needs(tmp_path):
                              capture_output=True, text=True)
     assert res.returncode == 3 and "not installed" in res.stderr, res.stderr
     out = res.stderr.split("MODULES ")[1].split()
-    assert "rgt_client.render" in out and "rgt_client.ops" in out
-    for heavy in ("rgt_client.pull", "rgt_client.profiles", "rgt_client.demo", "rgt_client.bundle", "zipfile",
-                  "concurrent.futures", "logging", "tomllib", "boxagent.artifacts"):
+    assert "rgt_client.status.render" in out and "rgt_client.status.fetch" in out
+    for heavy in ("rgt_client.pull", "rgt_client.profiles", "rgt_client.demo", "rgt_client.jobs", "rgt_client.install",
+                  "rgt_client.box.bundle", "zipfile", "concurrent.futures", "logging", "tomllib", "boxagent.artifacts"):
         assert heavy not in out, heavy
 
 

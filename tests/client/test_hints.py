@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import pytest
 
-from rgt_client.agentcall import client_hint
+from rgt_client.box.agentcall import client_hint
 from rgt_client.cli import cli
 
 REPO = Path(__file__).resolve().parents[2]

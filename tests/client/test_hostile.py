@@ -11,9 +11,10 @@ import time
 
 import pytest
 
-from rgt_client import exitcodes, hosts
+from rgt_client import exitcodes
+from rgt_client.box import hosts
 from rgt_client.errors import BoxTooSlow
-from rgt_client.ops import fetch_status
+from rgt_client.status.fetch import fetch_status
 from tests.hostile import HostileBox, assert_terminal_safe, huge, pause, run_argv, run_client, run_on_pty
 
 pytestmark = pytest.mark.ssh
@@ -209,7 +210,7 @@ def test_slow_box_is_told_apart_from_an_unreachable_one(hostile):
 
 
 def test_install_box_summary_is_sanitised():
-    from rgt_client.render_box import box_summary
+    from rgt_client.install.render import box_summary
     evil = {"python_version": EVIL, "python": EVIL, "probe": {
         "deps": {EVIL: True}, "cgroup": {"version": EVIL, "max_bytes": "x"}, "system": [],
         "cpu": {"quota_cores": EVIL, "host_cores": EVIL},

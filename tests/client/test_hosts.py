@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from rgt_client import hosts
+from rgt_client.box import hosts
 
 
 def test_remember_then_target_uses_it_and_flags_win():

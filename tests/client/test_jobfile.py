@@ -8,7 +8,7 @@ import pytest
 
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
-from rgt_client.jobfile import command_job, load_job, wait_job
+from rgt_client.jobs.jobfile import command_job, load_job, wait_job
 from tests.sshd import counting_ssh
 
 GOOD = '''

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from boxagent.daemon import logtail
-from rgt_client.logview import FollowView, LogSink
+from rgt_client.jobs.logview import FollowView, LogSink
 from tests.client.conftest import needs_daemon, stop_daemon
 from tests.client.test_e2e import install
 

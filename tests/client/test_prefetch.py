@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from rgt_client import prefetch
+from rgt_client.status import prefetch
 from tests.client.conftest import wait_for
 from tests.hostile import pause, run_argv
 from tests.sshd import counting_ssh
@@ -46,7 +46,7 @@ def test_status_from_the_console_script_is_one_ssh_call_taken_from_the_head_star
 @pytest.mark.ssh
 def test_a_head_start_the_command_does_not_take_is_killed_at_exit(hostile, sshd):
     hostile.answer("status", stdout=[pause(30)])
-    code = ("import time; from rgt_client import prefetch; prefetch.start(['--ssh-config', %r, 'status', "
+    code = ("import time; from rgt_client.status import prefetch; prefetch.start(['--ssh-config', %r, 'status', "
             "'rgt-box', '--home', %r]); time.sleep(3)" % (str(sshd.config), str(hostile.home)))
     t0 = time.monotonic()
     res = run_argv([sys.executable, "-c", code])

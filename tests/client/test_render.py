@@ -7,12 +7,12 @@ import pytest
 
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
-from rgt_client.ops import HostStatus
-from rgt_client.poll import patrol_exit, patrol_verdict
-from rgt_client.render import render_status, sparkline
-from rgt_client.render_poll import patrol_detail
-from rgt_client.render_run import run_line
-from rgt_client.transport import Target
+from rgt_client.status.fetch import HostStatus
+from rgt_client.status.poll import patrol_exit, patrol_verdict
+from rgt_client.status.render import render_status, sparkline
+from rgt_client.status.render_poll import patrol_detail
+from rgt_client.status.render_run import run_line
+from rgt_client.box.transport import Target
 
 BASE = {
     "schema": "rgt.status/1", "observed_at": "2025-01-02T10:00:00Z", "host": "box", "profile": "autodl",
@@ -145,7 +145,7 @@ PROBE = {"schema": "rgt.probe/1", "deps": {"psutil": True, "pynvml": True},
 
 
 def test_install_box_summary_from_a_probe():
-    from rgt_client.render_box import box_summary
+    from rgt_client.install.render import box_summary
     text = "\n".join(box_summary({"python_version": "3.10.12", "python": "/usr/bin/python3", "probe": PROBE}))
     assert "python   3.10.12 (/usr/bin/python3); psutil yes, pynvml yes" in text
     assert "memory   cgroup v2, limit 60.0 GB, host 128.0 GB" in text
@@ -229,8 +229,8 @@ def test_a_dead_daemons_last_eta_is_not_shown():
 
 
 def test_install_never_says_started_for_a_daemon_that_is_not_running():
-    from rgt_client.install import InstallReport
-    from rgt_client.render_box import install_summary
+    from rgt_client.install.bootstrap import InstallReport
+    from rgt_client.install.render import install_summary
     def rep(agent):
         return InstallReport(Target("gpu1"), "a" * 64, {"home": "/r", "replaced": True}, {"status": {"agent": agent}},
                              {"name": "generic-ssh"}, "no marker", [], 0.0, 0.0)
@@ -281,7 +281,7 @@ def test_multi_gpu_status_and_patrol_say_which_run_holds_which_gpu():
 
 
 def test_a_slurm_stage_shows_its_job_and_why_it_waits():
-    from rgt_client.render_run import stage_head
+    from rgt_client.status.render_run import stage_head
     st = {"name": "eval", "state": "pending", "slurm_job_id": "48213", "slurm_state": "PENDING",
           "slurm_reason": "Dependency", "slurm_waiting": {"text": "waiting for the stage before it", "blocked": False}}
     assert stage_head(st).endswith("slurm job 48213 PENDING (waiting for the stage before it)")

@@ -9,7 +9,7 @@ import pytest
 
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
-from rgt_client.transport import Target, agent_command, run_python, ssh_argv
+from rgt_client.box.transport import Target, agent_command, run_python, ssh_argv
 from tests.client.conftest import Cli
 from tests.sshd import add_alias, free_port
 
@@ -100,7 +100,7 @@ def test_watch_tells_ssh_failed_from_run_failed_and_gives_up(sshd, rgt, tmp_path
 def test_only_status_runs_the_box_python_without_its_site_packages():
     """status reads files (stdlib only): -S spares it a conda site's .pth files; the commands that
     may use the box's packages (notify-test with apprise, probe with psutil) keep them."""
-    from rgt_client.transport import Target, agent_command
+    from rgt_client.box.transport import Target, agent_command
     t = Target("box", python="/opt/conda/bin/python")
     assert "exec /opt/conda/bin/python -S \"$RGT_HOME/rgt-agent.pyz\" status --json" in agent_command(t, ["status", "--json"])
     for args in (["notify-test"], ["probe", "--json"], ["submit", "-"]):

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rgt_client import build_cache
-from rgt_client.remote_scripts import UPLOAD, parse_result
-from rgt_client.transport import Target, run_python
+from rgt_client.box import build_cache
+from rgt_client.box.remote_scripts import UPLOAD, parse_result
+from rgt_client.box.transport import Target, run_python
 from tests.sshd import sshd_binary, start_sshd
 
 pytestmark = pytest.mark.ssh

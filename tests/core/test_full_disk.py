@@ -73,11 +73,11 @@ def test_a_stage_that_fills_the_state_dir_leaves_the_daemon_up_and_it_catches_up
     assert st["runs"][0]["stages"][0]["cause"]["class"] == "disk_full"
     assert not (box.workdir / "after-ran").exists()
     # what the client makes of this very answer: its own patrol verdict (not AGENT-DOWN), said in status
-    from rgt_client.ops import HostStatus
-    from rgt_client.poll import patrol_verdict
-    from rgt_client.render import render_status
-    from rgt_client.statusdata import validate
-    from rgt_client.transport import Target
+    from rgt_client.status.fetch import HostStatus
+    from rgt_client.status.poll import patrol_verdict
+    from rgt_client.status.render import render_status
+    from rgt_client.status.statusdata import validate
+    from rgt_client.box.transport import Target
     verdict = patrol_verdict(HostStatus(Target("box"), status=validate(st, "box")), since_s=86400)
     assert (verdict.word, verdict.code) == ("STATE-FULL", 7)
     assert "the agent's state dir is FULL since 20" in render_status(st, {"host": "box"})
@@ -136,7 +136,7 @@ def test_a_stage_ending_while_another_process_fills_the_disk_keeps_its_exit_and_
 def test_a_failed_runs_full_workdir_disk_stays_in_status_with_its_alert(tmp_path):
     """A workdir's filesystem at 100% vanished from status once its run had failed, and no
     disk_low fired (docs/health.md promises every run's workdir)."""
-    from rgt_client.render import render_status
+    from rgt_client.status.render import render_status
     box = Box(tmp_path)
     try:
         with tmpfs(tmp_path / "data", "size=2m") as mnt:

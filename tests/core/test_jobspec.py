@@ -306,8 +306,8 @@ def test_limits_through_rgt_client_run(rgt_local, tmp_path, client_config):
 def test_resubmitting_a_changed_job_under_a_failed_runs_name_hints_replace_with_the_file(box):
     """The hint said `resume` first, which reruns the OLD job; the new job needs --replace, and
     the client says it as the command to type, with the file."""
-    from rgt_client.agentcall import client_hint
-    from rgt_client.commands import with_job_file
+    from rgt_client.box.agentcall import client_hint
+    from rgt_client.jobs.cmd import with_job_file
     j = job("chg", box.workdir, {"name": "s", "run": "exit 3"})
     assert box.submit(j).returncode == 0
     box.start()

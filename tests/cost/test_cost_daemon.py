@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from rgt_client.profiles import load_profile
+from rgt_client.profiles.catalog import load_profile
 from tests.realbox import job, wait_for
 from tests.health.conftest import FakeNvml, healthy
 

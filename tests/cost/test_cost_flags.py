@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rgt_client import exitcodes
-from rgt_client.costopts import cost_patch
+from rgt_client.cost.flags import cost_patch
 from rgt_client.errors import ClientError
 
 NOW = 1_900_000_000.0     # 2030-03-17T17:46:40Z

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from rgt_client.errors import ClientError
-from rgt_client.render_cost import patrol_brief, run_cost, settings_line, status_lines
-from rgt_client.statusdata import validate
+from rgt_client.cost.render import patrol_brief, run_cost, settings_line, status_lines
+from rgt_client.status.statusdata import validate
 
 BLOCK = {"price_per_hour": 2.49, "currency": "USD", "since": "2026-11-20T14:02:11.000Z", "hours": 12.4,
          "spent": 30.876, "budget": 50.0, "budget_used_pct": 61.8, "idle_alert_after_s": 1800.0,

@@ -288,7 +288,7 @@ def test_device_assert_is_decided_by_the_error_and_the_kernels_assertion_not_tor
 
 def test_the_status_screen_names_the_gpus_other_tenants():
     from tests.client.test_render import scenario
-    from rgt_client.render import render_status
+    from rgt_client.status.render import render_status
     st = scenario()
     st["health"]["gpus"] = [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "util_pct": 3, "memory_used_bytes": 23e9,
                              "memory_total_bytes": 85e9, "temperature_c": 40, "power_w": 90, "xid_last": None,

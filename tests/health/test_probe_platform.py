@@ -11,6 +11,6 @@ def test_probe_platform_facts_drive_detection(agent):
     facts = report["platform_facts"]
     assert "RUNPOD_POD_ID" in facts["env"]
     assert b"abc123-secretish" not in out.stdout  # names only, never values
-    from rgt_client.profiles import detect
+    from rgt_client.profiles.catalog import detect
     name, reason = detect(report)
     assert name == "runpod", reason

@@ -9,7 +9,7 @@ import os
 import anyio
 import pytest
 
-from rgt_client import hosts
+from rgt_client.box import hosts
 from tests.hostile import Answer, huge
 from tests.mcp.conftest import mcp_server
 

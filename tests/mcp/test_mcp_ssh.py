@@ -10,7 +10,7 @@ import time
 import anyio
 import pytest
 
-from rgt_client import hosts
+from rgt_client.box import hosts
 from tests.mcp.conftest import FAST_ENV, iso_ts, mcp_server, stop_daemon
 
 pytestmark = [pytest.mark.ssh, pytest.mark.slow]

@@ -97,7 +97,7 @@ def _toml(tmp_path, text):
 
 def test_load_notify_file_validates_locally(tmp_path):
     from rgt_client.errors import ClientError
-    from rgt_client.notify_cmd import load_notify_file
+    from rgt_client.notify.cmd import load_notify_file
     ok = load_notify_file(_toml(tmp_path, '[[notify]]\nurl = "ntfys://ntfy.sh/t1"\nmin_severity = "warning"\n'
                                           'events = ["run_succeeded", "stage_failed"]\nheartbeat = "1h"\n'
                                           'deadman = "20m"\n\n[[notify]]\nurl = "pover://user@token"\n'))

@@ -13,7 +13,7 @@ import pytest
 
 from boxagent.base import profile as AP
 from boxagent.base.home import Home
-from rgt_client import profiles as P
+from rgt_client.profiles import catalog as P
 
 REPO = Path(__file__).resolve().parents[2]
 

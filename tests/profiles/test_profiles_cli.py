@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rgt_client import profiles as P
+from rgt_client.profiles import catalog as P
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -76,7 +76,7 @@ def test_wheel_layout_finds_packaged_profiles(tmp_path):
     pkg = tmp_path / "site" / "rgt_client"
     shutil.copytree(REPO / "rgt_client", pkg)
     shutil.copytree(REPO / "profiles", pkg / "_profiles")
-    code = "from rgt_client import profiles as P; print(P.profiles_dir()); print(len(P.list_profiles()))"
+    code = "from rgt_client.profiles import catalog as P; print(P.profiles_dir()); print(len(P.list_profiles()))"
     env = {k: v for k, v in os.environ.items() if k != "RGT_PROFILES_DIR"}
     env["PYTHONPATH"] = str(tmp_path / "site")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

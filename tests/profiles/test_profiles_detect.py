@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from boxagent.base import profile as agentprof
-from rgt_client import profiles as P
+from rgt_client.profiles import catalog as P
 
 REPO = Path(__file__).resolve().parents[2]
 

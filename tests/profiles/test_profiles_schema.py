@@ -6,7 +6,7 @@ import re
 import pytest
 
 from rgt_client import exitcodes
-from rgt_client import profiles as P
+from rgt_client.profiles import catalog as P
 from rgt_client.errors import ClientError
 
 MINIMAL = 'platform = "Mine"\nkind = "ssh-rental"\nverified = false\n'
@@ -123,7 +123,7 @@ def test_wrong_name_inside_shipped_file(tmp_path, monkeypatch):
 def test_schema_doc_names_every_key():
     """docs/profile-schema.md documents every key the validator accepts."""
     from pathlib import Path
-    from rgt_client import profile_schema as S
+    from rgt_client.profiles import schema as S
     doc = (Path(__file__).resolve().parents[2] / "docs" / "profile-schema.md").read_text(encoding="utf-8")
     tables = [S.TOP, S.SSH, S.SURVIVAL, S.TEARDOWN, S.DANGER, S.SPOT, S.RULE, S.PROXY, S.HF, S.DETECT]
     missing = sorted({k for t in tables for k in t if "`%s`" % k not in doc})

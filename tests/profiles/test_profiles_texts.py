@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from rgt_client import profiles as P
+from rgt_client.profiles import catalog as P
 
 
 def test_autodl_first_contact_names_the_15_day_release():

@@ -49,7 +49,7 @@ def test_a_wait_stage_needs_its_log_for_metrics():
 
 def test_the_client_validates_it_the_same_way():
     from rgt_client.errors import ClientError
-    from rgt_client.jobfile import validate
+    from rgt_client.jobs.jobfile import validate
     with pytest.raises(ClientError, match="metrics_pattern: needs a named group"):
         validate(_job(metrics_pattern="loss=([0-9.]+)"))
 

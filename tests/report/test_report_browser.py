@@ -91,8 +91,8 @@ class RealBox:
                            "RGT_RETRY_BACKOFF": "0.3", "RGT_HEARTBEAT_EVERY": "3600", "RGT_STOP_GRACE": "1",
                            "RGT_KMSG_PATH": str(tmp / "no-kmsg")}.items():
             monkeypatch.setenv(key, value)
-        from rgt_client.install import InstallOptions, install
-        from rgt_client.transport import Target
+        from rgt_client.install.bootstrap import InstallOptions, install
+        from rgt_client.box.transport import Target
         self.target = Target("local", home=str(self.home))
         install(self.target, InstallOptions(profile="local", sample_every=0.25, remember=False,
                                             extra_config={"history_every": 0.5}))
@@ -100,7 +100,7 @@ class RealBox:
         self.sidecar.start()
 
     def run(self, name: str, mode: str) -> dict:
-        from rgt_client.ops import submit
+        from rgt_client.jobs.submit import submit
         py = sys.executable
         stages = [{"name": "prep", "run": "%s -c 'import time; time.sleep(1.2)'" % py},
                   {"name": "train", "run": "%s train.py %s" % (py, mode), "metrics_pattern": METRICS,

@@ -1,7 +1,7 @@
 """`rgt-client status`: a stage's metrics and its first metric's last hour as a sparkline."""
 from __future__ import annotations
 
-from rgt_client.render import render_status
+from rgt_client.status.render import render_status
 
 
 def _status(metrics=None, history=None):
@@ -40,7 +40,7 @@ def test_a_loss_gone_to_nan_is_shown_as_nan_and_passes_the_status_check():
     import pytest
 
     from rgt_client.errors import ClientError
-    from rgt_client.statusdata import validate
+    from rgt_client.status.statusdata import validate
     status = _status({"loss": "nan", "acc": 0.5})
     assert validate(status, "box") is status
     assert "metrics loss nan, acc 0.5" in render_status(status, {"host": "box"})

@@ -244,7 +244,7 @@ def _script(d: Path, body: str) -> Path:
 def test_install_says_what_the_login_node_has(slurm):
     """`rgt-client install` prints the probe's Slurm facts: the cluster, its partitions and the
     four commands rgt runs (a plain box, without them, gets no line)."""
-    from rgt_client.render_box import box_summary
+    from rgt_client.install.render import box_summary
     found = probe.probe(runner=functools.partial(run_command, env=slurm.env))
     lines = box_summary({"python_version": "3.11", "python": sys.executable,
                          "probe": {"slurm": found, "deps": {}}})

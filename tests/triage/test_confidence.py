@@ -6,7 +6,7 @@ from __future__ import annotations
 from boxagent.notify.messages import render_event
 from boxagent.triage import diagnose
 from boxagent.triage.cli import render_text
-from rgt_client.render_run import run_line, stage_lines
+from rgt_client.status.render_run import run_line, stage_lines
 from tests.triage.conftest import watch_file
 
 TB = "Traceback (most recent call last):\n  File \"train.py\", line 41, in <module>\n    main()\n"

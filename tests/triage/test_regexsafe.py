@@ -147,7 +147,7 @@ def test_client_run_refuses_it_before_connecting(rgt_local, tmp_path, client_con
 
 
 def test_profile_rule_pattern_is_checked():
-    from rgt_client.profile_schema import validate
+    from rgt_client.profiles.schema import validate
     from rgt_client.errors import ClientError
     profile = {"platform": "x", "kind": "ssh-rental", "verified": False,
                "rule": [{"class": "mine", "pattern": r"(a|b|ab)*c", "remediation": "r"}]}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rgt_client.destdir import Dest
-from rgt_client.pull_rsync import adopt_rsync_temps
+from rgt_client.pull.destdir import Dest
+from rgt_client.pull.rsync import adopt_rsync_temps
 from tests.hostile import END, frame, huge
 
 pytestmark = pytest.mark.ssh

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from rgt_client.destdir import Blocked, Dest, split
+from rgt_client.pull.destdir import Blocked, Dest, split
 
 
 @pytest.fixture

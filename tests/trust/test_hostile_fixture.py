@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from rgt_client import transport
+from rgt_client.box import transport
 from tests.hostile import Answer, END, frame, huge, raw_controls, run_argv, run_client
 
 pytestmark = pytest.mark.ssh

@@ -1,0 +1,1 @@
+"""The connection layer: the ssh transport, calls to the agent and what they answer, the agent's build."""

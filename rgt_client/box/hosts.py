@@ -1,0 +1,97 @@
+"""The client's memory of each host: the home and Python it installed with, so later commands
+need neither flag. One JSON file in the client's config dir (RGT_CLIENT_CONFIG_DIR, else
+$XDG_CONFIG_HOME/rgt, else ~/.config/rgt), rewritten atomically under a lock because several
+installs may run in parallel (one per host).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from rgt_client.box.transport import Target
+
+# Plain os.path, no pathlib: every `status` reads this file, and its start-up time counts.
+
+
+def config_dir() -> str:
+    env = os.environ.get("RGT_CLIENT_CONFIG_DIR")
+    if env:
+        return os.path.expanduser(env)
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "rgt")
+
+
+def hosts_file() -> str:
+    return os.path.join(config_dir(), "hosts.json")
+
+
+def load_all() -> dict[str, dict[str, Any]]:
+    try:
+        with open(hosts_file(), "rb") as fh:
+            data = json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    hosts = data.get("hosts") if isinstance(data, dict) else None
+    return hosts if isinstance(hosts, dict) else {}
+
+
+def get(host: str) -> dict[str, Any]:
+    entry = load_all().get(host)
+    return entry if isinstance(entry, dict) else {}
+
+
+@contextmanager
+def _locked() -> Iterator[None]:
+    import fcntl
+    d = config_dir()
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, ".hosts.lock"), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def remember(host: str, **fields: Any) -> None:
+    """Merge fields into the host's entry (None values are not stored)."""
+    with _locked():
+        hosts = load_all()
+        entry = dict(hosts.get(host) or {})
+        entry.update({k: v for k, v in fields.items() if v is not None})
+        entry["updated_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        hosts[host] = entry
+        _write({"hosts": hosts})
+
+
+def _write(data: dict) -> None:
+    # the same tmp -> fsync -> replace the agent uses for every file a reader may see mid-write
+    from boxagent.api import atomic_write_text
+    atomic_write_text(hosts_file(), json.dumps(data, indent=1, sort_keys=True) + "\n", mode=0o600)
+
+
+def target_for(host: str, ssh_config: str | None = None, home: str | None = None,
+               python: str | None = None) -> Target:
+    """The one rule for a host's home and python (printed by every command that writes):
+
+    - `local`: --home, else $RGT_HOME, else ~/.rgt. Never the home remembered by an earlier
+      install: with RGT_HOME unset, a remembered home once won over ~/.rgt and a command
+      silently reached another agent than the one the docs promise.
+    - a box: --home, else the home install used on it (remembered here), else the box's own
+      $RGT_HOME or ~/.rgt.
+    The python: --python, else what install resolved on that host, else python3."""
+    mem = get(host)
+    if home:
+        home_from = "--home"
+    elif host == "local":
+        home = os.environ.get("RGT_HOME") or None
+        home_from = "$RGT_HOME" if home else "the default ~/.rgt"
+    elif mem.get("home"):
+        home, home_from = mem["home"], "remembered from install"
+    else:
+        home_from = "the box's default"
+    return Target(host=host, home=home, python=python or mem.get("python") or "python3",
+                  ssh_config=ssh_config, home_from=home_from)

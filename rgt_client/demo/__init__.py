@@ -1,0 +1,1 @@
+"""`demo`: the whole product on this machine in under a minute."""

@@ -1,0 +1,1 @@
+"""`install`: bootstrap the agent on a box and say what it found."""

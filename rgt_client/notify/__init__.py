@@ -1,0 +1,1 @@
+"""`notify-set`, `notify-test`: the box's notification settings."""

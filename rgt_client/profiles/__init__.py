@@ -1,0 +1,1 @@
+"""`profiles`: the platform profiles, their schema, and the texts they warn with."""

@@ -1,0 +1,1 @@
+"""`pull`, `verify`: copy exactly a run's manifest to this machine and check it."""

@@ -1,0 +1,169 @@
+"""pull: copy exactly a run's manifest to this machine, then verify it.
+
+One ssh round trip asks the agent for everything at once (`pull-info`: refresh the manifest,
+its exact bytes, whether the box has rsync, the profile's teardown facts). Then the copy:
+rsync when both ends have it (`--files-from` the manifest, partial files kept in
+`.rgt-partial/` so an interrupted pull resumes, the same bounded ssh options as every other
+call), otherwise the agent's own byte stream (pull_stream.py). Then verify.py decides.
+
+The box may be compromised: its answers are read within bounds (bounded.py), its manifest
+checked field by field before anything is written (manifest_check.py), and every write lands
+inside DEST by descriptor (destdir.py).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional
+
+from boxagent.api import dumps
+from rgt_client import exitcodes
+from rgt_client.box import transport
+from rgt_client.pull import manifest_check
+from rgt_client.box.bounded import AgentStream
+from rgt_client.pull.destdir import Blocked, Dest
+from rgt_client.errors import ClientError
+from rgt_client.pull.rsync import local_rsync, remote_rsync, rsync_pull
+from rgt_client.pull.stream import blocked_error, check_parents, stream_pull
+from rgt_client.textsafe import safe_line
+from rgt_client.pull.verify import META_DIR, VerifyResult, manifest_path, verify
+
+Progress = Callable[[int, int], None]
+METHODS = ("auto", "rsync", "stream")
+
+
+@dataclass
+class PullInfo:
+    head: Dict[str, Any]
+    raw: bytes
+    manifest: Dict[str, Any]
+
+
+@dataclass
+class PullResult:
+    dest: str
+    method: str
+    bytes_moved: int
+    info: PullInfo
+    verify: VerifyResult
+    elapsed_s: float
+
+
+def default_dest(host: str, run: str) -> str:
+    def safe(word: str) -> str:
+        word = re.sub(r"[^A-Za-z0-9._@+-]", "_", word).lstrip(".")
+        return word or "_"
+    return os.path.join("rgt-pulls", safe(host), safe(run))
+
+
+def _agent_error(res: transport.Result, what: str, host: str) -> ClientError:
+    """The agent's own Error:/Hint: lines (sanitised: they are the box's text)."""
+    # split at LF only: str.splitlines() also splits at CR, and what a CR hid would vanish
+    lines = [safe_line(ln.rstrip("\r"))[:500] for ln in res.err.split("\n") if ln.strip()]
+    msg = next((ln[7:] for ln in lines if ln.startswith("Error: ")), None)
+    hint = next((ln[6:] for ln in lines if ln.startswith("Hint: ")), None)
+    code = exitcodes.USAGE if res.rc == 2 else exitcodes.ERROR
+    return ClientError(msg or "%s failed (exit %d): %s" % (what, res.rc, " ".join(lines[-2:])),
+                       hint or "that is the agent's answer on %s: `rgt-client status %s` shows the box"
+                       % (host, shlex.quote(host)), code)
+
+
+def fetch_info(target: transport.Target, run: str, force: bool = False) -> PullInfo:
+    """The manifest (refreshed on the box) and the box's capabilities, in one round trip, read
+    within bounds: a header line of at most 64 KiB, then exactly the manifest bytes it
+    announced (capped), then the end of the answer."""
+    where = "the manifest from %s" % target.host
+    # Generous: a first manifest of a few hundred GB hashes for minutes (ssh keepalives still
+    # bound a dead link).
+    with AgentStream(target, ["pull-info", run] + (["--force"] if force else []), timeout=3600) as s:
+        line = s.line("a pull-info header")
+        if not line.endswith(b"\n"):
+            _no_info(target, s.finish(), line)
+        head = manifest_check.check_head(line, target.host)
+        size = head["manifest_bytes"]
+        if size > manifest_check.max_bytes():
+            raise manifest_check.too_big(where, size)
+        raw = s.read(size)
+        if len(raw) < size:
+            _no_info(target, s.finish(), b"", "the manifest ended after %d of %d bytes" % (len(raw), size))
+        if s.read(1):
+            raise ClientError("%s sent more after the %d-byte manifest it announced; refused" % (target.host, size),
+                              manifest_check.hint(target.host))
+        res = s.finish()
+        if res.rc != 0:
+            raise _agent_error(res, "pull-info", target.host)
+    if hashlib.sha256(raw).hexdigest() != head["manifest_sha256"]:
+        raise ClientError("%s does not match the sha256 its header announced" % where, manifest_check.hint(target.host))
+    return PullInfo(head, raw, manifest_check.parse(raw, where, host=target.host))
+
+
+def _no_info(target: transport.Target, res: transport.Result, got: bytes, what: str = "") -> None:
+    """pull-info ended early: the agent's own error, or what went missing."""
+    if res.rc == 2 and "invalid choice: 'pull-info'" in res.err:
+        raise ClientError("the agent on %s is too old for pull" % target.host,
+                          "update it: rgt-client install %s" % target.host)
+    if res.rc != 0:
+        raise _agent_error(res, "pull-info", target.host)
+    raise ClientError("%s answered pull-info with %s" % (target.host, what or (
+        "an unfinished header line: %s" % safe_line(got[:80]) if got else "nothing")),
+                      "is the agent on the box current? rgt-client install %s" % target.host)
+
+
+def choose_method(method: str, remote_rsync: Optional[str], here: Optional[str]) -> str:
+    if method not in METHODS:
+        raise ClientError("unknown --method %r" % method, "use auto, rsync or stream", exitcodes.USAGE)
+    both = bool(remote_rsync) and bool(here)
+    if method == "rsync" and not both:
+        raise ClientError("no usable rsync (3.1 or newer here, 3.0 or newer on the box) on %s"
+                          % ("this machine" if not here else "the box"),
+                          "install rsync there, or use --method stream", exitcodes.USAGE)
+    if method == "auto":
+        return "rsync" if both else "stream"
+    return method
+
+
+def save_meta(dest: Dest, target: transport.Target, info: PullInfo, method: str, now: float) -> None:
+    dest.write_atomic(META_DIR + "/manifest.json", info.raw)
+    head = info.head
+    dest.write_atomic(META_DIR + "/pull.json", (dumps({
+        "schema": "rgt.pull/1", "host": target.host, "run": head.get("run"), "root": head.get("root"),
+        "box": head.get("host"), "run_state": head.get("run_state"), "method": method,
+        "manifest_sha256": head.get("manifest_sha256"), "profile": head.get("profile") or {},
+        "pulled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}) + "\n").encode("utf-8"))
+
+
+def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: bool = False,
+         method: str = "auto", bwlimit_kbps: Optional[int] = None, progress: Optional[Progress] = None,
+         check_load: bool = False, workers: Optional[int] = None,
+         on_info: Optional[Callable[[PullInfo, str], None]] = None) -> PullResult:
+    """Fetch the manifest, copy exactly its files into dest, verify; never deletes anything."""
+    t0 = time.monotonic()
+    if target.host.startswith("-"):  # would reach ssh and rsync as an option, not a host
+        raise ClientError("%r is not a host" % target.host, "name an ssh destination or `local`",
+                          exitcodes.USAGE)
+    dest = os.path.abspath(dest or default_dest(target.host, run))
+    if os.path.exists(dest) and not os.path.isdir(dest):
+        raise ClientError("%s exists and is not a directory" % dest, "name another DEST", exitcodes.USAGE)
+    info = fetch_info(target, run, force)
+    here = local_rsync()
+    how = choose_method(method, remote_rsync(info.head) if not target.is_local else here, here)
+    m = info.manifest
+    with Dest(dest, create=True) as d:
+        try:
+            # before a byte moves: a manifest path under a symlink in DEST (an earlier pull's)
+            check_parents(d, target.host, [f["path"] for f in m["files"]] + [s["path"] for s in m.get("symlinks") or []])
+            save_meta(d, target, info, how, time.time())
+            if on_info:
+                on_info(info, how)
+            if how == "rsync":
+                moved, known = rsync_pull(target, info.head, m, d, progress, bwlimit_kbps, here or "rsync")
+            else:
+                moved, known = stream_pull(target, run, m, d, progress, bwlimit_kbps)
+        except Blocked as b:
+            raise blocked_error(target.host, b.rel, b, dest)
+    res = verify(dest, manifest_path(dest), check_load=check_load, known=known, workers=workers)
+    return PullResult(dest, how, moved, info, res, time.monotonic() - t0)

@@ -1,0 +1,267 @@
+"""Check a local copy against a run's manifest: the only thing that makes a pull "verified".
+
+Set equality first (every manifest file present, nothing extra), then sizes, then sha256 of
+every file (threads, the agent's own hashing code). PULL_VERIFIED.json is written only when
+everything matches; a stale one from an earlier pull is moved aside, never left to lie.
+
+DEST layout: the pulled files as they were under the run's workdir, plus
+  PULL_VERIFIED.json     run, manifest_sha256, files, bytes, symlinks, verified_at
+  .rgt/manifest.json     the manifest's exact bytes from the box
+  .rgt/pull.json         host, run, profile facts (for the teardown gate), method, pulled_at
+  .rgt/partial/          the no-rsync path's partial files;  */.rgt-partial/: rsync's
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import stat as stat_mod
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from boxagent.api import dumps, hash_many
+from rgt_client import exitcodes
+from rgt_client.pull import manifest_check
+from rgt_client.pull.destdir import Blocked, Dest
+from rgt_client.errors import ClientError
+from rgt_client.pull.manifest_check import META_DIR, RSYNC_PARTIAL, VERIFIED_NAME
+
+SCHEMA = "rgt.pull_verified/1"
+STALE_NAME = META_DIR + "/PULL_VERIFIED.stale.json"
+
+# (size, mtime_ns, sha256) already known for a path: hashed while the pull wrote it.
+Known = Dict[str, Tuple[int, int, str]]
+
+
+@dataclass
+class Problem:
+    path: str
+    kind: str        # missing | extra | size | sha256 | symlink | type | unreadable | load | empty
+    detail: str = ""
+
+
+@dataclass
+class VerifyResult:
+    dest: str
+    run: str
+    manifest_sha256: str
+    files: int                 # manifest files
+    bytes: int
+    symlinks: int
+    problems: List[Problem] = field(default_factory=list)
+    checked: int = 0           # files whose sha256 matched
+    loads: List[Dict[str, Any]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"ok": self.ok, "dest": self.dest, "run": self.run, "manifest_sha256": self.manifest_sha256,
+                "files": self.files, "bytes": self.bytes, "symlinks": self.symlinks, "checked": self.checked,
+                "problems": [p.__dict__ for p in self.problems], "loads": self.loads,
+                "elapsed_s": round(self.elapsed_s, 3)}
+
+
+def manifest_path(dest: str) -> str:
+    return os.path.join(dest, META_DIR, "manifest.json")
+
+
+def load_manifest(path: str) -> Tuple[bytes, Dict[str, Any]]:
+    """(exact bytes, parsed) of a manifest; ClientError(USAGE) when it is missing or not one."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(manifest_check.max_bytes() + 1)
+    except OSError as exc:
+        raise ClientError("cannot read the manifest %s: %s" % (path, exc.strerror or exc),
+                          "pull first (rgt-client pull HOST RUN DEST), or name it with --manifest",
+                          exitcodes.USAGE)
+    return raw, manifest_check.parse(raw, path, exitcodes.USAGE)
+
+
+def check_manifest(m: Any, where: str) -> None:
+    """Refuse a manifest that is not one, or whose paths would write outside DEST (a box we do
+    not trust must not be able to plant `../../.bashrc` or write through its own symlink)."""
+    manifest_check.check(m, where)
+
+
+def local_listing(dest: Dest) -> Tuple[Dict[str, os.stat_result], Dict[str, str], List[str]]:
+    """(regular files, symlinks -> target, other entries) under dest, without rgt's own names;
+    folders are entered by descriptor, never through a symlink."""
+    files: Dict[str, os.stat_result] = {}
+    links: Dict[str, str] = {}
+    other: List[str] = []
+    stack = [""]
+    while stack:
+        cur = stack.pop()
+        try:
+            entries = list(dest.entries(cur))
+        except (OSError, Blocked) as exc:
+            raise ClientError("cannot list %s: %s" % (os.path.join(dest.path, cur), getattr(exc, "strerror", None)
+                                                      or exc), "check the folder's permissions")
+        for name, st in entries:
+            rel = cur + "/" + name if cur else name
+            if (not cur and name in (META_DIR, VERIFIED_NAME)) or name == RSYNC_PARTIAL:
+                continue
+            if stat_mod.S_ISDIR(st.st_mode):
+                stack.append(rel)
+            elif stat_mod.S_ISREG(st.st_mode):
+                files[rel] = st
+            elif stat_mod.S_ISLNK(st.st_mode):
+                links[rel] = dest.readlink(rel)
+            else:
+                other.append(rel)
+    return files, links, other
+
+
+def _compare_sets(m: Dict[str, Any], files: Dict[str, os.stat_result], links: Dict[str, str],
+                  other: List[str]) -> Tuple[List[Problem], List[Dict[str, Any]]]:
+    """Missing/extra/size/symlink problems; returns the manifest entries still to hash."""
+    problems: List[Problem] = []
+    to_hash = []
+    want = {f["path"]: f for f in m["files"]}
+    want_links = {s["path"]: s["target"] for s in m.get("symlinks") or []}
+    for path, f in want.items():
+        st = files.get(path)
+        if st is None:
+            kind = "type" if path in links or path in other else "missing"
+            problems.append(Problem(path, kind, "expected a file of %d bytes" % f["bytes"]))
+        elif st.st_size != f["bytes"]:
+            problems.append(Problem(path, "size", "%d bytes, expected %d" % (st.st_size, f["bytes"])))
+        else:
+            to_hash.append(f)
+    for path, target in want_links.items():
+        got = links.get(path)
+        if got is None:
+            problems.append(Problem(path, "type" if path in files else "missing", "expected a symlink -> %s" % target))
+        elif got != target:
+            problems.append(Problem(path, "symlink", "points to %s, expected %s" % (got, target)))
+    for path in sorted(set(files) - set(want)) + sorted(set(links) - set(want_links)) + sorted(other):
+        problems.append(Problem(path, "extra", "not in the manifest"))
+    return problems, to_hash
+
+
+def _hash_check(dest: str, to_hash: List[Dict[str, Any]], files: Dict[str, os.stat_result],
+                known: Optional[Known], workers: Optional[int]) -> Tuple[List[Problem], int]:
+    known = known or {}
+    need, sums = [], {}
+    for f in to_hash:
+        st = files[f["path"]]
+        k = known.get(f["path"])
+        if k and k[0] == st.st_size and k[1] == st.st_mtime_ns:
+            sums[f["path"]] = k[2]
+        else:
+            need.append(f)
+    full = {os.path.join(dest, f["path"]): f["path"] for f in need}
+    for p, h in hash_many(((p, files[r].st_size) for p, r in full.items()), workers).items():
+        sums[full[p]] = h.sha256 if h.sha256 else "!" + (h.error or "unreadable")
+    problems, ok = [], 0
+    for f in to_hash:
+        got = sums[f["path"]]
+        if got.startswith("!"):
+            problems.append(Problem(f["path"], "unreadable", got[1:]))
+        elif got != f["sha256"]:
+            problems.append(Problem(f["path"], "sha256", "is %s…, expected %s…" % (got[:12], f["sha256"][:12])))
+        else:
+            ok += 1
+    return problems, ok
+
+
+def verify(dest: str, manifest: Optional[str] = None, check_load: bool = False,
+           known: Optional[Known] = None, workers: Optional[int] = None,
+           now: Optional[float] = None) -> VerifyResult:
+    """Check dest against the manifest (default dest/.rgt/manifest.json); write PULL_VERIFIED.json
+    when everything matches, move a stale one aside when not."""
+    t0 = time.monotonic()
+    dest = os.path.abspath(dest)
+    if not os.path.isdir(dest):
+        raise ClientError("%s is not a directory" % dest, "name the folder you pulled into", exitcodes.USAGE)
+    raw, m = load_manifest(manifest or manifest_path(dest))
+    with Dest(dest) as d:
+        files, links, other = local_listing(d)
+        problems, to_hash = _compare_sets(m, files, links, other)
+        if not m["files"] and not m.get("symlinks"):
+            # An empty manifest "verifies" trivially; calling that safe would let a typo in the
+            # include patterns end with the results destroyed on the box.
+            problems.append(Problem("(manifest)", "empty", "the manifest lists no files: do the run's "
+                                    "[artifacts] include patterns match what it wrote?"))
+        hash_problems, ok = _hash_check(dest, to_hash, files, known, workers)
+        res = VerifyResult(dest, str(m.get("run") or "?"), hashlib.sha256(raw).hexdigest(), len(m["files"]),
+                           sum(f["bytes"] for f in m["files"]), len(m.get("symlinks") or []),
+                           sorted(problems + hash_problems, key=lambda p: (p.kind != "sha256", p.path)), ok)
+        if check_load:
+            res.loads = check_loads(dest, [f["path"] for f in m["files"]])
+            res.problems += [Problem(x["path"], "load", x["detail"]) for x in res.loads if x["ok"] is False]
+        res.elapsed_s = time.monotonic() - t0
+        record(d, res, now)
+    return res
+
+
+def record(dest: Dest, res: VerifyResult, now: Optional[float] = None) -> None:
+    """PULL_VERIFIED.json when res is ok; else an old one moved aside. Both by descriptor: a
+    `.rgt` that became a symlink is refused, not written through."""
+    try:
+        if not res.ok:
+            if dest.lstat(VERIFIED_NAME) is not None:  # never leave an old "verified" beside files that differ
+                dest.replace(VERIFIED_NAME, STALE_NAME)
+            return
+        _sync()
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if now is None else now))
+        body = {"schema": SCHEMA, "run": res.run, "manifest_sha256": res.manifest_sha256, "files": res.files,
+                "bytes": res.bytes, "symlinks": res.symlinks, "verified_at": when}
+        dest.write_atomic(VERIFIED_NAME, (dumps(body) + "\n").encode("utf-8"))
+    except Blocked as b:
+        raise ClientError("cannot write %s in %s: %s %s" % (VERIFIED_NAME, res.dest, b.at, b.why),
+                          "make %s a plain folder again" % b.at)
+
+
+def _sync() -> None:
+    """The files reach the disk before the marker that says the box may go: a laptop crash
+    right after a teardown must not lose the only copy."""
+    try:
+        os.sync()
+    except (AttributeError, OSError):
+        pass
+
+
+def _load_torch(path: str) -> Optional[str]:
+    import torch  # noqa: F401  (optional: only with --check-load)
+    try:
+        torch.load(path, map_location="cpu", weights_only=True)
+    except TypeError:
+        # torch < 1.13 has no weights_only, and a full torch.load unpickles: a compromised box
+        # would run its own code on this machine. Not loading is the only safe answer.
+        raise ImportError("torch >= 1.13 (weights_only loading)")
+    return None
+
+
+def _load_safetensors(path: str) -> Optional[str]:
+    from safetensors import safe_open
+    with safe_open(path, framework="numpy") as fh:
+        for k in fh.keys():
+            fh.get_tensor(k)
+    return None
+
+
+def check_loads(dest: str, paths: List[str]) -> List[Dict[str, Any]]:
+    """Open .pt/.pth/.safetensors with torch/safetensors when installed: a truncated checkpoint
+    can hash "right" when the box wrote it truncated."""
+    out = []
+    for rel in paths:
+        ext = os.path.splitext(rel)[1].lower()
+        loader, lib = {".pt": (_load_torch, "torch"), ".pth": (_load_torch, "torch"),
+                       ".safetensors": (_load_safetensors, "safetensors")}.get(ext, (None, ""))
+        if loader is None:
+            continue
+        try:
+            loader(os.path.join(dest, rel))
+            out.append({"path": rel, "ok": True, "detail": "loaded with %s" % lib})
+        except ModuleNotFoundError:
+            out.append({"path": rel, "ok": None, "detail": "skipped: %s is not installed here" % lib})
+        except ImportError as exc:
+            out.append({"path": rel, "ok": None, "detail": "skipped: needs %s" % exc})
+        except Exception as exc:  # noqa: BLE001 - any failure to load is the finding
+            out.append({"path": rel, "ok": False, "detail": "%s cannot load it: %s: %s"
+                        % (lib, type(exc).__name__, str(exc)[:200])})
+    return out

@@ -1,0 +1,66 @@
+"""What `watch` and `patrol` print: one line per tick, one line per host (render_run's run line,
+so a warned run reads the same in status, watch and patrol)."""
+from __future__ import annotations
+
+import shlex
+import time
+
+from boxagent.api import format_duration
+from rgt_client.status import statusdata
+from rgt_client.errors import BoxTooSlow
+from rgt_client.status.poll import Verdict, WatchEvent
+from rgt_client.status.render import heartbeat_words, occupancy, state_full_words
+from rgt_client.cost.render import patrol_brief
+from rgt_client.status.render_run import run_line
+from rgt_client.textsafe import s, safe_line
+
+
+def _ts() -> str:
+    return time.strftime("%H:%M:%S")
+
+
+def watch_lines(ev: WatchEvent, host: str, run: str) -> list[str]:
+    word, name = shlex.quote(host), shlex.quote(run)
+    if ev.kind == "no_answer":
+        why = "no answer in time" if isinstance(ev.error, BoxTooSlow) else "ssh failed"
+        return ["%s %s (the run is not affected): %s" % (_ts(), why, safe_line(ev.error.message if ev.error else ""))]
+    if ev.kind == "run":
+        live = statusdata.alive(ev.status)
+        return ["%s %s%s" % (_ts(), run_line(ev.run, live), "" if live else "; " + heartbeat_words(ev.status))]
+    if ev.kind == "ended":
+        return ["%s run %s %s: rgt-client status %s --run %s" % (_ts(), s(run), s(ev.run.get("state")), word, name)]
+    if ev.kind == "agent_down":
+        return ["%s the agent on %s stayed down for %d checks; restart it: rgt-client install %s"
+                % (_ts(), host, ev.dead, word)]
+    return ["%s gave up after %s: run %s is still not finished (it keeps going on the box)"
+            % (_ts(), format_duration(ev.waited_s), s(run))]
+
+
+def patrol_detail(v: Verdict, host: str) -> str:
+    """The rest of the host's one line (always exactly one line, whatever the box sent)."""
+    if v.error is not None:
+        return safe_line(v.error.message)
+    runs = v.status.get("runs") or []
+    if v.word == "AGENT-DOWN":
+        brief = ", ".join("%s %s" % (s(r.get("name")), s(r.get("state"))) for r in runs[-5:]) or "none"
+        return "%s; %d run(s): %s" % (heartbeat_words(v.status), len(runs), brief)
+    paid = patrol_brief(v.status)
+    if v.word == "STATE-FULL":
+        return state_full_words(statusdata.state_dir_full(v.status) or {}) + "".join(
+            "; " + run_line(r, True) for r in v.runs) + paid
+    if v.word in ("RUN-FAILED", "WARNED", "HEALTHY"):
+        busy = occupancy((v.status.get("health") or {}).get("gpus") or [])
+        return "; ".join(run_line(r, statusdata.alive(v.status)) for r in v.runs) + (" · %s" % busy if busy else "") \
+            + paid + _alerts(v.status)
+    if v.word == "DONE":
+        name = v.runs[0].get("name")
+        return "run %s succeeded; pull next: rgt-client pull %s %s%s" % (s(name), shlex.quote(host),
+                                                                        s(shlex.quote(str(name))), paid)
+    return "no active runs" + paid + _alerts(v.status)
+
+
+def _alerts(status: dict) -> str:
+    alerts = status.get("alerts") or []
+    if not alerts:
+        return ""
+    return " · alerts: " + ", ".join("%s %s" % (s(a.get("severity")), s(a.get("type"))) for a in alerts)

@@ -1,0 +1,1 @@
+"""`triage`: diagnose a log file on this machine, offline."""
