@@ -8,7 +8,7 @@ Every field is box text: it goes through textsafe before it reaches the terminal
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from boxagent.api import format_duration
 from rgt_client.status.statusdata import Stage, warnings_of
@@ -122,7 +122,7 @@ def stage_lines(st: Stage, live: bool = True, run_state: Any = None) -> list[str
     return lines
 
 
-def confidence_line(cause: dict[str, Any]) -> str:
+def confidence_line(cause: Mapping[str, Any]) -> str:
     """"low: maybe cgroup_oom instead; check …" (the box's text, made safe)."""
     level = s(cause.get("confidence"))
     if level == "high" or not cause.get("runner_up"):
