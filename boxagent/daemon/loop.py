@@ -272,7 +272,7 @@ class Daemon:
 
     def _fast(self, now: float, mono: float) -> None:
         self._flush_storage(now)
-        for path, req in inbox.pending(self.home):
+        for path, req in inbox.pending(self.home, aside=log_line):
             try:
                 self._handle(req, now, mono)
             except OSError as exc:

@@ -20,6 +20,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+from boxagent.base import numbers, safefile
 from boxagent.base.fsutil import atomic_write_bytes
 from boxagent.runlog import points
 
@@ -152,8 +153,7 @@ def read(path: str, max_bytes: int = 4 * BUDGET) -> Optional[Dict[str, Any]]:
     """{header, run, step_s, info[], points[], events[], dropped_events}, or None without a file.
     Duplicates are dropped (events by id, points by t: the last written wins)."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes)
+        data = safefile.read_bytes(path, max_bytes, whole=False)   # a FIFO or a device is no history
     except OSError:
         return None
     head: Dict[str, Any] = {}
@@ -170,8 +170,8 @@ def read(path: str, max_bytes: int = 4 * BUDGET) -> Optional[Dict[str, Any]]:
             head = rec
         elif kind == "i":
             info.append(rec)
-        elif kind == "p" and isinstance(rec.get("t"), (int, float)):
-            pts[float(rec["t"])] = rec
+        elif kind == "p" and numbers.number("epoch_s", rec.get("t")) is not None:
+            pts[float(rec["t"])] = rec        # `"t": 1e308` or Infinity is skipped, not drawn
         elif kind == "e" and isinstance(rec.get("e"), dict):
             ev = rec["e"]
             events[str(ev.get("id") or len(events))] = ev
