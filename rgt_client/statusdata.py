@@ -67,6 +67,8 @@ class Malformed(Exception):
 def validate(status: Any, host: str) -> dict[str, Any]:
     """The status as it came, once every field the client reads has its type; else ClientError."""
     try:
+        if not isinstance(status, dict):
+            raise Malformed("", "an object", status)     # the whole answer a bare null or list
         _check(status, SHAPE, "")
     except Malformed as bad:
         raise ClientError("%s sent a malformed status: %s: expected %s, got %s"
@@ -90,6 +92,8 @@ def _check(value: Any, shape: Any, path: str) -> None:
         if not isinstance(value, list):
             raise Malformed(path, "a list", value)
         for i, item in enumerate(value):
+            if item is None and isinstance(shape[0], dict):
+                raise Malformed("%s[%d]" % (path, i), "an object", item)   # a null run or GPU
             _check(item, shape[0], "%s[%d]" % (path, i))
     else:
         if not isinstance(value, dict):

@@ -22,7 +22,7 @@ DURATION_MAX_S = 100 * 365 * 86400.0
 BOUNDS: Dict[str, Tuple[float, float, str]] = {
     # No rented GPU box bills a million an hour, and below a millionth it is not a price: a tiny
     # denormal (2.49e-320) printed as "0." and every spend was 0.
-    "price_per_hour": (1e-6, 1e6, "an hourly price between 0.000001 and 1000000"),
+    "price_per_hour": (1e-6, 1e6, "an amount per hour between 0.000001 and 1000000"),
     "budget": (1e-6, 1e12, "an amount between 0.000001 and 1000000000000"),
     "money": (0.0, 1e15, "an amount of money"),
     "epoch_s": (0.0, EPOCH_MAX_S, "a time between 1970 and 3000 (epoch seconds)"),
