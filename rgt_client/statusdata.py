@@ -31,6 +31,7 @@ _RUN = {"name": "s", "state": "s", "workdir": "s", "created_at": "s", "started_a
         "stages": [_STAGE], "artifacts": {"files": "i", "bytes": "n"}, "pending_pickup": "b",
         "cost": {"hours": "n", "spent": "n"}}
 _COST = {"price_per_hour": "n", "currency": "s", "since": "s", "hours": "n", "spent": "n", "budget": "n",
+         "runs_hours": "n", "runs_spent": "n", "idle_hours": "n", "idle_spent": "n", "runs_folded": "i",
          "budget_used_pct": "n", "idle_alert_after_s": "n", "stop_deadline_at": "s", "stop_deadline_in_s": "n",
          "idle": {"since": "s", "idle_s": "n", "spent": "n", "reminders_sent": "i", "next_reminder_at": "s"}}
 _GPU = {"index": "i", "name": "s", "util_pct": "n", "memory_used_bytes": "n", "memory_total_bytes": "n",

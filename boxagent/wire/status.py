@@ -216,10 +216,13 @@ def _refresh_cost(status: Dict[str, Any], now: float, written_at: Any) -> None:
         extra_h = max(0.0, now - parse_iso_utc(written_at)) / 3600.0
     except ValueError:
         return
-    cost["hours"] = round(cost["hours"] + extra_h, 4)
+    cost["hours"] = cost["hours"] + extra_h          # full precision: a display rounds
     price = cost.get("price_per_hour")
     if isinstance(price, (int, float)) and not isinstance(price, bool):
-        cost["spent"] = round(cost["hours"] * price, 2)
+        cost["spent"] = cost["hours"] * price
+        if isinstance(cost.get("idle_hours"), (int, float)):
+            cost["idle_hours"] += extra_h             # the daemon is down: no run is charged meanwhile
+            cost["idle_spent"] = cost["idle_hours"] * price
     idle = cost.get("idle")
     if isinstance(idle, dict) and isinstance(idle.get("idle_s"), (int, float)):
         idle["idle_s"] = round(idle["idle_s"] + extra_h * 3600.0, 1)
