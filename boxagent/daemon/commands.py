@@ -47,6 +47,10 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("cancel", help="stop a run: TERM its stage, KILL after stop_grace; no marker")
     p.add_argument("run")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--group", dest="kind", action="store_const", const="group",
+                       help="RUN names a sweep: cancel every run of it")
+    which.add_argument("--run", dest="kind", action="store_const", const="run", help="RUN names one run")
     p.add_argument("--wait", type=float, default=5.0, help="seconds to wait for the run to end")
     p.set_defaults(func=cmd_cancel)
 
@@ -156,7 +160,7 @@ def cmd_submit(args: Any) -> int:
 def cmd_cancel(args: Any) -> int:
     from boxagent.daemon import control
     home, roots = _home(args), Roots.from_env()
-    text, code = control.cancel(home, roots, args.run, args.wait)
+    text, code = control.cancel(home, roots, args.run, args.wait, args.kind)
     print(text)
     return code
 

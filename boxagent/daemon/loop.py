@@ -294,7 +294,7 @@ class Daemon:
         if kind == "submit":
             self.scheduler.submit(req, now)
         elif kind == "cancel":
-            self.scheduler.cancel(str(req.get("run")), now, mono)
+            self.scheduler.cancel(str(req.get("group") or req.get("run")), now, mono, group="group" in req)
         elif kind == "resume":
             self.scheduler.resume(str(req.get("run")), now)
         elif kind == "stop":

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from boxagent.engine import states as S
+from boxagent.engine import sweep
 from boxagent.engine.jobspec import JobError, spec_sha256, stage_kind, validate
 from boxagent.engine.ports import AttemptRef
 from boxagent.engine.records import Run, Stage
@@ -17,21 +18,38 @@ class Requests:
     specs: Dict[str, Dict[str, Any]]
 
     def submit(self, req: Dict[str, Any], now: float) -> None:
+        """One run, or a whole sweep: a [matrix] job is expanded here, in this one request, so
+        the sweep is queued whole or (one of its runs refused) not at all."""
         try:
             spec = validate(req.get("spec"), "submit")
         except JobError as exc:
             self.log("dropped an invalid submit request: %s" % exc.message)
             return
+        specs = sweep.expand(spec)
+        refused = [r for r in (self._refusal(s, bool(req.get("replace"))) for s in specs) if r]
+        if refused:
+            what = "sweep %s" % spec["name"] if len(specs) > 1 else "run %s" % spec["name"]
+            self.journal.emit({"type": "submit_refused", "severity": "warning", "run": specs[0]["name"],
+                               "summary": "%s refused: %s" % (what, refused[0]) + (
+                                   " (and %d more)" % (len(refused) - 1) if len(refused) > 1 else "")}, now)
+            return
+        for each in specs:
+            self._submit_one(each, now)
+
+    def _refusal(self, spec: Dict[str, Any], replace: bool) -> Optional[str]:
+        old = self.runs.get(spec["name"])
+        if old is None or old.spec_sha256 == spec_sha256(spec):
+            return None
+        if old.state in S.LIVE or not replace:
+            return "a different job was submitted under the name of run %s (%s)" % (spec["name"], old.state)
+        return None
+
+    def _submit_one(self, spec: Dict[str, Any], now: float) -> None:
         name, sha = spec["name"], spec_sha256(spec)
         old = self.runs.get(name)
         if old is not None:
             if old.spec_sha256 == sha:
                 return                                  # identical re-submit: nothing to do
-            if old.state in S.LIVE or not req.get("replace"):
-                self.journal.emit({"type": "submit_refused", "severity": "warning", "run": name,
-                                   "summary": "a different job was submitted under the name of run %s (%s); "
-                                              "refused" % (name, old.state)}, now)
-                return
             self.store.archive(name, now)
             for table in (self.runs, self.specs, self.artifacts, self._rules):
                 table.pop(name, None)
@@ -44,9 +62,13 @@ class Requests:
     def _next_seq(self) -> int:
         return 1 + max([r.seq for r in self.runs.values()] or [0])
 
-    def cancel(self, name: str, now: float, mono: float) -> None:
-        """A run, or every run of a sweep by its group's name."""
-        names = [name] if name in self.runs else sorted(r.name for r in self.runs.values() if r.group == name)
+    def cancel(self, name: str, now: float, mono: float, group: bool = False) -> None:
+        """A run, or every run of a sweep by its group's name (`group`: the sweep, even where a
+        run has the same name; a cancel of a sweep once went to a plain run of its name)."""
+        if group or name not in self.runs:
+            names = sorted(r.name for r in self.runs.values() if r.group == name)
+        else:
+            names = [name]
         for each in names:
             self._cancel_one(each, now, mono)
 

@@ -62,13 +62,17 @@ def pending(home: Home, aside: Optional[Callable[[str], None]] = None) -> List[T
     return out
 
 
-def pending_submits(home: Home) -> Dict[str, Dict[str, Any]]:
-    """run name -> the newest not-yet-handled submit request for it."""
+def pending_submits(home: Home, expand: Optional[Callable[[Dict[str, Any]], List[Dict[str, Any]]]] = None
+                    ) -> Dict[str, Dict[str, Any]]:
+    """run name -> the newest not-yet-handled submit request for it. `expand` (engine.sweep.expand):
+    a sweep travels as one request, and each of its runs is named here with its own spec."""
     out = {}
     for _path, req in pending(home):
         spec = req.get("spec")
         if req.get("kind") == "submit" and isinstance(spec, dict) and isinstance(spec.get("name"), str):
-            out[spec["name"]] = req
+            for each in expand(spec) if expand is not None else [spec]:
+                if isinstance(each.get("name"), str):
+                    out[each["name"]] = dict(req, spec=each)
     return out
 
 
