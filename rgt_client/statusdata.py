@@ -176,6 +176,13 @@ def warnings_of(run: dict[str, Any]) -> list[tuple[str, str]]:
     return [(str(st.get("name")), w) for st in run.get("stages") or [] for w in st.get("warnings") or []]
 
 
+def not_in_answer(summary: Any) -> int:
+    """Ended runs the box left out of its answer (status.json keeps a recent tail; `--all` asks
+    for the rest): a count from the box, checked, or 0."""
+    n = summary.get("ended_not_shown") if isinstance(summary, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 10 ** 9 else 0
+
+
 def runs_to_show(runs: list[dict[str, Any]], show_all: bool,
                  recent: int = RECENT_ENDED) -> tuple[list[dict[str, Any]], int]:
     """(runs newest first, how many older ended ones were left out). Without show_all: the active

@@ -390,7 +390,7 @@ class Daemon:
 
     def build_status(self, now: float, running: bool = True) -> Dict[str, Any]:
         sched = self.scheduler
-        runs = sorted(sched.runs.values(), key=lambda r: r.seq)
+        runs, summary = status_mod.recent(sorted(sched.runs.values(), key=lambda r: r.seq), lambda r: r.state)
         finalizing = {}
         if running:
             # Every stage is done; run_succeeded waits for the manifest (a worker thread hashes).
@@ -404,7 +404,7 @@ class Daemon:
                                   [r.to_dict() for r in runs], self.bus.status_blocks(),
                                   list(self.events.recent)[-status_mod.STATUS_EVENTS:],
                                   live={name: sched.live(name) for name in sched.active},
-                                  artifacts=sched.artifacts, finalizing=finalizing)
+                                  artifacts=sched.artifacts, finalizing=finalizing, summary=summary)
 
     def write_status(self, now: float, running: bool = True) -> None:
         status = self.build_status(now, running)
