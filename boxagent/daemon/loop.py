@@ -390,7 +390,8 @@ class Daemon:
 
     def build_status(self, now: float, running: bool = True) -> Dict[str, Any]:
         sched = self.scheduler
-        runs, summary = status_mod.recent(sorted(sched.runs.values(), key=lambda r: r.seq), lambda r: r.state)
+        runs, summary = status_mod.recent(sorted(sched.runs.values(), key=lambda r: r.seq), lambda r: r.state,
+                                          retired=sched.retired.counts())
         finalizing = {}
         if running:
             # Every stage is done; run_succeeded waits for the manifest (a worker thread hashes).

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from boxagent.engine import states as S
-from boxagent.engine import sweep
+from boxagent.engine import retire, sweep
 from boxagent.engine.jobspec import JobError, spec_sha256, stage_kind, validate
 from boxagent.engine.ports import AttemptRef
 from boxagent.engine.records import Run, Stage
@@ -16,6 +16,7 @@ class Requests:
     # provided by the Scheduler
     runs: Dict[str, Run]
     specs: Dict[str, Dict[str, Any]]
+    retired: retire.Retired
 
     def submit(self, req: Dict[str, Any], now: float) -> None:
         """One run, or a whole sweep: a [matrix] job is expanded here, in this one request, so
@@ -36,8 +37,22 @@ class Requests:
         for each in specs:
             self._submit_one(each, now)
 
+    def known(self, name: str) -> Optional[Run]:
+        """The run under this name: in memory, or a retired one brought back from its files."""
+        run = self.runs.get(name)
+        if run is not None:
+            return run
+        loaded = retire.load_one(self.store.home, name)     # a name never seen: one failed open
+        if loaded is None:
+            return None
+        run, spec = loaded
+        self.retired.back(run)
+        self.runs[name], self.specs[name] = run, spec
+        self.artifacts[name] = self.finisher.summary(name)
+        return run
+
     def _refusal(self, spec: Dict[str, Any], replace: bool) -> Optional[str]:
-        old = self.runs.get(spec["name"])
+        old = self.known(spec["name"])
         if old is None or old.spec_sha256 == spec_sha256(spec):
             return None
         if old.state in S.LIVE or not replace:
@@ -60,7 +75,7 @@ class Requests:
         self.journal.commit(run, [run.created(len(spec["stage"]))], now)
 
     def _next_seq(self) -> int:
-        return 1 + max([r.seq for r in self.runs.values()] or [0])
+        return 1 + max([r.seq for r in self.runs.values()] + [self.retired.max_seq])
 
     def cancel(self, name: str, now: float, mono: float, group: bool = False) -> None:
         """A run, or every run of a sweep by its group's name (`group`: the sweep, even where a
@@ -89,7 +104,7 @@ class Requests:
         self._commit(run, specs + [run.cancel_idle(now)], now)
 
     def resume(self, name: str, now: float) -> None:
-        run = self.runs.get(name)
+        run = self.known(name)
         if run is None or run.state not in S.RESUMABLE:
             return
         alive = self.live_attempt_of(run)
@@ -114,12 +129,17 @@ class Requests:
         members = [r for r in self.runs.values() if r.group == run.group]
         if any(r.state in S.LIVE for r in members):
             return []
-        failed = [r for r in members if r.state != S.SUCCEEDED]
-        named = ["%s (%s)" % (r.name, (r.cause or {}).get("class") or r.state) for r in sorted(failed, key=lambda r: r.seq)]
-        summary = "sweep %s finished: %d of %d succeeded" % (run.group, len(members) - len(failed), len(members))
-        if failed:
-            summary += "; not: %s" % ", ".join(named[:8]) + (" and %d more" % (len(named) - 8) if len(named) > 8 else "")
-        return [{"type": "group_finished", "severity": "warning" if failed else "info", "run": None, "stage": None,
-                 "summary": summary, "group": run.group, "runs": len(members),
-                 "succeeded": len(members) - len(failed),
-                 "failed": [{"run": r.name, "state": r.state, "class": (r.cause or {}).get("class")} for r in failed]}]
+        # Its runs the daemon let go of (retire.py) count too: the message speaks for the whole sweep.
+        gone = self.retired.groups.get(run.group) or {"ended": 0, "succeeded": 0, "failed": []}
+        total = len(members) + gone["ended"]
+        succeeded = len([r for r in members if r.state == S.SUCCEEDED]) + gone["succeeded"]
+        failed = sorted([{"run": r.name, "state": r.state, "class": (r.cause or {}).get("class"), "seq": r.seq}
+                         for r in members if r.state != S.SUCCEEDED] + list(gone["failed"]), key=lambda f: f["seq"] or 0)
+        n_failed = total - succeeded
+        named = ["%s (%s)" % (f["run"], f["class"] or f["state"]) for f in failed]
+        summary = "sweep %s finished: %d of %d succeeded" % (run.group, succeeded, total)
+        if n_failed:
+            summary += "; not: %s" % ", ".join(named[:8]) + (" and %d more" % (n_failed - 8) if n_failed > 8 else "")
+        return [{"type": "group_finished", "severity": "warning" if n_failed else "info", "run": None, "stage": None,
+                 "summary": summary, "group": run.group, "runs": total, "succeeded": succeeded,
+                 "failed": [{k: f[k] for k in ("run", "state", "class")} for f in failed]}]

@@ -13,6 +13,7 @@ import signal
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+from boxagent.engine import retire
 from boxagent.engine import states as S
 from boxagent.engine.attempt import RELAUNCH, Attempt
 from boxagent.engine.facts import build_facts
@@ -51,18 +52,29 @@ class Scheduler(Requests, SlurmRules, Views):
         self.hold = hold                            # e.g. the state dir is full: start nothing for now
         self._rules: Dict[str, Any] = {}
         self._told: Dict[tuple, set] = {}           # (run, stage) -> queue warnings already given
+        self.retired = retire.Retired()             # ended runs let go of memory (retire.py)
 
     def _grace(self, name: str) -> float:
         return float(self.settings[name])
 
     # -- start-up: what the files say, repaired
     def load(self, now: float) -> None:
-        for run, spec in self.store.load_all():
+        names = retire.split_on_disk(self.store.home, self.store.names(), self.retired)
+        for run, spec in self.store.load_all(names):
             self.runs[run.name], self.specs[run.name] = run, spec
             self.artifacts[run.name] = self.finisher.summary(run.name)
             self.store.ensure_handbook(spec, self.config)
             if run.pending_events:
                 self.journal.repair(run)
+        self.retire_old()
+
+    def retire_old(self) -> None:
+        """Let go of the ended runs past the recent tail (they stay on disk): the idle daemon's
+        CPU and memory must not grow with its history."""
+        for name in retire.to_retire(self.runs, set(self.active) | set(self.finalizing)):
+            self.retired.add(self.runs[name])
+            for table in (self.runs, self.specs, self.artifacts, self._rules):
+                table.pop(name, None)
 
     def adopt_running(self, now: float) -> None:
         """Called right after load(), before any request is handled."""
@@ -83,6 +95,7 @@ class Scheduler(Requests, SlurmRules, Views):
         self.check_running(now, mono)
         if not (self.frozen or self.hold()):
             self._schedule(now)
+        self.retire_old()
 
     def check_running(self, now: float, mono: float) -> None:
         until = time.monotonic() + SCAN_BUDGET_S

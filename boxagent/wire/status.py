@@ -108,10 +108,12 @@ def queued_block(req: Dict[str, Any]) -> Dict[str, Any]:
 DEFAULT_NOTIFICATIONS = {"sent": 0, "pending": 0, "failed": 0, "last_error": None}
 
 
-def recent(runs: List[Any], state_of: Callable[[Any], Any], tail: int = RECENT_ENDED) -> Tuple[List[Any], Dict[str, Any]]:
+def recent(runs: List[Any], state_of: Callable[[Any], Any], tail: int = RECENT_ENDED,
+           retired: Optional[Dict[str, int]] = None) -> Tuple[List[Any], Dict[str, Any]]:
     """(the runs status.json shows, its runs_summary): every active run, and the last `tail`
-    ended ones (runs in queue order: the ended ones last queued); counts of all by state."""
-    by_state: Dict[str, int] = {}
+    ended ones (runs in queue order: the ended ones last queued); counts of all by state, the
+    `retired` ones (ended runs the daemon holds only on disk) included."""
+    by_state: Dict[str, int] = dict(retired or {})
     ended = []
     for i, run in enumerate(runs):
         state = str(state_of(run))
@@ -120,8 +122,8 @@ def recent(runs: List[Any], state_of: Callable[[Any], Any], tail: int = RECENT_E
             ended.append(i)
     keep = set(ended[-tail:]) if tail > 0 else set()
     shown = [r for i, r in enumerate(runs) if i in keep or str(state_of(r)) in ACTIVE_STATES]
-    return shown, {"total": len(runs), "shown": len(shown), "ended_not_shown": len(runs) - len(shown),
-                   "by_state": by_state}
+    total = sum(by_state.values())
+    return shown, {"total": total, "shown": len(shown), "ended_not_shown": total - len(shown), "by_state": by_state}
 
 
 def compose(now: float, host: Optional[str], profile: Optional[str], agent: Dict[str, Any],
