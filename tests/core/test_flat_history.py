@@ -16,7 +16,7 @@ from rgt_client.ops import HostStatus
 from rgt_client.poll import patrol_verdict
 from rgt_client.render_poll import patrol_detail
 from tests.client.test_render import BASE
-from tests.core.conftest import job
+from tests.core.conftest import job, wait_for
 
 OLD = 300
 
@@ -41,7 +41,8 @@ def test_status_json_holds_the_active_runs_and_a_recent_tail_with_counts(box):
     box.start()
     assert box.submit(job("live", box.workdir, {"name": "s", "run": "sleep 30"})).returncode == 0
     box.wait_stage("live", "s", "running")
-    status = box.status_file()
+    status = wait_for(lambda: (lambda st: st if "live" in [r["name"] for r in st.get("runs") or []] else None)(
+        box.status_file()), 10, "status.json with the live run")
     names = [r["name"] for r in status["runs"]]
     assert "live" in names and len(names) == RECENT_ENDED + 1
     assert status["runs_summary"]["total"] == OLD + 2
