@@ -3,7 +3,8 @@
 The laptop's client imports this module and no other part of the agent (tests/test_structure.py
 holds it to that), so the agent's folders can be rearranged without breaking the client, and a
 reader sees in one page what the two halves share: the units and exit codes, the atomic write,
-the job validator, the log line rule, offline triage, the profile's alert thresholds and regex
+the one validator of numbers from files and flags (`numbers`), the job validator, the log line
+rule, offline triage, the profile's alert thresholds and regex
 check, the notifier check, the file hasher, and the .pyz's entry point.
 
 Light facts are imported here; the heavy parts only when a function that needs them is called:
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
 
+from boxagent.base import numbers
 from boxagent.base.errors import (EXIT_ERROR, EXIT_NOT_RUNNING, EXIT_OK, EXIT_RUN_FAILED,
                                   EXIT_USAGE, AgentError)
 from boxagent.base.fsutil import atomic_write_text, dumps
@@ -27,7 +29,7 @@ __all__ = ["EXIT_OK", "EXIT_ERROR", "EXIT_USAGE", "EXIT_NOT_RUNNING", "EXIT_RUN_
            "atomic_write_text", "dumps", "NON_FINITE", "format_bytes", "format_duration", "parse_duration",
            "parse_iso_utc", "parse_utc_time", "check_job_text", "validate_job", "log_lines", "triage_log",
            "triage_text", "alert_thresholds", "unsafe_regex_reason", "check_notifiers", "hash_file",
-           "hash_many", "main"]
+           "hash_many", "main", "numbers"]
 
 
 # -- jobs ----------------------------------------------------------------------------------------

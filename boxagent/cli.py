@@ -99,13 +99,16 @@ def _plain_status(args_in: List[str]) -> Any:
     """The client's one round trip, `[--home H] status [--json] [--events N] [--run NAME]`, read
     without argparse: building the parser was half of what `status` cost on the box. Anything
     else (a typo, --help, another option) is None: argparse then reads it, errors and all."""
-    vals: Dict[str, Any] = {"home": None, "debug": False, "json": False, "events": None, "run": None}
+    vals: Dict[str, Any] = {"home": None, "debug": False, "json": False, "events": None, "run": None,
+                            "all_runs": False}
     words, seen = iter(args_in), False
     for word in words:
         if word == "status" and not seen:
             seen = True
         elif word in ("--json", "--debug") and (seen or word == "--debug"):
             vals[word[2:]] = True
+        elif word == "--all" and seen:
+            vals["all_runs"] = True
         elif word in ("--home", "--events", "--run") and (seen or word == "--home"):
             value = next(words, None)
             if value is None or value.startswith("-") and word != "--events":

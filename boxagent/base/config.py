@@ -11,6 +11,7 @@ import re
 import socket
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
+from boxagent.base import numbers
 from boxagent.base.errors import UsageError
 from boxagent.base.fsutil import read_json
 
@@ -108,8 +109,10 @@ def validate_cost(block: Any) -> None:
         if key not in COST_KEYS:
             raise UsageError("config.cost.%s: unknown key" % key, "known: %s" % ", ".join(COST_KEYS))
     for key in ("price_per_hour", "budget"):
-        if key in block and not (_number(block[key]) and block[key] > 0):
-            raise UsageError("config.cost.%s: expected a number > 0, got %r" % (key, block[key]), _COST_HINT)
+        if key in block and numbers.number(key, block[key]) is None:
+            # The bounds the client's flags use too: a price one accepts, the other never refuses.
+            raise UsageError("config.cost.%s: expected %s, got %r" % (key, numbers.describe(key), block[key]),
+                             _COST_HINT)
     idle = block.get("idle_alert_after_s")
     if "idle_alert_after_s" in block and not (_number(idle) and idle >= 0):
         raise UsageError("config.cost.idle_alert_after_s: expected seconds >= 0 (0 = off), got %r" % (idle,),
@@ -157,9 +160,8 @@ def cost_settings(cfg: Mapping[str, Any], profile: Optional[Mapping[str, Any]] =
     given = cfg.get("cost")
     block: Dict[str, Any] = given if isinstance(given, dict) else {}
     price = block.get("price_per_hour")
-    price = float(price) if _number(price) and price > 0 else None
-    budget = block.get("budget")
-    budget = float(budget) if _number(budget) and budget > 0 and price is not None else None
+    price = numbers.number("price_per_hour", price)
+    budget = numbers.number("budget", block.get("budget")) if price is not None else None
     currency = block.get("currency")
     currency = currency if isinstance(currency, str) and _CURRENCY.match(currency) else DEFAULT_CURRENCY
     idle = block.get("idle_alert_after_s")

@@ -5,6 +5,8 @@ import json
 import os
 from typing import Any, Optional
 
+from boxagent.base import safefile
+
 
 def atomic_write_bytes(path: str, data: bytes, mode: int = 0o644, durable: bool = True) -> None:
     """The data is fsynced before the rename, so a reader (or a crash) never sees a torn file.
@@ -55,12 +57,13 @@ def atomic_write_json(path: str, obj: Any, mode: int = 0o644, durable: bool = Tr
     atomic_write_text(path, dumps(obj) + "\n", mode, durable)
 
 
-def read_json(path: str, default: Any = None) -> Any:
-    """Read a JSON file; a missing or corrupt file gives `default` (the caller decides)."""
+def read_json(path: str, default: Any = None, cap: int = safefile.DEFAULT_CAP) -> Any:
+    """Read a JSON file; a missing or corrupt file gives `default` (the caller decides), and so
+    does anything at the path that is not a regular file within `cap` (a FIFO, a symlink to a
+    device): see safefile."""
     try:
-        with open(path, "rb") as fh:
-            return json.loads(fh.read().decode("utf-8"))
-    except (OSError, ValueError):
+        return json.loads(safefile.read_bytes(path, cap).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
         return default
 
 
@@ -123,8 +126,9 @@ def read_tail(path: str, lines: int, chunk: int = 65536, stop_at: Optional[bytes
     """The end of a file holding at least `lines` complete lines (or the whole file), read
     backwards in chunks: cost follows what is returned, not the file's size. With `stop_at`, it
     also stops once a line of the window starts with a JSON id that sorts before `stop_at`
-    (event logs: ids begin with their time). OSError propagates."""
-    with open(path, "rb") as fh:
+    (event logs: ids begin with their time). OSError propagates (safefile.Unsafe for a FIFO, a
+    symlink or a device at the path)."""
+    with os.fdopen(safefile.open_regular(path), "rb") as fh:
         fh.seek(0, os.SEEK_END)
         pos, data = fh.tell(), b""
         while pos > 0 and data.count(b"\n") <= lines:

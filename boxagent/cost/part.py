@@ -14,10 +14,11 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from boxagent.base import config as config_mod
+from boxagent.base import numbers
 from boxagent.base.fsutil import read_json
 from boxagent.base.part import Part, PartContext, Spec
 from boxagent.base.units import iso_utc, parse_iso_utc
-from boxagent.cost import watch
+from boxagent.cost import share, watch
 from boxagent.cost.ledger import Ledger, box_up_since
 
 SAVE_EVERY_S = 60.0
@@ -40,8 +41,10 @@ class CostPart(Part):
     name = "cost"
 
     def __init__(self, clock: Callable[[], float] = time.time,
-                 up_since: Optional[Callable[[], Optional[float]]] = None):
+                 up_since: Optional[Callable[[], Optional[float]]] = None,
+                 mono: Callable[[], float] = time.monotonic):
         self.clock = clock
+        self.mono = mono                     # seam: the meters measure on it (wall steps change nothing)
         self._up_since = up_since            # seam: when the box came up (default: from /proc)
         self.ctx: Optional[PartContext] = None
         self.ledger = Ledger(clock())
@@ -58,10 +61,12 @@ class CostPart(Part):
         self.reload(ctx.config, ctx.profile)
         now = self.clock()
         self.ledger = Ledger.load(ctx.home.cost, now)
+        status = read_json(ctx.home.status) or {}
+        self.ledger.box_gpus = watch.box_gpus(status)
         up_since = self._up_since() if self._up_since else box_up_since(ctx.roots.proc)
-        if self.ledger.reopen(now, up_since):
+        if self.ledger.reopen(now, self.mono(), up_since):
             self.ledger.idle = {}            # the box was off: its idle clock starts over
-        self._follow(read_json(ctx.home.status) or {}, now, adopt_ended=True)
+        self._follow(status, now, adopt_ended=True)
         self._save(now)
 
     def reload(self, config: Dict[str, Any], profile: Dict[str, Any]) -> None:
@@ -77,15 +82,16 @@ class CostPart(Part):
         if not isinstance(run, str) or not run:
             return
         now = self.clock()
+        if etype not in ("run_queued", "run_started") + END_EVENTS:
+            return
+        self.ledger.advance(now, self.mono())        # the time until now, shared by the runs until now
         if etype == "run_queued" and not event.get("resumed"):
-            self.ledger.runs.pop(run, None)          # a new run under this name (submit --replace)
+            self.ledger.forget(run)                  # a new run under this name (submit --replace)
         elif etype == "run_started":
-            self.ledger.run_started(run, _at(event, now))
+            self.ledger.run_started(run, _at(event, now), self._wanted(run))
             self._end_idle(now, "run %s started" % run)
         elif etype in END_EVENTS:
             self.ledger.run_ended(run, _at(event, now))
-        else:
-            return
         self._dirty = True
 
     def tick(self, now: float) -> List[Spec]:
@@ -95,14 +101,20 @@ class CostPart(Part):
     def annotate(self, spec: Spec, now: float) -> Dict[str, Any]:
         if spec.get("type") not in END_EVENTS or not isinstance(spec.get("run"), str):
             return {}
-        seconds = self.ledger.run_seconds(spec["run"], now)
-        return {} if seconds is None else {"cost": self._cost(seconds, with_price=True)}
+        ent = self.ledger.runs.get(spec["run"])
+        if ent is None:
+            return {}
+        self.ledger.advance(now, self.mono())
+        return {"cost": self._cost(ent, with_price=True)}
 
     def sample(self, now: float) -> List[Spec]:
         status = self.ctx.last_status() if self.ctx is not None else {}
         status = status if isinstance(status, dict) else {}
         self._follow(status, now)
-        self.ledger.advance(now)
+        gpus = watch.box_gpus(status)
+        if gpus is not None:
+            self.ledger.box_gpus = gpus
+        self.ledger.advance(now, self.mono())
         specs: List[Spec] = []
         if isinstance(status.get("health"), dict):     # the health part has sampled: GPUs are known
             specs += self._idle(now, status)
@@ -115,41 +127,46 @@ class CostPart(Part):
 
     def status_block(self) -> Dict[str, Any]:
         now = self.clock()
-        runs = {}
-        for name in self.ledger.runs:
-            seconds = self.ledger.run_seconds(name, now)
-            if seconds is not None:
-                runs[name] = {"cost": self._cost(seconds)}
+        self.ledger.advance(now, self.mono())
+        runs = {name: {"cost": self._cost(ent)} for name, ent in self.ledger.runs.items()}
         return {"cost": self._box_block(now), "run_fields": runs}
 
     def stop(self, timeout: float) -> None:
-        self.ledger.advance(self.clock())
+        self.ledger.advance(self.clock(), self.mono())
         self._save(self.clock())
 
     # -- helpers
-    def _cost(self, seconds: float, with_price: bool = False) -> Dict[str, Any]:
+    def _cost(self, ent: Dict[str, Any], with_price: bool = False) -> Dict[str, Any]:
+        """A run's cost at full precision (a display rounds; a 2 s run is not 0.0): its wall hours,
+        its share of the box's paid hours (share.py) and that share priced."""
         price = self.settings["price_per_hour"]
-        out = {"hours": round(seconds / 3600.0, 4),
-               "spent": round(seconds / 3600.0 * price, 2) if price is not None else None}
+        box_hours = ent["box_s"] / 3600.0
+        out = {"hours": ent["run_s"] / 3600.0, "box_hours": box_hours, "gpus": ent["want"],
+               "spent": box_hours * price if price is not None else None}
         if with_price:
             out.update(price_per_hour=price, currency=self.settings["currency"])
         return out
 
     def _box_block(self, now: float) -> Dict[str, Any]:
         s, led = self.settings, self.ledger
-        hours = led.hours(now)
-        spent = hours * s["price_per_hour"] if s["price_per_hour"] is not None else None
+        price = s["price_per_hour"]
+        priced = (lambda h: h * price) if price is not None else (lambda h: None)   # noqa: E731
+        hours = led.hours()
+        spent = priced(hours)
         idle = None
         if isinstance(led.idle.get("since"), (int, float)):
             nxt = led.idle.get("next_at")
-            idle_s = max(0.0, now - led.idle["since"])
-            idle = {"since": iso_utc(led.idle["since"]), "idle_s": round(idle_s, 1),
-                    "spent": round(idle_s / 3600.0 * s["price_per_hour"], 2) if spent is not None else None,
-                    "reminders_sent": int(led.idle.get("sent") or 0),
-                    "next_reminder_at": iso_utc(nxt) if isinstance(nxt, (int, float)) and s["idle_alert_after_s"] else None}
+            idle_s = max(0.0, led.meter_at - led.idle["since"])
+            idle = {"since": iso_utc(led.wall(led.idle["since"])), "idle_s": idle_s,
+                    "spent": priced(idle_s / 3600.0), "reminders_sent": int(led.idle.get("sent") or 0),
+                    "next_reminder_at": iso_utc(led.wall(nxt)) if isinstance(nxt, (int, float))
+                    and s["idle_alert_after_s"] else None}
         deadline = s["stop_deadline_at"]
-        return {"price_per_hour": s["price_per_hour"], "currency": s["currency"], "since": iso_utc(led.since),
-                "hours": round(hours, 4), "spent": round(spent, 2) if spent is not None else None,
+        runs_h, idle_h = led.runs_box_s() / 3600.0, led.idle_box_s / 3600.0
+        # Full precision (a display rounds): spent == runs_spent + idle_spent, to the float.
+        return {"price_per_hour": price, "currency": s["currency"], "since": iso_utc(led.since),
+                "hours": hours, "spent": spent, "runs_hours": runs_h, "runs_spent": priced(runs_h),
+                "idle_hours": idle_h, "idle_spent": priced(idle_h), "runs_folded": int(led.folded["runs"]),
                 "budget": s["budget"],
                 "budget_used_pct": round(100.0 * spent / s["budget"], 1) if spent is not None and s["budget"] else None,
                 "idle_alert_after_s": s["idle_alert_after_s"], "idle": idle,
@@ -161,10 +178,11 @@ class CostPart(Part):
         if reason is not None:
             self._end_idle(now, reason)
             return self._flush_pending()
-        n = watch.idle_due(self.ledger, now, self.settings["idle_alert_after_s"])
+        meter = self.ledger.meter_at          # the idle clock runs on the meter: wall steps change nothing
+        n = watch.idle_due(self.ledger, meter, self.settings["idle_alert_after_s"])
         if n is None:
             return []
-        return [watch.idle_spec(n, self.ledger, now, status, self.settings, self.host, self.profile,
+        return [watch.idle_spec(n, self.ledger, meter, status, self.settings, self.host, self.profile,
                                 self._last_run(status))]
 
     def _flush_pending(self) -> List[Spec]:
@@ -175,7 +193,7 @@ class CostPart(Part):
         if not self.ledger.idle:
             return
         if self.ledger.idle.get("sent") and isinstance(self.ledger.idle.get("since"), (int, float)):
-            self._pending.append(watch.busy_spec(self.ledger, now, reason, self.settings))
+            self._pending.append(watch.busy_spec(self.ledger, self.ledger.meter_at, reason, self.settings))
         self.ledger.idle = {}
         self._dirty = True
 
@@ -203,7 +221,7 @@ class CostPart(Part):
                 continue
             ent = self.ledger.runs.get(name)
             if ent is None and (adopt_ended or run.get("state") == "running"):
-                self.ledger.run_started(name, _ts(started) or now)
+                self._adopt(name, _ts(started) or now, _ts(ended) if run.get("state") in watch.ENDED else None, now)
                 ent = self.ledger.runs[name]
                 self._dirty = True
             if ent is None or ent["end"] is not None or run.get("state") not in watch.ENDED:
@@ -212,6 +230,20 @@ class CostPart(Part):
             if end is not None and end >= ent["start"]:   # not the end of an attempt before a resume
                 self.ledger.run_ended(name, end)
                 self._dirty = True
+
+    def _adopt(self, name: str, start: float, end: Optional[float], now: float) -> None:
+        """A run this daemon saw no event of: its time so far from the wall clock (all there is)."""
+        want = self._wanted(name)
+        self.ledger.run_started(name, start, want)
+        ent = self.ledger.runs[name]
+        ent["run_s"] = min(max(0.0, (end if end is not None else now) - start), numbers.DURATION_MAX_S)
+        ent["box_s"] = ent["run_s"] * share.of({name: want}, self.ledger.box_gpus)[name]
+
+    def _wanted(self, run: str) -> Any:
+        """The run's `gpus` (its share of the box): from its spec; "all" (the default) otherwise."""
+        spec = read_json(self.ctx.home.run_spec(run)) if self.ctx is not None else None
+        want = spec.get("gpus", share.ALL) if isinstance(spec, dict) else share.ALL
+        return want if want == share.ALL or (isinstance(want, int) and not isinstance(want, bool)) else share.ALL
 
     def _save(self, now: float) -> None:
         if self.ctx is None:

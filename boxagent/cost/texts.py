@@ -21,6 +21,8 @@ def utc(t: float) -> str:
 
 
 def money(amount: Optional[float], currency: str) -> str:
+    if amount is not None and 0 < amount < 0.005:
+        return "<0.01 %s" % currency        # a short run cost something: never "0.00"
     return "-" if amount is None else "%.2f %s" % (amount, currency)
 
 
@@ -29,7 +31,8 @@ def rate(price: Optional[float], currency: str) -> str:
 
 
 def _num(x: float) -> str:
-    return ("%.2f" % x) if x >= 0.1 else ("%.4f" % x).rstrip("0")
+    """2.49, 0.035, 2.5e-05: never "0." for a price that is not zero."""
+    return ("%.2f" % x) if x >= 0.1 else "%.3g" % x
 
 
 def cost_of(seconds: float, price: Optional[float], currency: str) -> str:

@@ -35,6 +35,14 @@ def _gpus(status: Dict[str, Any]) -> List[Dict[str, Any]]:
     return [g for g in health.get("gpus") or [] if isinstance(g, dict)]
 
 
+def box_gpus(status: Dict[str, Any]) -> Optional[int]:
+    """The box's usable GPUs as the health part last saw them; None before it sampled."""
+    health = status.get("health") if isinstance(status.get("health"), dict) else None
+    if health is None or "gpus" not in health:
+        return None
+    return len([g for g in _gpus(status) if not g.get("lost")])
+
+
 def busy_reason(status: Dict[str, Any]) -> Optional[str]:
     """Why the box is not idle, or None: a run running or queued, or a GPU at >= 5 %."""
     for run in _runs(status):
@@ -94,12 +102,12 @@ def idle_spec(n: int, ledger: Ledger, now: float, status: Dict[str, Any], settin
     lines = [texts.pull_line(host, last)] + texts.meter_stop_lines(profile)
     spec = {"type": "box_idle", "severity": "warning", "summary": texts.idle_summary(idle_s, price, cur),
             "evidence": idle_evidence(status), "next": lines, "reminder": n,
-            "idle_since": iso_utc(float(ledger.idle["since"])), "idle_s": round(idle_s, 1),
-            "idle_spent": round(idle_s / 3600.0 * price, 2) if price is not None else None,
-            "price_per_hour": price, "currency": cur, "hours": round(ledger.hours(now), 4),
-            "spent": round(ledger.hours(now) * price, 2) if price is not None else None,
+            "idle_since": iso_utc(ledger.wall(float(ledger.idle["since"]))), "idle_s": idle_s,
+            "idle_spent": idle_s / 3600.0 * price if price is not None else None,
+            "price_per_hour": price, "currency": cur, "hours": ledger.hours(),
+            "spent": ledger.hours() * price if price is not None else None,
             "last_run": (last or {}).get("name"), "pull_verified": bool((last or {}).get("pull_verified_at")),
-            "next_reminder_at": iso_utc(nxt) if isinstance(nxt, (int, float)) else None}
+            "next_reminder_at": iso_utc(ledger.wall(nxt)) if isinstance(nxt, (int, float)) else None}
     if isinstance(nxt, (int, float)):
         spec["evidence"].append("next reminder in %s while it stays idle" % format_duration(nxt - now))
     return spec
@@ -118,7 +126,7 @@ def budget_specs(ledger: Ledger, now: float, status: Dict[str, Any], settings: D
     price, budget, cur = settings["price_per_hour"], settings["budget"], settings["currency"]
     if price is None or budget is None:
         return []
-    spent = ledger.hours(now) * price
+    spent = ledger.hours() * price
     pct = 100.0 * spent / budget
     out: List[Dict[str, Any]] = []
     for key, step, severity in BUDGET_STEPS:

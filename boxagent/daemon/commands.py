@@ -47,6 +47,10 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("cancel", help="stop a run: TERM its stage, KILL after stop_grace; no marker")
     p.add_argument("run")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--group", dest="kind", action="store_const", const="group",
+                       help="RUN names a sweep: cancel every run of it")
+    which.add_argument("--run", dest="kind", action="store_const", const="run", help="RUN names one run")
     p.add_argument("--wait", type=float, default=5.0, help="seconds to wait for the run to end")
     p.set_defaults(func=cmd_cancel)
 
@@ -57,6 +61,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("status", help="the box status (works with the daemon dead)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--run", metavar="NAME")
+    p.add_argument("--all", dest="all_runs", action="store_true",
+                   help="every run, the ended ones status.json no longer holds too (read from their files)")
     p.add_argument("--events", type=int, default=None, metavar="N",
                    help="how many recent events to include")
     p.set_defaults(func=cmd_status)
@@ -156,7 +162,7 @@ def cmd_submit(args: Any) -> int:
 def cmd_cancel(args: Any) -> int:
     from boxagent.daemon import runverbs
     home, roots = _home(args), Roots.from_env()
-    text, code = runverbs.cancel(home, roots, args.run, args.wait)
+    text, code = runverbs.cancel(home, roots, args.run, args.wait, args.kind)
     print(text)
     return code
 
@@ -174,6 +180,8 @@ def cmd_status(args: Any) -> int:
     home, roots = _home(args), Roots.from_env()
     n_events = status_mod.STATUS_EVENTS if args.events is None else args.events
     status = status_mod.read(home, roots, n_events=max(0, n_events))
+    if args.run or args.all_runs:
+        status_mod.add_older(status, home, args.run or None)
     if args.run:
         runs = [r for r in status.get("runs") or [] if r.get("name") == args.run]
         if not runs:

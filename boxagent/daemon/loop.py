@@ -237,7 +237,7 @@ class Daemon:
 
     def _fast(self, now: float, mono: float) -> None:
         self._flush_storage(now)
-        for path, req in inbox.pending(self.home):
+        for path, req in inbox.pending(self.home, aside=log_line):
             try:
                 verbs.handle(self, req, now, mono)
             except OSError as exc:
@@ -351,7 +351,8 @@ class Daemon:
 
     def build_status(self, now: float, running: bool = True) -> Dict[str, Any]:
         sched = self.scheduler
-        runs = sorted(sched.runs.values(), key=lambda r: r.seq)
+        runs, summary = status_mod.recent(sorted(sched.runs.values(), key=lambda r: r.seq), lambda r: r.state,
+                                          retired=sched.retired.counts())
         finalizing = {}
         if running:
             # Every stage is done; run_succeeded waits for the manifest (a worker thread hashes).
@@ -365,7 +366,7 @@ class Daemon:
                                   [r.to_dict() for r in runs], self.bus.status_blocks(),
                                   list(self.events.recent)[-status_mod.STATUS_EVENTS:],
                                   live={name: sched.views.live(name) for name in sched.active},
-                                  artifacts=sched.artifacts, finalizing=finalizing)
+                                  artifacts=sched.artifacts, finalizing=finalizing, summary=summary)
 
     def write_status(self, now: float, running: bool = True) -> None:
         status = self.build_status(now, running)

@@ -49,9 +49,11 @@ def submit(home: Home, text: str, source: str, replace: bool = False) -> Dict[st
     specs = sweep.expand(spec)
     with inbox.submit_lock(home):
         plans = [_plan(home, s, jobspec.spec_sha256(s), replace) for s in specs]
-        for s, plan in zip(specs, plans):
-            if not plan["duplicate"]:
-                inbox.post(home, "submit", {"spec": s, "replace": plan.pop("replace")})
+        if not all(p["duplicate"] for p in plans):
+            # One request for the whole sweep (the daemon expands it): a cut submit leaves all or none.
+            inbox.post(home, "submit", {"spec": spec, "replace": any(p.get("replace") for p in plans)})
+        for plan in plans:
+            plan.pop("replace", None)
             plan.pop("replace", None)
     if len(plans) == 1 and "group" not in specs[0]:
         return plans[0]
@@ -101,9 +103,11 @@ def box_gpu_count(home: Home) -> Optional[int]:
 
 def _current(home: Home, name: str) -> Optional[Tuple[str, Optional[str]]]:
     """(state, spec sha) of the run under this name: a pending submit first, then state.json."""
-    pending = inbox.pending_submits(home).get(name)
+    from boxagent.engine import jobspec, sweep
+    pending = inbox.pending_submits(home, sweep.expand).get(name)
     if pending is not None:
-        from boxagent.engine import jobspec
+        if "group" in pending["spec"]:           # a run of a pending sweep: expanded from a checked job
+            return state.QUEUED, jobspec.spec_sha256(pending["spec"])
         try:
             return state.QUEUED, jobspec.spec_sha256(jobspec.validate(pending["spec"]))
         except UsageError:
@@ -123,7 +127,9 @@ def _known_state(home: Home, name: str) -> str:
 
 def group_members(home: Home, group: str) -> List[str]:
     """The runs of the sweep named `group` (queued ones still in the inbox too), in name order."""
-    names = {n for n, req in inbox.pending_submits(home).items() if (req.get("spec") or {}).get("group") == group}
+    from boxagent.engine import sweep
+    names = {n for n, req in inbox.pending_submits(home, sweep.expand).items()
+             if (req.get("spec") or {}).get("group") == group}
     try:
         listed = [n for n in os.listdir(home.runs) if not n.startswith(".")]
     except OSError:
@@ -132,9 +138,18 @@ def group_members(home: Home, group: str) -> List[str]:
     return sorted(names)
 
 
-def cancel(home: Home, roots: Roots, name: str, wait: float) -> Tuple[str, int]:
-    if _current(home, name) is None and group_members(home, name):
+def cancel(home: Home, roots: Roots, name: str, wait: float, kind: Optional[str] = None) -> Tuple[str, int]:
+    """kind "group": the sweep NAME; "run": the run NAME; None: whichever exists, and a name that
+    is both is asked about (a cancel of a sweep once went to a plain run of the same name)."""
+    is_run, members = _current(home, name) is not None, group_members(home, name)
+    if kind == "group" or (kind is None and members and not is_run):
+        if not members:
+            raise UsageError("no sweep named %r on this box" % name, "list the runs with `rgt-agent status`")
         return _cancel_group(home, roots, name, wait)
+    if kind is None and members:
+        raise UsageError("%s is both a run and a sweep of %d run(s)" % (name, len(members)),
+                         "say which: `rgt-agent cancel --group %s` (every run of the sweep) or "
+                         "`rgt-agent cancel --run %s` (the one run)" % (name, name))
     before = _known_state(home, name)
     if before not in state.LIVE:
         return "run %s is already %s; nothing to cancel" % (name, before), EXIT_OK
@@ -174,7 +189,7 @@ def _cancel_group(home: Home, roots: Roots, group: str, wait: float) -> Tuple[st
     live = [n for n in members if (_current(home, n) or ("", None))[0] in state.LIVE]
     if not live:
         return "sweep %s: none of its %d run(s) is live; nothing to cancel" % (group, len(members)), EXIT_OK
-    inbox.post(home, "cancel", {"run": group})
+    inbox.post(home, "cancel", {"group": group})
     if daemon_pid(home, roots) is None:
         return ("cancel of sweep %s (%d live run(s)) queued, but the daemon is not running: it takes effect "
                 "when it starts (`rgt-agent start`)" % (group, len(live))), EXIT_NOT_RUNNING

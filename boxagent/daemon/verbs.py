@@ -15,7 +15,8 @@ def _submit(daemon: Any, req: Dict[str, Any], now: float, mono: float) -> None:
 
 
 def _cancel(daemon: Any, req: Dict[str, Any], now: float, mono: float) -> None:
-    daemon.scheduler.requests.cancel(str(req.get("run")), now, mono)
+    # a sweep's cancel names its group, a run's its run: never one taken for the other
+    daemon.scheduler.requests.cancel(str(req.get("group") or req.get("run")), now, mono, group="group" in req)
 
 
 def _resume(daemon: Any, req: Dict[str, Any], now: float, mono: float) -> None:

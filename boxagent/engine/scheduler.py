@@ -13,6 +13,7 @@ import signal
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+from boxagent.engine import retire
 from boxagent.engine import states as S
 from boxagent.engine.attempt import RELAUNCH, Attempt, stage_log, stage_watch
 from boxagent.engine.facts import build_facts, elsewhere
@@ -55,6 +56,7 @@ class Scheduler:
         self.frozen = False                         # preemption: finish what runs, start nothing new
         self.hold = hold                            # e.g. the state dir is full: start nothing for now
         self._rules: Dict[str, Any] = {}
+        self.retired = retire.Retired()             # ended runs let go of memory (retire.py)
         self.requests = Requests(self)
         self.views = Views(self.runs, self.specs, self.active, self.finalizing, backends, self.backend, self.emit_for)
 
@@ -82,12 +84,22 @@ class Scheduler:
 
     # -- start-up: what the files say, repaired
     def load(self, now: float) -> None:
-        for run, spec in self.store.load_all():
+        names = retire.split_on_disk(self.store.home, self.store.names(), self.retired)
+        for run, spec in self.store.load_all(names):
             self.runs[run.name], self.specs[run.name] = run, spec
             self.artifacts[run.name] = self.finisher.summary(run.name)
             self.store.ensure_handbook(spec, self.config)
             if run.pending_events:
                 self.journal.repair(run)
+        self.retire_old()
+
+    def retire_old(self) -> None:
+        """Let go of the ended runs past the recent tail (they stay on disk): the idle daemon's
+        CPU and memory must not grow with its history."""
+        for name in retire.to_retire(self.runs, set(self.active) | set(self.finalizing)):
+            self.retired.add(self.runs[name])
+            for table in (self.runs, self.specs, self.artifacts, self._rules):
+                table.pop(name, None)
 
     def adopt_running(self, now: float) -> None:
         """Called right after load(), before any request is handled."""
@@ -106,6 +118,7 @@ class Scheduler:
         self.check_running(now, mono)
         if not (self.frozen or self.hold()):
             self._schedule(now)
+        self.retire_old()
 
     def refresh(self, now: float) -> None:
         """What each backend in use knows, brought up to date (one queue poll where one is due),
@@ -188,7 +201,7 @@ class Scheduler:
         behind = backend.left_behind(self, run, now)
         specs = specs[:-1] + behind + specs[-1:] if behind else specs
         if run.group and run.state not in S.LIVE:
-            specs = specs + group_end(self.runs, run)
+            specs = specs + group_end(self.runs, self.retired, run)
         self.journal.commit(run, specs, now)
         if run.state in S.RESUMABLE:
             backend.procs.run_ended(run.name)

@@ -38,10 +38,10 @@ class RunStore:
             return []
         return [n for n in names if os.path.exists(self.home.run_state(n))]
 
-    def load_all(self) -> List[Tuple[Run, Dict[str, Any]]]:
-        """(run, spec) for every readable run, oldest queue position first."""
+    def load_all(self, names: Optional[List[str]] = None) -> List[Tuple[Run, Dict[str, Any]]]:
+        """(run, spec) for every readable run (or those of `names`), oldest queue position first."""
         out = []
-        for name in self.names():
+        for name in self.names() if names is None else names:
             data = read_json(self.home.run_state(name))
             spec = read_json(self.home.run_spec(name))
             if not isinstance(data, dict) or data.get("schema") != SCHEMA:

@@ -5,6 +5,11 @@ A rented 8-GPU box costs the same per hour whether one GPU works or eight; the c
 queue ran its cells one after another and left seven idle. `[matrix]` expands at submit into runs
 `<name>-1..N` (the cartesian product, first key slowest) sharing `group = <name>`, each with its
 values in every stage's environment; no text templating inside `run` (the command reads $LR).
+
+A sweep is one thing: the client sends the job once, as one request file (tmp -> rename), and the
+daemon expands it while it handles that one request (engine/requests.py). A submit cut partway
+(an ssh drop, a SIGKILL) once left 109 of 1000 cells queued, and then "sweep finished: 109 of 109
+succeeded"; now it leaves nothing, or the whole sweep. `group` is rgt's, never the job's.
 """
 from __future__ import annotations
 
@@ -29,14 +34,13 @@ def check_job(job: Dict[str, Any], bad: Bad, env_key_ok: Callable[[str], bool]) 
         else:
             out["gpus"] = gpus
     if "matrix" in job:
-        matrix = _matrix(job["matrix"], bad, env_key_ok, expanded="group" in job)
+        matrix = _matrix(job["matrix"], bad, env_key_ok, expanded=False)
         if matrix is not None:
             out["matrix"] = matrix
     if "group" in job:
-        if not isinstance(job["group"], str) or "matrix" not in job:
-            bad("group", "set by the expansion of a [matrix]; give `matrix` instead")
-        else:
-            out["group"] = job["group"]
+        # Not a job key: a job that set `group` itself joined another job's sweep (a "sweep
+        # intruder": it counted in that sweep's group_finished, and `cancel GROUP` stopped it).
+        bad("group", "set by rgt for the runs a [matrix] makes; a job cannot give it: drop it (give `matrix`)")
     return out
 
 

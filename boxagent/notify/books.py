@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from boxagent.base import redact
 from boxagent.notify.messages import iso
 
 ROUTED_KEEP = 5000
@@ -84,6 +85,7 @@ class Books:
         self._save_unless_live()
 
     def error(self, nid: str, target: str, error: str) -> None:
+        error = redact.scrub(error)        # whatever path it came by, no known secret is kept
         with self._lock:
             self._per(nid)["last_error"] = error
             self._state["last_error"] = "%s: %s" % (target, error)
@@ -137,7 +139,7 @@ class Books:
     def totals(self) -> Dict[str, Any]:
         with self._lock:
             return {"sent": int(self._state.get("sent", 0)), "failed": int(self._state.get("failed", 0)),
-                    "coalesced": int(self._state.get("coalesced", 0)), "last_error": self._state.get("last_error")}
+                    "coalesced": int(self._state.get("coalesced", 0)), "last_error": redact.scrub(self._state.get("last_error"))}
 
     # -- saving -----------------------------------------------------------------------------------
     def maybe_save(self, now: float) -> None:

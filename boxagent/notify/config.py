@@ -12,6 +12,7 @@ import re
 from typing import Any, Dict, List, Optional
 from urllib.parse import unquote, urlsplit
 
+from boxagent.base import redact as redact_mod
 from boxagent.base.units import parse_duration
 from boxagent.notify.registry import DEADMAN_FORMATS, FORMATS, TOKEN_HOST_SCHEMES, endpoint, infer_format
 from boxagent.notify.types import origin
@@ -63,6 +64,8 @@ class Notifier:
         # base_url is often a relay whose path is its access token: as secret as the URL.
         self.base_url = entry.get("base_url")
         self.target = redact(self.url, fmt)
+        self._redactor = redact_mod.Redactor(self.secret_strings())
+        redact_mod.KNOWN.add(self.secret_strings())     # every error bound for status or a terminal
         self.endpoint_cache: Optional[Dict[str, Any]] = None    # registry.endpoint() fills it
 
     def secret_strings(self) -> List[str]:
@@ -73,10 +76,9 @@ class Notifier:
         return out
 
     def scrub(self, text: str) -> str:
-        """`text` (an exception message, a response body) with this notifier's secrets masked."""
-        for s in sorted(self.secret_strings(), key=len, reverse=True):
-            text = text.replace(s, "***")
-        return text
+        """`text` (an exception message, a response body) with this notifier's secrets masked, in
+        every form an error quotes them (escaped CR/LF, %-quoted, line by line: base/redact.py)."""
+        return self._redactor.scrub(text)
 
     def public(self) -> Dict[str, Any]:
         out = {"id": self.id, "format": self.format, "target": self.target,

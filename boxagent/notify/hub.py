@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from boxagent.base import redact
 from boxagent.base.fsutil import read_json
 from boxagent.base.home import Home
 from boxagent.base.part import Part, PartContext
@@ -346,7 +347,7 @@ class NotifyHub(Part):
             per = pers.get(n.id) or {}
             t = n.public()
             t.update(sent=int(per.get("sent", 0)), pending=counts.get(n.id, 0), failed=int(per.get("failed", 0)),
-                     coalesced=int(per.get("coalesced", 0)), last_error=per.get("last_error"),
+                     coalesced=int(per.get("coalesced", 0)), last_error=redact.scrub(per.get("last_error")),
                      last_sent_at=per.get("last_sent_at"))
             if "deadman" in per:
                 t["deadman"] = per["deadman"]

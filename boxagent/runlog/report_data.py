@@ -20,6 +20,7 @@ import re
 import time
 from typing import Any, Dict, List, Optional
 
+from boxagent.base import safefile
 from boxagent.base.fsutil import read_json
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
@@ -109,7 +110,7 @@ def events_from_log(path: str, run: str, block: Dict[str, Any], limit: int = FAL
 
 def _tail_bytes(path: str, n: int) -> bytes:
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(safefile.open_regular(path), "rb") as fh:     # not a FIFO or a device
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
             fh.seek(max(0, size - n))

@@ -22,6 +22,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+from boxagent.base import numbers, safefile
 from boxagent.base.fsutil import atomic_write_bytes, parse_jsonl
 from boxagent.runlog import points
 
@@ -164,8 +165,7 @@ def read(path: str, max_bytes: int = 4 * BUDGET) -> Optional[Dict[str, Any]]:
     without a file. Duplicates are dropped (events by id, points by t, metric readings by stage
     and log line: the last written wins)."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes)
+        data = safefile.read_bytes(path, max_bytes, whole=False)   # a FIFO or a device is no history
     except OSError:
         return None
     head: Dict[str, Any] = {}
@@ -183,9 +183,9 @@ def read(path: str, max_bytes: int = 4 * BUDGET) -> Optional[Dict[str, Any]]:
             head = rec
         elif kind == "i":
             info.append(rec)
-        elif kind == "p" and isinstance(rec.get("t"), (int, float)):
-            pts[float(rec["t"])] = rec
-        elif kind == "m" and isinstance(rec.get("t"), (int, float)) and isinstance(rec.get("l"), int):
+        elif kind == "p" and numbers.number("epoch_s", rec.get("t")) is not None:
+            pts[float(rec["t"])] = rec        # `"t": 1e308` or Infinity is skipped, not drawn
+        elif kind == "m" and numbers.number("epoch_s", rec.get("t")) is not None and isinstance(rec.get("l"), int):
             readings[(str(rec.get("st")), rec["l"])] = rec
         elif kind == "e" and isinstance(rec.get("e"), dict):
             ev = rec["e"]

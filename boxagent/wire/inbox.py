@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import time
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from boxagent.base import procs
-from boxagent.base.fsutil import atomic_write_json, read_json
+from boxagent.base import procs, safefile
+from boxagent.base.fsutil import atomic_write_json
 from boxagent.base.home import Home
 
 KINDS = ("submit", "cancel", "resume", "stop", "reload", "notify-set")
+# A job is at most 1 MiB of TOML; a sweep travels as its one unexpanded job (all or none).
+MAX_REQUEST_BYTES = 8 << 20
 
 
 def post(home: Home, kind: str, payload: Dict[str, Any]) -> str:
@@ -32,8 +35,11 @@ def post(home: Home, kind: str, payload: Dict[str, Any]) -> str:
     return path
 
 
-def pending(home: Home) -> List[Tuple[str, Dict[str, Any]]]:
-    """[(path, request)] oldest first; unreadable files come back as {"kind": None}."""
+def pending(home: Home, aside: Optional[Callable[[str], None]] = None) -> List[Tuple[str, Dict[str, Any]]]:
+    """[(path, request)] oldest first; unreadable files come back as {"kind": None}. What is not a
+    regular file within the cap (a FIFO, a symlink, a device, a directory, a huge file) is never
+    opened for reading: a reader skips it; the daemon passes `aside`, which moves it to
+    inbox/.aside/ and says so in daemon.log (a stray mkfifo once wedged the daemon in open())."""
     try:
         names = sorted(n for n in os.listdir(home.inbox) if n.endswith(".json") and not n.startswith("."))
     except OSError:
@@ -41,18 +47,32 @@ def pending(home: Home) -> List[Tuple[str, Dict[str, Any]]]:
     out = []
     for name in names:
         path = os.path.join(home.inbox, name)
-        req = read_json(path)
+        try:
+            req = json.loads(safefile.read_bytes(path, MAX_REQUEST_BYTES).decode("utf-8"))
+        except safefile.Unsafe as exc:
+            if aside is not None:
+                what = safefile.describe(path)
+                moved = safefile.set_aside(path)
+                aside("inbox: set aside %s: %s (%s)%s" % (name, what, exc.strerror,
+                                                        ", moved to %s" % moved if moved else ""))
+            continue
+        except (OSError, ValueError, RecursionError):
+            req = None
         out.append((path, req if isinstance(req, dict) else {"kind": None}))
     return out
 
 
-def pending_submits(home: Home) -> Dict[str, Dict[str, Any]]:
-    """run name -> the newest not-yet-handled submit request for it."""
+def pending_submits(home: Home, expand: Optional[Callable[[Dict[str, Any]], List[Dict[str, Any]]]] = None
+                    ) -> Dict[str, Dict[str, Any]]:
+    """run name -> the newest not-yet-handled submit request for it. `expand` (engine.sweep.expand):
+    a sweep travels as one request, and each of its runs is named here with its own spec."""
     out = {}
     for _path, req in pending(home):
         spec = req.get("spec")
         if req.get("kind") == "submit" and isinstance(spec, dict) and isinstance(spec.get("name"), str):
-            out[spec["name"]] = req
+            for each in expand(spec) if expand is not None else [spec]:
+                if isinstance(each.get("name"), str):
+                    out[each["name"]] = dict(req, spec=each)
     return out
 
 

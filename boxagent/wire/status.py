@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import boxagent
 from boxagent.wire import inbox
@@ -26,6 +26,12 @@ STATUS_EVENTS = 20
 STALE_AFTER_S = 120.0
 AGENT_STATES = ("running", "stale", "stopped")
 RUN_FIELDS = "run_fields"    # a part's status block key for fields it adds to runs[] (not a status key)
+# status.json holds the active runs and this many of the most recent ended ones; the rest are
+# counted (runs_summary) and served from their own files on demand (`status --all`, `--run`).
+# With 2,000 ended runs it was 1.67 MB rewritten every 10 s, and a box that runs sweeps for
+# months paid for all its history on every tick.
+RECENT_ENDED = 50
+ACTIVE_STATES = ("queued", "running")
 
 
 def agent_block(pid: Optional[int], running: bool, heartbeat_at: Optional[float], now: float,
@@ -102,10 +108,28 @@ def queued_block(req: Dict[str, Any]) -> Dict[str, Any]:
 DEFAULT_NOTIFICATIONS = {"sent": 0, "pending": 0, "failed": 0, "last_error": None}
 
 
+def recent(runs: List[Any], state_of: Callable[[Any], Any], tail: int = RECENT_ENDED,
+           retired: Optional[Dict[str, int]] = None) -> Tuple[List[Any], Dict[str, Any]]:
+    """(the runs status.json shows, its runs_summary): every active run, and the last `tail`
+    ended ones (runs in queue order: the ended ones last queued); counts of all by state, the
+    `retired` ones (ended runs the daemon holds only on disk) included."""
+    by_state: Dict[str, int] = dict(retired or {})
+    ended = []
+    for i, run in enumerate(runs):
+        state = str(state_of(run))
+        by_state[state] = by_state.get(state, 0) + 1
+        if state not in ACTIVE_STATES:
+            ended.append(i)
+    keep = set(ended[-tail:]) if tail > 0 else set()
+    shown = [r for i, r in enumerate(runs) if i in keep or str(state_of(r)) in ACTIVE_STATES]
+    total = sum(by_state.values())
+    return shown, {"total": total, "shown": len(shown), "ended_not_shown": total - len(shown), "by_state": by_state}
+
+
 def compose(now: float, host: Optional[str], profile: Optional[str], agent: Dict[str, Any],
             runs: List[Dict[str, Any]], blocks: Dict[str, Any], events: List[Dict[str, Any]],
             live: Optional[Dict[str, Any]] = None, artifacts: Optional[Dict[str, Any]] = None,
-            finalizing: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+            finalizing: Optional[Dict[str, Any]] = None, summary: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """THE builder of status.json (`rgt.status/1`), for the daemon and for a dead agent's files.
     `runs` are state.json dicts (queue order); `blocks` the parts' top-level blocks (health,
     alerts, history, notifications, ...), and under RUN_FIELDS their fields of each run
@@ -124,6 +148,8 @@ def compose(now: float, host: Optional[str], profile: Optional[str], agent: Dict
                 block.setdefault(key, value)     # a part never overwrites what the engine says
     status.update(blocks)
     status["events"] = events
+    if summary is not None:
+        status["runs_summary"] = summary
     return status
 
 
@@ -180,7 +206,25 @@ def skeleton(home: Home, roots: Roots, now: float) -> Dict[str, Any]:
     """No status.json yet (the daemon never ran here): what the files say, by the same builder."""
     from boxagent.wire import events as events_mod
     agent = agent_block(None, False, None, now, roots.boot_id(), False, deps())
-    return compose(now, None, None, agent, _state_files(home), {}, events_mod.tail(home.events, STATUS_EVENTS))
+    runs, summary = recent(_state_files(home), lambda r: r.get("state"))
+    return compose(now, None, None, agent, runs, {}, events_mod.tail(home.events, STATUS_EVENTS), summary=summary)
+
+
+def add_older(status: Dict[str, Any], home: Home, name: Optional[str] = None) -> None:
+    """`status --all` (name None) or `status --run NAME`: the ended runs status.json no longer
+    holds, from their own state files (read only when asked)."""
+    known = {r.get("name") for r in status.get("runs") or [] if isinstance(r, dict)}
+    if name is not None:
+        if name in known:
+            return
+        state = read_json(home.run_state(name))
+        older = [state] if isinstance(state, dict) and state.get("schema") == "rgt.runstate/1" else []
+    else:
+        older = [r for r in _state_files(home) if r.get("name") not in known]
+    if not older:
+        return
+    blocks = [run_block(r, None, None, 0.0) for r in older]
+    status["runs"] = sorted(blocks + list(status.get("runs") or []), key=lambda r: str(r.get("created_at") or ""))
 
 
 def _state_files(home: Home) -> List[Dict[str, Any]]:
@@ -223,10 +267,13 @@ def _refresh_cost(status: Dict[str, Any], now: float, written_at: Any) -> None:
         extra_h = max(0.0, now - parse_iso_utc(written_at)) / 3600.0
     except ValueError:
         return
-    cost["hours"] = round(cost["hours"] + extra_h, 4)
+    cost["hours"] = cost["hours"] + extra_h          # full precision: a display rounds
     price = cost.get("price_per_hour")
     if isinstance(price, (int, float)) and not isinstance(price, bool):
-        cost["spent"] = round(cost["hours"] * price, 2)
+        cost["spent"] = cost["hours"] * price
+        if isinstance(cost.get("idle_hours"), (int, float)):
+            cost["idle_hours"] += extra_h             # the daemon is down: no run is charged meanwhile
+            cost["idle_spent"] = cost["idle_hours"] * price
     idle = cost.get("idle")
     if isinstance(idle, dict) and isinstance(idle.get("idle_s"), (int, float)):
         idle["idle_s"] = round(idle["idle_s"] + extra_h * 3600.0, 1)

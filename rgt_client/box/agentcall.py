@@ -76,10 +76,11 @@ def status_events(events: int | None, as_json: bool) -> int | None:
     return events if (events is not None or as_json) else 0
 
 
-def status_args(events: int | None, run: str | None) -> list[str]:
-    """The agent's `status` arguments, built once for the call and for prefetch's head start."""
+def status_args(events: int | None, run: str | None, all_runs: bool = False) -> list[str]:
+    """The agent's `status` arguments, built once for the call and for prefetch's head start.
+    all_runs: the ended runs the box keeps out of status.json too (read from their files)."""
     return ["status", "--json"] + (["--events", str(events)] if events is not None else []) + \
-        (["--run", run] if run else [])
+        (["--run", run] if run else []) + (["--all"] if all_runs else [])
 
 
 def call(target: Target, args: list[str], stdin: bytes | None = None, timeout: float = DEFAULT_TIMEOUT_S,

@@ -7,11 +7,11 @@ install before the box is touched (Error + Hint, exit 2); the box validates the 
 """
 from __future__ import annotations
 
-import math
 import re
 import time
 from typing import Any
 
+from boxagent.api import numbers
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
 
@@ -20,18 +20,16 @@ HINT = "e.g. rgt-client install HOST --price 2.49 --currency USD --idle-alert-af
 _CURRENCY = re.compile(r"^[A-Za-z]{3}$")
 
 
-def _money(flag: str, text: str) -> float | None:
-    """A positive amount; None for 0/off (remove the setting)."""
+def _money(flag: str, kind: str, text: str) -> float | None:
+    """An amount within the bounds the box also checks (boxagent.base.numbers, shared so that a
+    price one side accepts the other never calls malformed: `--price 1e300` once was); None for
+    0/off (remove the setting)."""
     if text.strip().lower() in OFF:
         return None
     try:
-        value = float(text.strip().lstrip("$"))
-    except ValueError:
-        value = float("nan")
-    if not math.isfinite(value) or value <= 0:
-        raise ClientError("%s: expected an amount like 2.49, got %r" % (flag, text),
-                          "%s 0 removes it; %s" % (flag, HINT), exitcodes.USAGE)
-    return value
+        return numbers.parse_flag(kind, text)
+    except ValueError as exc:
+        raise ClientError("%s: %s" % (flag, exc), "%s 0 removes it; %s" % (flag, HINT), exitcodes.USAGE) from None
 
 
 def _currency(text: str) -> str:
@@ -78,13 +76,13 @@ def cost_patch(price: str | None = None, currency: str | None = None, idle_alert
     now = time.time() if now is None else now
     patch: dict[str, Any] = {}
     if price is not None:
-        patch["price_per_hour"] = _money("--price", price)
+        patch["price_per_hour"] = _money("--price", "price_per_hour", price)
     if currency is not None:
         patch["currency"] = _currency(currency)
     if idle_alert_after is not None:
         patch["idle_alert_after_s"] = _idle_after(idle_alert_after)
     if budget is not None:
-        patch["budget"] = _money("--budget", budget)
+        patch["budget"] = _money("--budget", "budget", budget)
     if stop_deadline is not None:
         patch["stop_deadline_at"] = _deadline(stop_deadline, now)
     if patch.get("budget") is not None and "price_per_hour" in patch and patch["price_per_hour"] is None:

@@ -28,6 +28,8 @@ def _cur(cost: dict[str, Any]) -> str:
 
 def money(amount: Any, cost: dict[str, Any]) -> str:
     v = _num(amount)
+    if v is not None and 0 < v < 0.005:
+        return "<0.01 %s" % _cur(cost)      # a short run's cost is not zero: the data keeps it whole
     return "-" if v is None else "%.2f %s" % (v, _cur(cost))
 
 
@@ -62,7 +64,8 @@ def _setting(seconds: float) -> str:
 
 
 def _price(p: float) -> str:
-    return "%.2f" % p if p >= 0.1 else ("%.4f" % p).rstrip("0")
+    """2.49, 0.035, 2.5e-05: a price that is not zero never shows as "0." (2.49e-320 once did)."""
+    return "%.2f" % p if p >= 0.1 else "%.3g" % p
 
 
 def status_lines(cost: Any) -> list[str]:

@@ -170,7 +170,20 @@ def _simple(name: str, doc: str, writes: bool) -> click.Command:
     return _register(cmd)
 
 
-cancel = _simple("cancel", "Cancel RUN on HOST: TERM its stage's process group, KILL after a grace; no marker.", True)
+@_register
+@click.command()
+@click.argument("host")
+@click.argument("run")
+@click.option("--group", "kind", flag_value="group", help="RUN names a sweep: cancel every run of it.")
+@click.option("--run", "kind", flag_value="run", help="RUN names one run (where a sweep has the same name).")
+@host_options
+@click.pass_context
+def cancel(ctx: click.Context, host: str, run: str, kind: str | None, home: str | None, python: str | None) -> None:
+    """Cancel RUN on HOST: TERM its stage's process group, KILL after a grace; no marker. A sweep's
+    name cancels all its runs; a name that is both a run and a sweep needs --group or --run."""
+    _run_cmd(ctx, host, ["cancel", run] + (["--" + kind] if kind else []), run, home, python, True)
+
+
 resume = _simple("resume", "Resume an interrupted or failed RUN from its last marker.", True)
 handbook = _simple("handbook", "Print RUN's HANDBOOK.md: the exact commands to check, resume and pull it.", False)
 

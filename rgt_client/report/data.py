@@ -6,14 +6,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from boxagent.api import NON_FINITE
+from boxagent.api import NON_FINITE, numbers
 from rgt_client.report.svg import epoch
 
 _TEXT_LIMIT = 4000
 
 
 def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
+    """A finite number a chart can scale (boxagent.base.numbers, shared with the agent): 1e999 or
+    Infinity in a history line once stopped the report with an OverflowError."""
+    return numbers.number("metric", v)
+
+
+def _time(v: Any) -> float | None:
+    return numbers.number("epoch_s", v)     # `"t": 1e308` is no time gmtime can draw
 
 
 def _text(v: Any) -> str | None:
@@ -36,9 +42,9 @@ def _row(v: Any) -> list[float | None] | None:
 
 
 def point(p: Any) -> dict[str, Any] | None:
-    if not isinstance(p, dict) or _num(p.get("t")) is None:
+    if not isinstance(p, dict) or _time(p.get("t")) is None:
         return None
-    out: dict[str, Any] = {"t": _num(p["t"]), "s": max(_num(p.get("s")) or 0.0, 0.0)}
+    out: dict[str, Any] = {"t": _time(p["t"]), "s": min(max(_num(p.get("s")) or 0.0, 0.0), 1e9)}
     for key in ("m", "d", "p"):
         row = _row(p.get(key))
         if row is not None:
@@ -69,8 +75,8 @@ def event(ev: Any) -> dict[str, Any] | None:
     out: dict[str, Any] = {k: _text(ev.get(k)) for k in ("id", "at", "type", "severity", "run", "stage", "summary", "key")}
     out["severity"] = out["severity"] if out["severity"] in ("info", "warning", "critical") else "info"
     out["type"] = out["type"] or "event"
-    ts = _num(ev.get("ts"))
-    out["ts"] = ts if ts is not None else epoch(ev.get("at"))
+    ts = _time(ev.get("ts"))
+    out["ts"] = ts if ts is not None else _time(epoch(ev.get("at")))
     if out["ts"] is None:
         return None
     out["resolved"] = ev.get("resolved") is True

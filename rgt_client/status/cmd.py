@@ -33,7 +33,7 @@ def status(ctx: click.Context, hosts: tuple[str, ...], as_json: bool, run_name: 
     from rgt_client.box.agentcall import status_events
     from rgt_client.status.fetch import fetch_many
     targets = [options.target(ctx, h, home, python) for h in hosts]
-    results = fetch_many(targets, status_events(events, as_json), run_name)
+    results = fetch_many(targets, status_events(events, as_json), run_name, all_runs=show_all)
     if as_json:   # streamed: json.dumps of a 4 MiB answer held ~140 MB of text at once
         data = [hs.as_json() for hs in results]
         out = sys.stdout

@@ -45,13 +45,13 @@ def _iso_now() -> str:
 
 
 def fetch_status(target: Target, events: int | None = None, run: str | None = None,
-                 timeout: float = STATUS_TIMEOUT_S) -> HostStatus:
+                 timeout: float = STATUS_TIMEOUT_S, all_runs: bool = False) -> HostStatus:
     """ONE agent call: `status --json` (the agent reads a dead daemon's files too). `run` is
     passed on: the agent filters (an unknown run costs a second call, to name the ones there are)."""
     hs = HostStatus(target, client={"host": target.host, "observed_at": _iso_now()})
     t0 = time.monotonic()
     try:
-        hs.status = _status(target, events, run, timeout)
+        hs.status = _status(target, events, run, timeout, all_runs)
     except ClientError as exc:
         hs.error = exc
     hs.round_trip_s = round(time.monotonic() - t0, 4)
@@ -59,8 +59,10 @@ def fetch_status(target: Target, events: int | None = None, run: str | None = No
     return hs
 
 
-def _status(target: Target, events: int | None, run: str | None, timeout: float) -> dict[str, Any]:
-    ans = agentcall.call(target, agentcall.status_args(events, run), timeout=timeout, max_out=agentcall.STATUS_MAX)
+def _status(target: Target, events: int | None, run: str | None, timeout: float,
+            all_runs: bool = False) -> dict[str, Any]:
+    ans = agentcall.call(target, agentcall.status_args(events, run, all_runs), timeout=timeout,
+                         max_out=agentcall.STATUS_MAX)
     if ans.rc == exitcodes.USAGE and run:
         raise statusdata.unknown_run(target.host, run, _all_runs(target))
     # the agent answers 3 when its daemon is down, with the status its files hold
@@ -78,7 +80,8 @@ def _all_runs(target: Target) -> dict[str, Any] | None:
         return None
 
 
-def fetch_many(targets: list[Target], events: int | None = None, run: str | None = None) -> list[HostStatus]:
+def fetch_many(targets: list[Target], events: int | None = None, run: str | None = None,
+               all_runs: bool = False) -> list[HostStatus]:
     """All hosts in parallel (a thread each: each is one ssh process; plain threads, as
     concurrent.futures would import logging on every `status`), plus the local build's sha256."""
     results: list[HostStatus | None] = [None] * len(targets)
@@ -86,7 +89,7 @@ def fetch_many(targets: list[Target], events: int | None = None, run: str | None
 
     def one(i: int) -> None:
         try:
-            results[i] = fetch_status(targets[i], events, run)
+            results[i] = fetch_status(targets[i], events, run, all_runs=all_runs)
         except Exception as exc:  # noqa: BLE001 - one host's surprise must not hide the others
             results[i] = HostStatus(targets[i], error=ClientError(
                 "internal error on %s: %s: %s" % (targets[i].host, type(exc).__name__, exc),

@@ -78,7 +78,7 @@ def render_status(status: dict[str, Any], client: dict[str, Any]) -> str:
     lines += _health(status.get("health") or {}, status.get("history") or {})
     lines += status_lines(status.get("cost"))
     lines += _runs(status.get("runs") or [], host, bool(client.get("show_all")), statusdata.alive(status),
-                   status.get("metrics_history") or {}, status.get("cost"),
+                   status.get("metrics_history") or {}, status.get("cost"), status.get("runs_summary"),
                    bool(statusdata.state_dir_full(status)))
     lines += _alerts(status.get("alerts") or [])
     lines += _notifications(status.get("notifications"))
@@ -88,10 +88,12 @@ def render_status(status: dict[str, Any], client: dict[str, Any]) -> str:
 
 
 def _runs(runs: list[dict[str, Any]], host: str, show_all: bool, live: bool,
-          metrics: dict[str, Any], cost: Any = None, full_state_dir: bool = False) -> list[str]:
-    if not runs:
+          metrics: dict[str, Any], cost: Any = None, summary: Any = None,
+          full_state_dir: bool = False) -> list[str]:
+    if not runs and not statusdata.not_in_answer(summary):
         return ["  no runs yet: rgt-client run %s JOB.toml" % shlex.quote(host)]
     shown, hidden = statusdata.runs_to_show(runs, show_all)
+    hidden += statusdata.not_in_answer(summary)       # ended runs the box keeps out of status.json
     lines: list[str] = []
     for run in shown:
         lines += _run(run, live, metrics.get(str(run.get("name"))), cost, full_state_dir)

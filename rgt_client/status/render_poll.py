@@ -46,11 +46,10 @@ def patrol_detail(v: Verdict, host: str) -> str:
         return "%s; %d run(s): %s" % (heartbeat_words(v.status), len(runs), brief)
     paid = patrol_brief(v.status)
     if v.word == "STATE-FULL":
-        return state_full_words(statusdata.state_dir_full(v.status) or {}) + "".join(
-            "; " + run_line(r, True) for r in v.runs) + paid
+        return state_full_words(statusdata.state_dir_full(v.status) or {}) + "; " + _runs_brief(v.runs, True) + paid
     if v.word in ("RUN-FAILED", "WARNED", "HEALTHY"):
         busy = occupancy((v.status.get("health") or {}).get("gpus") or [])
-        return "; ".join(run_line(r, statusdata.alive(v.status)) for r in v.runs) + (" · %s" % busy if busy else "") \
+        return _runs_brief(v.runs, statusdata.alive(v.status)) + (" · %s" % busy if busy else "") \
             + paid + _alerts(v.status)
     if v.word == "DONE":
         name = v.runs[0].get("name")
@@ -59,8 +58,26 @@ def patrol_detail(v: Verdict, host: str) -> str:
     return "no active runs" + paid + _alerts(v.status)
 
 
+PATROL_RUNS = 3
+
+
+def _runs_brief(runs: list, alive: bool) -> str:
+    """The first few runs by name, the rest as counts: with 200 queued, patrol's "one line" was
+    6.3 KB because it named every one."""
+    text = "; ".join(run_line(r, alive) for r in runs[:PATROL_RUNS])
+    rest = runs[PATROL_RUNS:]
+    if rest:
+        counts: dict[str, int] = {}
+        for r in rest:
+            key = s(r.get("state")) if isinstance(r, dict) else "?"
+            counts[key] = counts.get(key, 0) + 1
+        text += "; +%d more (%s)" % (len(rest), ", ".join("%d %s" % (n, k) for k, n in sorted(counts.items())))
+    return text
+
+
 def _alerts(status: dict) -> str:
     alerts = status.get("alerts") or []
     if not alerts:
         return ""
-    return " · alerts: " + ", ".join("%s %s" % (s(a.get("severity")), s(a.get("type"))) for a in alerts)
+    text = ", ".join("%s %s" % (s(a.get("severity")), s(a.get("type"))) for a in alerts[:PATROL_RUNS])
+    return " · alerts: " + text + (" +%d more" % (len(alerts) - PATROL_RUNS) if len(alerts) > PATROL_RUNS else "")

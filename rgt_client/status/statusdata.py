@@ -35,6 +35,7 @@ _RUN = {"name": "s", "state": "s", "workdir": "s", "created_at": "s", "started_a
         "stages": [_STAGE], "artifacts": {"files": "i", "bytes": "n"}, "pending_pickup": "b",
         "cost": {"hours": "n", "spent": "n"}}
 _COST = {"price_per_hour": "n", "currency": "s", "since": "s", "hours": "n", "spent": "n", "budget": "n",
+         "runs_hours": "n", "runs_spent": "n", "idle_hours": "n", "idle_spent": "n", "runs_folded": "i",
          "budget_used_pct": "n", "idle_alert_after_s": "n", "stop_deadline_at": "s", "stop_deadline_in_s": "n",
          "idle": {"since": "s", "idle_s": "n", "spent": "n", "reminders_sent": "i", "next_reminder_at": "s"}}
 _GPU = {"index": "i", "name": "s", "util_pct": "n", "memory_used_bytes": "n", "memory_total_bytes": "n",
@@ -86,6 +87,8 @@ class Malformed(Exception):
 def validate(status: Any, host: str) -> dict[str, Any]:
     """The status as it came, once every field the client reads has its type; else ClientError."""
     try:
+        if not isinstance(status, dict):
+            raise Malformed("", "an object", status)     # the whole answer a bare null or list
         _check(status, SHAPE, "")
     except Malformed as bad:
         raise ClientError("%s sent a malformed status: %s: expected %s, got %s"
@@ -109,6 +112,8 @@ def _check(value: Any, shape: Any, path: str) -> None:
         if not isinstance(value, list):
             raise Malformed(path, "a list", value)
         for i, item in enumerate(value):
+            if item is None and isinstance(shape[0], dict):
+                raise Malformed("%s[%d]" % (path, i), "an object", item)   # a null run or GPU
             _check(item, shape[0], "%s[%d]" % (path, i))
     else:
         if not isinstance(value, dict):
@@ -188,6 +193,13 @@ def warnings_of(run: dict[str, Any]) -> list[tuple[str, str]]:
     """(stage, warning) for every warning a stage of the run recorded (a NaN loss that still
     exited 0, a suspiciously fast stage...): a run with any is not plainly healthy."""
     return [(str(st.get("name")), w) for st in run.get("stages") or [] for w in st.get("warnings") or []]
+
+
+def not_in_answer(summary: Any) -> int:
+    """Ended runs the box left out of its answer (status.json keeps a recent tail; `--all` asks
+    for the rest): a count from the box, checked, or 0."""
+    n = summary.get("ended_not_shown") if isinstance(summary, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 10 ** 9 else 0
 
 
 def runs_to_show(runs: list[dict[str, Any]], show_all: bool,

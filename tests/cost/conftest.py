@@ -23,13 +23,25 @@ RUNPOD = {"name": "runpod", "platform": "RunPod", "kind": "cloud-api",
 
 
 class Clock:
+    """The wall clock (called) and a monotonic one (`mono`): time passing moves both; an NTP step
+    or a restored snapshot (`step`) moves only the wall clock."""
+
     def __init__(self, now: float = T0):
         self.now = now
+        self.mono_now = 1000.0
 
     def __call__(self) -> float:
         return self.now
 
+    def mono(self) -> float:
+        return self.mono_now
+
     def advance(self, seconds: float) -> float:
+        self.now += seconds
+        self.mono_now += seconds
+        return self.now
+
+    def step(self, seconds: float) -> float:
         self.now += seconds
         return self.now
 
@@ -64,7 +76,7 @@ class Harness:
         from boxagent.cost.part import CostPart
         self.home, self.clock, self.config, self.profile = Home(str(home)), clock, config, profile
         self.status: Dict[str, Any] = {}
-        self.part = CostPart(clock=clock, up_since=up_since)
+        self.part = CostPart(clock=clock, up_since=up_since, mono=clock.mono)
         self.part.start(PartContext(self.home, Roots(), config, profile, config.get("host", "box1"),
                                     lambda: None, lambda: self.status))
 

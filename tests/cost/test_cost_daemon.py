@@ -127,7 +127,7 @@ def test_daemon_restart_keeps_since_and_the_spend(box, fake_nvml_lib):
     assert after["since"] == before["since"]
     assert after["spent"] >= before["spent"] + 1.0
     saved = json.loads((box.home / "cost.json").read_text())
-    assert saved["schema"] == "rgt.cost/1"
+    assert saved["schema"] == "rgt.cost/2"
 
 
 def test_budget_warns_at_80_and_is_critical_at_100(box, fake_nvml_lib):

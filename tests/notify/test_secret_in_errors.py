@@ -1,0 +1,45 @@
+"""Secrets never in errors: an ntfy token with CR/LF inside or a trailing newline was printed
+whole in `last_error` (notify-test, status.json, status --json, the outbox), escaped by the HTTP
+library that refused it. One redaction (boxagent/base/redact.py) masks every form of it."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from boxagent.base.redact import Redactor, forms
+from tests.realbox import box, job, wait_for  # noqa: F401  (box: the fixture)
+
+TOKEN_PARTS = ("tokQx81ab", "en7Zsecret")
+
+
+@pytest.mark.parametrize("token", ["tokQx81ab\r\nen7Zsecret", "tokQx81ab\nen7Zsecret\n", "tokQx81ab\ren7Zsecret\r\n"])
+def test_a_token_with_cr_lf_is_masked_in_every_spelling(token):
+    r = Redactor([token])
+    for text in (token, repr(token), json.dumps(token), "Bearer %r" % token, token.strip(),
+                 "header value: 'Bearer %s'" % token.encode("unicode_escape").decode()):
+        out = r.scrub("error: " + text)
+        assert not any(part in out for part in TOKEN_PARTS), out
+    assert all(len(f) >= 4 for f in forms("ab\ncd\nlongerpart"))    # no 2-letter mask of ordinary words
+
+
+def _set(box, url):
+    out = box.agent("notify-set", stdin=json.dumps({"notify": [{"url": url}]}))
+    assert out.returncode == 0, out.stderr
+
+
+def test_a_secret_in_an_error_never_reaches_notify_test_status_or_the_outbox(box, receiver):
+    """The field repro: ntfy://TOKEN@host/topic with %0D%0A inside the token and a trailing %0A."""
+    _set(box, "ntfy://tokQx81ab%%0D%%0Aen7Zsecret%%0A@127.0.0.1:%d/topic-abc" % receiver.port)
+    out = box.agent("notify-test", "--json")
+    assert out.returncode == 1 and "Invalid" in out.stdout, out.stdout
+    assert not any(p in out.stdout + out.stderr for p in TOKEN_PARTS), out.stdout
+    box.start()
+    assert box.submit(job("r", box.workdir, {"name": "s", "run": "false"})).returncode == 0
+    box.wait_run("r")
+    wait_for(lambda: (box.status_file().get("notifications") or {}).get("last_error"), 20, "a failed send")
+    texts = [(box.home / "status.json").read_text(), box.agent("status", "--json").stdout]
+    texts += [p.read_text() for p in (box.home / "outbox").rglob("*") if p.is_file()]
+    texts += [(box.home / "daemon.log").read_text()]
+    for text in texts:
+        assert not any(p in text for p in TOKEN_PARTS), text[:2000]
