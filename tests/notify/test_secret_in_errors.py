@@ -8,7 +8,7 @@ import json
 import pytest
 
 from boxagent.base.redact import Redactor, forms
-from tests.realbox import box, job, wait_for  # noqa: F401  (box: the fixture)
+from tests.realbox import job, wait_for
 
 TOKEN_PARTS = ("tokQx81ab", "en7Zsecret")
 

@@ -20,7 +20,7 @@ from boxagent.base.fsutil import read_json, read_tail
 from boxagent.base.home import Home
 from boxagent.runlog import store
 from boxagent.wire import inbox
-from tests.realbox import box, job  # noqa: F401  (box: the fixture)
+from tests.realbox import job
 
 GB = 1 << 30
 
