@@ -10,7 +10,7 @@ JSON write it, and line by line (each line-part long enough to matter).
 from __future__ import annotations
 
 import json
-from typing import Iterable, List, Set
+from typing import Any, Iterable, List, Set
 from urllib.parse import quote
 
 MASK = "***"
@@ -45,7 +45,8 @@ class Redactor:
             found.update(forms(s))
         self._forms = sorted(found, key=len, reverse=True)
 
-    def scrub(self, text: str) -> str:
+    def scrub(self, text: Any) -> Any:
+        """`text` with every known secret masked; anything that is not text as it came."""
         if not isinstance(text, str):
             return text
         for f in self._forms:
@@ -59,5 +60,5 @@ class Redactor:
 KNOWN = Redactor()
 
 
-def scrub(text: str) -> str:
+def scrub(text: Any) -> Any:
     return KNOWN.scrub(text)

@@ -78,10 +78,10 @@ class Ledger:
         led.meter_at = _num(raw.get("meter_at"), "epoch_s") or led.last_at
         led.idle = _idle(raw.get("idle"))
         led.idle_box_s = _num(raw.get("idle_box_s")) or 0.0
-        folded = raw.get("folded") if isinstance(raw.get("folded"), dict) else {}
+        folded = got if isinstance(got := raw.get("folded"), dict) else {}
         led.folded = {"runs": int(_num(folded.get("runs"), "count") or 0),
                       "run_s": _num(folded.get("run_s")) or 0.0, "box_s": _num(folded.get("box_s")) or 0.0}
-        runs = raw.get("runs") if isinstance(raw.get("runs"), dict) else {}
+        runs = got if isinstance(got := raw.get("runs"), dict) else {}
         for name, ent in runs.items():
             if isinstance(ent, dict) and _num(ent.get("start"), "epoch_s") is not None:
                 want = ent.get("want")

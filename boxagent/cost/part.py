@@ -203,7 +203,7 @@ class CostPart(Part):
         run = watch.last_run(status)
         if run is None or self.ctx is None:
             return None
-        art = run.get("artifacts") if isinstance(run.get("artifacts"), dict) else {}
+        art = got if isinstance(got := run.get("artifacts"), dict) else {}
         out = {"name": run.get("name"), "manifest": art.get("manifest"), "pull_verified_at": None}
         rec = read_json(self.ctx.home.pull_verified(str(run.get("name")))) or {}
         if isinstance(rec, dict) and art.get("sha256") and rec.get("manifest_sha256") == art.get("sha256"):

@@ -31,7 +31,7 @@ def _runs(status: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def _gpus(status: Dict[str, Any]) -> List[Dict[str, Any]]:
-    health = status.get("health") if isinstance(status.get("health"), dict) else {}
+    health = got if isinstance(got := status.get("health"), dict) else {}
     return [g for g in health.get("gpus") or [] if isinstance(g, dict)]
 
 
@@ -62,7 +62,7 @@ def idle_evidence(status: Dict[str, Any]) -> List[str]:
         out.append(", ".join("GPU %s %s %%" % (g.get("index"), "?" if g.get("util_pct") is None
                                                 else round(g["util_pct"])) for g in gpus[:8]))
     else:
-        health = status.get("health") if isinstance(status.get("health"), dict) else {}
+        health = got if isinstance(got := status.get("health"), dict) else {}
         out.append("no GPU seen (%s)" % (health.get("gpu_unavailable_reason") or "none on this box"))
     return out
 
@@ -160,7 +160,7 @@ def eta_specs(ledger: Ledger, spent: float, status: Dict[str, Any], settings: Di
     price, budget, cur = settings["price_per_hour"], settings["budget"], settings["currency"]
     out: List[Dict[str, Any]] = []
     for run, st in _running_stages(status):
-        prog = st.get("progress") if isinstance(st.get("progress"), dict) else {}
+        prog = got if isinstance(got := st.get("progress"), dict) else {}
         eta = prog.get("eta_s")
         if not isinstance(eta, (int, float)) or isinstance(eta, bool) or eta <= 0 or spent >= budget:
             continue

@@ -152,7 +152,7 @@ def group_end(runs: Dict[str, Run], retired: retire.Retired, run: Run) -> List[D
     members = [r for r in runs.values() if r.group == run.group]
     if any(r.state in S.LIVE for r in members):
         return []
-    gone = retired.groups.get(run.group) or {"ended": 0, "succeeded": 0, "failed": []}
+    gone = retired.groups.get(run.group or "") or {"ended": 0, "succeeded": 0, "failed": []}
     total = len(members) + gone["ended"]
     succeeded = len([r for r in members if r.state == S.SUCCEEDED]) + gone["succeeded"]
     failed = sorted([{"run": r.name, "state": r.state, "class": (r.cause or {}).get("class"), "seq": r.seq}

@@ -56,9 +56,8 @@ class Notifier:
         self.events = list(entry["events"]) if entry.get("events") is not None else None
         self.heartbeat_s = _dur(entry, "heartbeat")
         self.deadman_s = _dur(entry, "deadman")
-        self.repeat_after_s = _dur(entry, "repeat_after")
-        if self.repeat_after_s is None:
-            self.repeat_after_s = DEFAULT_REPEAT_AFTER_S
+        repeat = _dur(entry, "repeat_after")
+        self.repeat_after_s: float = DEFAULT_REPEAT_AFTER_S if repeat is None else repeat
         self.timeout_s = _dur(entry, "timeout") or DEFAULT_TIMEOUT_S
         self.secret = entry.get("secret")
         # base_url is often a relay whose path is its access token: as secret as the URL.
@@ -81,7 +80,7 @@ class Notifier:
         return self._redactor.scrub(text)
 
     def public(self) -> Dict[str, Any]:
-        out = {"id": self.id, "format": self.format, "target": self.target,
+        out: Dict[str, Any] = {"id": self.id, "format": self.format, "target": self.target,
                "min_severity": self.min_severity}
         if self.events is not None:
             out["events"] = self.events

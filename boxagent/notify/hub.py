@@ -17,7 +17,7 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import AbstractSet, Any, Callable, Dict, List, Optional, Tuple
 
 from boxagent.base import redact
 from boxagent.base.fsutil import read_json
@@ -49,7 +49,7 @@ def load_entries(home: Home) -> Optional[List[Any]]:
 
 
 def retry_policy(config: Dict[str, Any]) -> RetryPolicy:
-    ncfg = config.get("notify") if isinstance(config.get("notify"), dict) else {}
+    ncfg = got if isinstance(got := config.get("notify"), dict) else {}
     return RetryPolicy(float(ncfg.get("retry_base_s", 2.0)), float(ncfg.get("retry_cap_s", 600.0)),
                        float(ncfg.get("give_up_s", 86400.0)))
 
@@ -264,7 +264,7 @@ class NotifyHub(Part):
         except OSError:
             self._cursor_dirty = True          # disk full: the next tick tries again
 
-    def _route(self, events: List[Dict[str, Any]], skip: frozenset = frozenset()) -> List[Queued]:
+    def _route(self, events: List[Dict[str, Any]], skip: AbstractSet[Any] = frozenset()) -> List[Queued]:
         queued: List[Queued] = []
         for event in events:
             if not isinstance(event, dict):

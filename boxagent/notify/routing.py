@@ -21,7 +21,7 @@ def rank(event: Dict[str, Any]) -> int:
 
 
 def cause_key(event: Dict[str, Any]) -> CauseKey:
-    cause = event.get("cause") if isinstance(event.get("cause"), dict) else {}
+    cause = got if isinstance(got := event.get("cause"), dict) else {}
     return (cause.get("class"), cause.get("summary"))
 
 

@@ -137,7 +137,7 @@ def compose(now: float, host: Optional[str], profile: Optional[str], agent: Dict
     live, artifacts, finalizing = live or {}, artifacts or {}, finalizing or {}
     blocks = dict(blocks)
     run_fields = blocks.pop(RUN_FIELDS, None)
-    status = {"schema": SCHEMA, "observed_at": iso_utc(now), "host": host, "profile": profile, "agent": agent,
+    status: Dict[str, Any] = {"schema": SCHEMA, "observed_at": iso_utc(now), "host": host, "profile": profile, "agent": agent,
               "health": None, "runs": [run_block(r, live.get(r["name"]), artifacts.get(r["name"]), now,
                                                  finalizing.get(r["name"])) for r in runs],
               "alerts": [], "notifications": dict(DEFAULT_NOTIFICATIONS), "history": {}}
