@@ -37,6 +37,12 @@ THROTTLE_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown",
 _FOREVER = float("inf")
 
 
+def _klass(name: str) -> Dict[str, Any]:
+    """The alert's "class" for _raise's **extra ("class" is a keyword, so it cannot be
+    passed by name); typed Any so the checker does not match it against `latch`."""
+    return {"class": name}
+
+
 def merge_thresholds(*layers: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     """DEFAULTS, then each layer (profile, then config); unknown keys and non-numbers ignored."""
     out = dict(DEFAULTS)
@@ -208,7 +214,7 @@ class AlertBook:
             evidence.append("memory limit %s, peak %s" % (format_bytes(mem["max_bytes"]), format_bytes(mem.get("peak_bytes"))))
         self.active.pop("oom_kill", None)  # every new kill is news
         return self._raise("oom_kill", "oom_kill", "critical", now, summary, evidence, who,
-                           latch=self.t["latch_s"], oom_kill_delta=oom - base, **{"class": "cgroup_oom"})
+                           latch=self.t["latch_s"], oom_kill_delta=oom - base, **_klass("cgroup_oom"))
 
     def _disks(self, disks: List[Dict[str, Any]], now: float, who: Dict[str, Any]) -> List[Dict[str, Any]]:
         specs: List[Dict[str, Any]] = []
@@ -253,7 +259,7 @@ class AlertBook:
             specs += self._raise(key, "gpu_lost", "critical", now,
                                  "GPU %s (%s) is lost (NVML GPU_IS_LOST): stop and re-rent another box" % (i, g.get("name")),
                                  ["NVML GPU_IS_LOST on GPU %s %s" % (i, g.get("pci_bus_id") or "")], who,
-                                 gpu=i, **{"class": "gpu_hardware"})
+                                 gpu=i, **_klass("gpu_hardware"))
         else:
             specs += self._clear(key, now, "GPU %s answers again" % i, who)
         pending = g.get("remapped_rows_pending")
@@ -276,12 +282,14 @@ class AlertBook:
                           int(self.t["throttle_enter_samples"]), int(self.t["throttle_leave_samples"]))
         if flip:
             evidence = ["clock-event reasons: %s" % ", ".join(reasons)] if reasons else []
+            why = ", ".join(reasons)
             if clk is not None and mx:
                 evidence.append("SM clock %s of %s MHz at %s C" % (clk, mx, temp))
+                # no named reason: the flag entered on hot_slow, which needs clk and mx
+                why = why or "SM clock %d%% of max at %s C" % (100 * clk // mx, temp)
             return self._raise(key, "gpu_throttle", "warning", now,
-                               "GPU %s is throttled (%s): not a model regression; re-rent if it persists"
-                               % (i, ", ".join(reasons) or "SM clock %d%% of max at %s C" % (100 * clk // mx, temp)),
-                               evidence, who, gpu=i, **{"class": "gpu_throttle"})
+                               "GPU %s is throttled (%s): not a model regression; re-rent if it persists" % (i, why),
+                               evidence, who, gpu=i, **_klass("gpu_throttle"))
         if flip is False:
             return self._clear(key, now, "GPU %s no longer throttled" % i, who)
         return []
@@ -305,5 +313,5 @@ class AlertBook:
             key = "gpu_ecc:%s" % f.get("gpu")
             self.active.pop(key, None)
             return self._raise(key, "gpu_ecc", "critical", now, f["summary"], f.get("evidence") or [], who,
-                               latch=self.t["latch_s"], gpu=f.get("gpu"), **{"class": "gpu_hardware"})
+                               latch=self.t["latch_s"], gpu=f.get("gpu"), **_klass("gpu_hardware"))
         return []

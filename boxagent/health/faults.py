@@ -21,8 +21,10 @@ class FaultLog:
         self.log: Deque[Dict[str, Any]] = deque(maxlen=maxlen)
         self.boot: List[Dict[str, Any]] = []     # kernel-log Xids already there when we started
         self.other_gpus = 0                      # kernel-log Xids of GPUs not ours (ignored)
-        self._ecc: Dict[int, int] = {}
-        self._lost: Dict[int, bool] = {}
+        # keyed by the sample's "index" as given: a GPU entry read back from JSON may lack it,
+        # and then its readings still compare against the last entry that lacked it too
+        self._ecc: Dict[Optional[int], int] = {}
+        self._lost: Dict[Optional[int], bool] = {}
 
     # -- sources ---------------------------------------------------------------------------
     def xid(self, code: int, gpu: Optional[int], bus: Optional[str], at: float, source: str,

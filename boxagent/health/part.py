@@ -73,10 +73,13 @@ class HealthPart(Part):
         self.last = block = self.monitor.sample(now, self.watched() + extra)
         mem = block.get("memory") or {}
         oom, before = mem.get("oom_kill"), anchor.get("oom_kill")
-        delta = oom - before if isinstance(oom, int) and isinstance(before, int) else None
-        if delta:
-            self.monitor.alerts.claim_oom(oom)
-        t0 = anchor.get("at") if isinstance(anchor.get("at"), (int, float)) else now
+        delta: Optional[int] = None
+        if isinstance(oom, int) and isinstance(before, int):
+            delta = oom - before
+            if delta:
+                self.monitor.alerts.claim_oom(oom)
+        at = anchor.get("at")
+        t0 = at if isinstance(at, (int, float)) else now
         faults = self._stage_faults(t0, run, stage, gpus)
         if run is not None and self._may_be_in_flight(faults, gpus):   # (a Slurm stage ran elsewhere)
             self.monitor.settle(gpus, self.settle_s)
@@ -136,5 +139,5 @@ class HealthPart(Part):
 
     def gpu_busy(self) -> Optional[bool]:
         gpus = (self.last or {}).get("gpus") or []
-        utils = [g.get("util_pct") for g in gpus if isinstance(g, dict) and g.get("util_pct") is not None]
+        utils = [u for u in (g.get("util_pct") for g in gpus if isinstance(g, dict)) if u is not None]
         return (max(utils) >= 10) if utils else None

@@ -119,7 +119,7 @@ class KmsgReader:
         data = self._partial + chunk
         parts = data.split(b"\n")
         self._partial = parts.pop()  # kmsg records end in \n; a plain file may end mid-line
-        out = []
+        out: List[Tuple[Optional[float], str]] = []
         for raw in parts:
             if raw[:1] == b" ":
                 continue  # kmsg continuation lines ("  SUBSYSTEM=pci") carry no message

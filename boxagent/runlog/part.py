@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import collections
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from boxagent.base.config import interval
 from boxagent.base.part import Part, PartContext, Spec
@@ -35,11 +35,11 @@ SPARK_POINTS = 60        # status.json metrics_history: the last hour of a run's
 SPARK_RUNS = 16          # ... for this many runs (the live ones and the latest ended)
 
 
-def step_from(config: Dict[str, Any], env: Optional[Dict[str, str]] = None) -> Optional[float]:
+def step_from(config: Dict[str, Any], env: Optional[Mapping[str, str]] = None) -> Optional[float]:
     """$RGT_HISTORY_EVERY, else config.json `history_every` (seconds per point), else None: the
     sampling interval."""
-    env = os.environ if env is None else env
-    for raw in (env.get(STEP_ENV), (config or {}).get("history_every")):
+    environ: Mapping[str, str] = os.environ if env is None else env
+    for raw in (environ.get(STEP_ENV), (config or {}).get("history_every")):
         if raw is None or raw == "" or isinstance(raw, bool):
             continue
         try:
@@ -117,7 +117,8 @@ class RunLog(Part):
         if not isinstance(status, dict) or status is self._seen_status:
             return []
         self._seen_status = status
-        health = status.get("health") if isinstance(status.get("health"), dict) else {}
+        block = status.get("health")
+        health = block if isinstance(block, dict) else {}
         runs = {r.get("name"): r for r in status.get("runs") or [] if isinstance(r, dict)}
         for name, live in self.live.items():      # before a run that ended is closed
             if name in runs:

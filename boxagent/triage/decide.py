@@ -39,8 +39,12 @@ class Decision:
 
     def __init__(self, incident: Optional[Incident], kind: str, overruled: List[str],
                  hit: Optional[Hit] = None):
+        if hit is None:
+            if incident is None:        # of() names its hit; every other caller an incident
+                raise TypeError("a Decision needs an incident or a hit")
+            hit = incident.best or incident.hits[-1]
         self.incident = incident
-        self.hit: Hit = hit if hit is not None else (incident.best or incident.hits[-1])
+        self.hit: Hit = hit
         self.kind = kind              # error | warning | wrapper | crash | noise
         self.overruled = _cap(overruled)
         self.how = ""                 # user | first | last | root_cause | precedence
@@ -88,7 +92,7 @@ def decide(facts: Dict[str, Any]) -> Optional[Decision]:
         if found:
             # the latest warning; the first report or crash line that is no quoted source
             pick = found[-1] if kind == "warning" else next(
-                (i for i in found if not is_source(i.best)), found[0])
+                (i for i in found if not is_source(i.best or i.hits[-1])), found[0])
             return Decision(pick, kind, _notes(scope, pick, "last"))
     threads = [i for i in incs if i.noise == "thread" and i.kind == "error"]
     return Decision(threads[-1], "noise", []) if threads else None
@@ -96,7 +100,8 @@ def decide(facts: Dict[str, Any]) -> Optional[Decision]:
 
 def _among_errors(episode: List[Incident], errors: List[Incident], before: List[Incident],
                   pl: Any, rank: Optional[int] = None) -> Decision:
-    user = [i for i in errors if i.best.get("source", "builtin") != "builtin"]
+    # an error incident always has a best; `or` only tells the checker so
+    user = [i for i in errors if (i.best or i.hits[-1]).get("source", "builtin") != "builtin"]
     ranked = [i for i in errors if rank is not None and i.proc == str(rank)]
     if user:
         pick, how = user[-1], "user"
@@ -168,7 +173,7 @@ def _note(i: Incident, pick: Incident, how: str, at: int) -> Optional[str]:
         if pick.kind == "warning":
             return None
         return "warning at log line %s (%s) ignored: an exception %s at log line %s" % (
-            line_no(i.best), _quote(i.best), "follows" if i.start < at else "precedes", at)
+            line_no(i.best or i.hits[-1]), _quote(i.best), "follows" if i.start < at else "precedes", at)
     if how == "user":
         return "%s overruled: a job or profile rule names log line %s" % (_at(i), at)
     if how in ("first", "root_cause", "precedence") and i.start > pick.start:

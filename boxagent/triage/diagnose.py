@@ -183,8 +183,11 @@ def _preempted(f: Dict[str, Any]) -> Optional[Cause]:
 def _gpu_fault_is_hw(g: Dict[str, Any]) -> bool:
     if g.get("hardware") or g.get("type") == "gpu_lost":
         return True
+    code = g.get("code")
+    if g.get("type") != "gpu_xid" or code is None:
+        return False
     try:
-        return g.get("type") == "gpu_xid" and xidcatalog.is_hardware(int(g.get("code")))
+        return xidcatalog.is_hardware(int(code))
     except (TypeError, ValueError):
         return False
 
@@ -304,7 +307,7 @@ SLURM_ENDS = ("timeout", "preempted", "node_failure")
 
 def _signalled(f: Dict[str, Any]) -> Optional[Cause]:
     sig, how = E.signal_of(f)
-    if sig is None:
+    if sig is None or how is None:           # (signal_of gives both or neither)
         return None
     d = E.decide(f)
     if d is not None and d.kind == "error" and d.hit.get("class") in SLURM_ENDS:
@@ -358,7 +361,7 @@ def _exit_zero(f: Dict[str, Any]) -> Optional[Cause]:
 
 def _nonzero(f: Dict[str, Any]) -> Cause:
     sig, how = E.signal_of(f)
-    if sig in E.CRASH_SIGNALS:
+    if sig in E.CRASH_SIGNALS and how is not None:      # (signal_of gives both or neither)
         return _cause("nonzero_exit", "crashed with %s (a native crash: an extension, a "
                       "library or the driver)" % sig, [how] + tail_ev(f), NATIVE_CRASH)
     ec = f.get("exit_code")

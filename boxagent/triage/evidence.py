@@ -31,8 +31,13 @@ def class_rank(cls: str) -> int:
 
 def hit_key(h: Dict[str, Any]) -> Tuple[int, int, int, int]:
     """Most severe, then job > profile > built-in, then most specific class, then latest."""
-    return (SEVERITY_RANK.get(h.get("severity"), 1), SOURCE_RANK.get(h.get("source"), 2),
+    return (_rank(SEVERITY_RANK, h.get("severity"), 1), _rank(SOURCE_RANK, h.get("source"), 2),
             class_rank(h.get("class", "")), -int(h.get("line_no") or 0))
+
+
+def _rank(table: Dict[str, int], name: Any, default: int) -> int:
+    """A hit read back from JSON may lack the field (or hold a non-string): the default."""
+    return table.get(name, default) if isinstance(name, str) else default
 
 
 def failure_hits(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -75,7 +80,7 @@ def class_evidence(facts: Dict[str, Any], best: Dict[str, Any], limit: int = 3) 
     same = [h for h in hits_of(facts) if h is not best and h.get("class") == best["class"] and h.get("line") != best.get("line")
             and h.get("severity") != "info"]
     ev = [hit_line(best)] + [hit_line(h) for h in same[-(limit - 1):]]
-    others = {}
+    others: Dict[str, Any] = {}       # class -> its first line number
     for h in failure_hits(facts):
         if h.get("class") != best["class"] and h.get("severity") == "critical":
             others.setdefault(h["class"], h.get("line_no"))
@@ -131,7 +136,7 @@ def log_df(lines: List[str]) -> List[Dict[str, Any]]:
             key = "inodes_used_pct" if head.group(1) == "Inodes" else "bytes_used_pct"
             continue
         row = _DF_ROW.match(line) if key else None
-        if row is None:
+        if row is None or key is None:        # (a row counts only under a header)
             key = None if not line else key
             continue
         d = out.setdefault(row.group(3), {"path": row.group(3), "role": "log df",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+from types import ModuleType
 from typing import Any, Dict, List, Optional, Pattern, Tuple
 
 from boxagent.triage.vocab import (cloud, cuda, cxx, errno, files, frameworks, http, install,
@@ -24,7 +25,7 @@ from boxagent.triage.vocab import (allocators, cuda11, h5py2, jobs, launchers, l
 from boxagent.triage.vocab.table import Row
 
 # name -> module; the order is only the order rows are listed in
-TABLES = (("cuda", cuda), ("nccl", nccl), ("errno", errno), ("frameworks", frameworks),
+TABLES: Tuple[Tuple[str, ModuleType], ...] = (("cuda", cuda), ("nccl", nccl), ("errno", errno), ("frameworks", frameworks),
           ("files", files), ("http", http), ("install", install), ("sched", sched),
           ("cloud", cloud), ("kernel", kernel), ("cxx", cxx), ("torch", torch))
 TABLES += (("allocators", allocators), ("ray", ray), ("nccl_net", nccl_net), ("jobs", jobs),
