@@ -40,7 +40,8 @@ _COST = {"price_per_hour": "n", "currency": "s", "since": "s", "hours": "n", "sp
          "idle": {"since": "s", "idle_s": "n", "spent": "n", "reminders_sent": "i", "next_reminder_at": "s"}}
 _GPU = {"index": "i", "name": "s", "util_pct": "n", "memory_used_bytes": "n", "memory_total_bytes": "n",
         "temperature_c": "n", "power_w": "n", "throttle_reasons": ["s"], "lost": "b",
-        "xid_last": {"code": "i"}, "run": "s"}
+        "xid_last": {"code": "i"}, "run": "s",
+        "processes": [{"pid": "i", "rgt": "b", "command": "s", "visible": "b", "used_memory_bytes": "n"}]}
 _HEALTH = {"memory": {"cgroup": "s", "current_bytes": "n", "max_bytes": "n", "used_pct": "n", "peak_bytes": "n",
                       "oom_kill": "i", "host_total_bytes": "n"},
            "cpu": {"quota_cores": "n"}, "gpu_unavailable_reason": "s", "gpus": [_GPU],
@@ -49,7 +50,8 @@ SHAPE = {
     "observed_at": "s", "host": "s", "profile": "s",
     "agent": {"version": "s", "build_sha256": "s", "pid": "i", "running": "b", "state": "s",
               "heartbeat_age_s": "n", "machine_restarted": "b",
-              "storage": {"state": "s", "since": "s", "error": "s", "pending_writes": "i"}},
+              "storage": {"state": "s", "since": "s", "error": "s", "pending_writes": "i",
+                          "need_free_bytes": "i", "free_bytes": "i"}},
     "health": _HEALTH,
     "history": {"mem_used_pct": ["n"], "gpu_util_pct": {"*": ["n"]}, "disk_used_pct": {"*": ["n"]}},
     "runs": [_RUN],
@@ -58,11 +60,13 @@ SHAPE = {
     "events": [{"at": "s", "severity": "s", "type": "s", "summary": "s"}],
     "metrics_history": {"*": {"stage": "s", "metric": "s", "values": ["f"]}},
     "cost": _COST,
+    "runs_summary": {"total": "i", "shown": "i", "ended_not_shown": "i"},
 }
 # The same stage blocks as types, for the renderers that read them (every field may be null or
 # absent; tests/client/test_status_contract.py holds their keys to the shapes above).
 Progress = TypedDict("Progress", {"done": "float | None", "total": "float | None", "fraction": "float | None",
-                                  "eta_s": "float | None", "last_line": "str | None"}, total=False)
+                                  "eta_s": "float | None", "last_line": "str | None", "seen_at": "float | None",
+                                  "age_s": "float | None"}, total=False)
 Cause = TypedDict("Cause", {"class": "str | None", "summary": "str | None", "remediation": "str | None",
                             "retryable": "bool | None", "evidence": "list[str] | None", "decided_by": "str | None",
                             "overruled": "list[str] | None", "confidence": "str | None", "runner_up": "str | None",
