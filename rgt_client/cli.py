@@ -25,6 +25,7 @@ COMMAND_MODULES = {
     "rgt_client.triage_cmd": ("triage",),
     "rgt_client.pull_cmd": ("pull", "verify"),
     "rgt_client.report.cmd": ("report",),
+    "rgt_client.ssh_cmd": ("ssh-close",),
 }
 MODULE_OF = {name: module for module, names in COMMAND_MODULES.items() for name in names}
 

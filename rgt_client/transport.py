@@ -108,11 +108,20 @@ class Target:
 
 
 def ssh_argv(target: Target, remote_command: str) -> list[str]:
+    from rgt_client import sshmux
     argv = ["ssh"]
     if target.ssh_config:
         argv += ["-F", target.ssh_config]
-    argv += list(SSH_OPTIONS) + list(target.extra_ssh) + [target.host, "--", remote_command]
-    return argv
+    argv += list(SSH_OPTIONS) + sshmux.options(target.host, target.ssh_config) + list(target.extra_ssh)
+    return argv + [target.host, "--", remote_command]
+
+
+def drop_master(target: Target) -> None:
+    """A call through the shared connection timed out or its link broke: end that master, so the
+    next call makes a fresh connection instead of queueing behind a dead one."""
+    if not target.is_local:
+        from rgt_client import sshmux
+        sshmux.close(target.host, target.ssh_config, target.extra_ssh, timeout=5.0)
 
 
 def preamble(target: Target, need_agent: bool = True) -> str:
@@ -193,10 +202,13 @@ def run_remote(target: Target, remote_command: str, stdin: bytes | None = None,
             "the box may be damaged or compromised: look at it over plain ssh, then reinstall: "
             "rgt-client install %s" % shlex.quote(target.host))
     except _Timeout as exc:
+        drop_master(target)
         raise _too_slow(target, timeout or 0, exc.connected, what)
     finally:
         _reap(proc)
     connected = err.startswith(CONNECTED)
+    if proc.returncode == RC_SSH_FAILED and connected:
+        drop_master(target)       # the link broke mid-answer: the master behind it is dead too
     return Result(proc.returncode, bytes(out), bytes(err[len(CONNECTED):] if connected else err),
                   time.monotonic() - t0, connected)
 
