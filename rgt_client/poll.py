@@ -83,7 +83,9 @@ def _watch_tick(target: Target, run: str, show: Callable[[WatchEvent], None], de
 
 # The fixed decision table, first match wins (also in the client docs):
 PATROL_TABLE = (
-    ("UNREACHABLE", exitcodes.UNREACHABLE, "ssh could not reach the host"),
+    ("UNREACHABLE", exitcodes.UNREACHABLE, "ssh could not reach the host (no connection, or no such host)"),
+    ("HOST-KEY", exitcodes.HOST_KEY, "the box's host key is unknown here (first contact) or has changed"),
+    ("AUTH-FAILED", exitcodes.AUTH_FAILED, "the box refused the login (no ssh-agent under cron, wrong key)"),
     ("AGENT-DOWN", exitcodes.AGENT_DOWN, "agent not installed, not running, or heartbeat stale"),
     ("STATE-FULL", exitcodes.STATE_FULL, "the agent's state dir is full: runs go on, no new stage starts"),
     ("RUN-FAILED", exitcodes.RUN_FAILED, "a run failed or was interrupted within --since"),
@@ -95,8 +97,8 @@ PATROL_TABLE = (
 )
 _CODE = {word: code for word, code, _ in PATROL_TABLE}
 # Several hosts: the exit code of the most urgent verdict, in this order.
-PATROL_PRIORITY = (exitcodes.RUN_FAILED, exitcodes.STATE_FULL, exitcodes.AGENT_DOWN, exitcodes.UNREACHABLE,
-                   exitcodes.ERROR)
+PATROL_PRIORITY = (exitcodes.RUN_FAILED, exitcodes.STATE_FULL, exitcodes.AGENT_DOWN, exitcodes.HOST_KEY,
+                   exitcodes.AUTH_FAILED, exitcodes.UNREACHABLE, exitcodes.ERROR)
 
 
 @dataclass
@@ -111,7 +113,8 @@ class Verdict:
 def patrol_verdict(hs: HostStatus, since_s: float) -> Verdict:
     """The first row of PATROL_TABLE that matches this host."""
     if hs.error is not None:
-        word = {exitcodes.UNREACHABLE: "UNREACHABLE", exitcodes.AGENT_DOWN: "AGENT-DOWN"}.get(hs.error.code, "ERROR")
+        word = {exitcodes.UNREACHABLE: "UNREACHABLE", exitcodes.AGENT_DOWN: "AGENT-DOWN", exitcodes.HOST_KEY: "HOST-KEY",
+                exitcodes.AUTH_FAILED: "AUTH-FAILED"}.get(hs.error.code, "ERROR")
         return Verdict(word, _CODE[word], error=hs.error)
     status = hs.status or {}
     runs = status.get("runs") or []
