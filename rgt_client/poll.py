@@ -35,6 +35,10 @@ class WatchEvent:
     error: ClientError | None = None
     dead: int = 0
     waited_s: float = 0.0
+    # gave_up: what was last actually observed, never a guess: its age (None: the box never
+    # answered during the wait), and since when (epoch seconds) the box has not answered
+    seen_age_s: float | None = None
+    unknown_since: float | None = None
 
 
 def watch(target: Target, run: str, every_s: float, max_wait_s: float, show: Callable[[WatchEvent], None],
@@ -44,8 +48,9 @@ def watch(target: Target, run: str, every_s: float, max_wait_s: float, show: Cal
     clock = clock or Clock()
     start = clock.monotonic()
     next_tick, dead = start, 0
+    seen = _Seen()
     while True:
-        code, dead = _watch_tick(target, run, show, dead)
+        code, dead = _watch_tick(target, run, show, dead, seen, clock)
         if code is not None:
             return code
         if dead >= dead_ticks:
@@ -54,15 +59,29 @@ def watch(target: Target, run: str, every_s: float, max_wait_s: float, show: Cal
         # the next tick on the schedule, but never a burst of catch-up ticks after a slow ssh
         next_tick = max(next_tick + every_s, clock.monotonic())
         if next_tick - start > max_wait_s:
-            show(WatchEvent("gave_up", waited_s=max_wait_s))
+            show(WatchEvent("gave_up", run=seen.run, waited_s=max_wait_s, unknown_since=seen.unknown_since,
+                            seen_age_s=None if seen.at is None else clock.monotonic() - seen.at))
             return exitcodes.GAVE_UP
         clock.sleep(max(0.0, next_tick - clock.monotonic()))
 
 
-def _watch_tick(target: Target, run: str, show: Callable[[WatchEvent], None], dead: int) -> tuple[int | None, int]:
+class _Seen:
+    """The run as last observed, when, and since when the box has not answered. A wait that
+    never reached the box once ended with "still not finished" about a run that had succeeded."""
+
+    def __init__(self) -> None:
+        self.run: dict[str, Any] = {}
+        self.at: float | None = None
+        self.unknown_since: float | None = None
+
+
+def _watch_tick(target: Target, run: str, show: Callable[[WatchEvent], None], dead: int, seen: _Seen,
+                clock: Clock) -> tuple[int | None, int]:
     hs = fetch_status(target, events=0, run=run, timeout=60.0)
     if hs.error is not None:
         if hs.error.code == exitcodes.UNREACHABLE or isinstance(hs.error, BoxTooSlow):
+            if seen.unknown_since is None:
+                seen.unknown_since = time.time()
             show(WatchEvent("no_answer", error=hs.error))
             return None, dead
         raise hs.error
@@ -70,6 +89,7 @@ def _watch_tick(target: Target, run: str, show: Callable[[WatchEvent], None], de
     info = statusdata.find_run(status, run)
     if info is None:   # an agent that ignored --run: the same error as an unknown name
         raise statusdata.unknown_run(target.host, run, status)
+    seen.run, seen.at, seen.unknown_since = info, clock.monotonic(), None
     show(WatchEvent("run", run=info, status=status))
     if info.get("state") in TERMINAL_OK:
         return exitcodes.OK, 0

@@ -32,8 +32,22 @@ def watch_lines(ev: WatchEvent, host: str, run: str) -> list[str]:
     if ev.kind == "agent_down":
         return ["%s the agent on %s stayed down for %d checks; restart it: rgt-client install %s"
                 % (_ts(), host, ev.dead, word)]
-    return ["%s gave up after %s: run %s is still not finished (it keeps going on the box)"
-            % (_ts(), format_duration(ev.waited_s), s(run))]
+    return ["%s gave up after %s: %s" % (_ts(), format_duration(ev.waited_s), _last_seen(ev, host, run))]
+
+
+def _last_seen(ev: WatchEvent, host: str, run: str) -> str:
+    """Only what was observed, with its age: a box unreachable for the whole wait tells nothing
+    about the run (it may have succeeded minutes ago)."""
+    again = "rgt-client status %s --run %s" % (shlex.quote(host), shlex.quote(run))
+    if ev.seen_age_s is None:
+        return ("never reached %s during the wait: the state of run %s is unknown (it goes on on the box "
+                "either way); ask again: %s" % (host, s(run), again))
+    last = "last seen %s ago: %s" % (format_duration(ev.seen_age_s), run_line(ev.run, True))
+    if ev.unknown_since is not None:
+        since = time.strftime("%H:%M:%S", time.localtime(ev.unknown_since))
+        return ("no answer from %s since %s: the state of run %s is unknown; %s; ask again: %s"
+                % (host, since, s(run), last, again))
+    return "run %s was not finished when %s (it keeps going on the box)" % (s(run), last)
 
 
 def patrol_detail(v: Verdict, host: str) -> str:

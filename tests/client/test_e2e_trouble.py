@@ -2,6 +2,7 @@
 patrol's RUN-FAILED and AGENT-DOWN, watch giving up, status with the daemon dead."""
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -76,6 +77,8 @@ def test_watch_gives_up_with_6_and_agent_down_is_3(trouble, tmp_path):
     t0 = time.monotonic()
     res = rgt("watch", "rgt-box", "slow", "--every", "0.2s", "--max-wait", "1s", "--home", str(home))
     assert res.exit_code == exitcodes.GAVE_UP and "gave up" in res.stdout
+    assert re.search(r"run slow was not finished when last seen \d+s ago: slow running stage main", res.stdout), \
+        res.stdout
     assert time.monotonic() - t0 < 10
     stop_daemon(home)
     res = rgt("status", "rgt-box", "--home", str(home))

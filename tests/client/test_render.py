@@ -289,3 +289,14 @@ def test_a_slurm_stage_shows_its_job_and_why_it_waits():
     line = stage_head(held)
     assert line.endswith(", blocked)") and "\x1b" not in line
     assert "slurm" not in stage_head({"name": "train", "state": "running"})
+
+
+def test_a_wait_that_lost_the_box_says_the_state_is_unknown_with_the_last_seen_and_its_age():
+    import time as _time
+    from rgt_client.poll import WatchEvent
+    from rgt_client.render_poll import watch_lines
+    ev = WatchEvent("gave_up", run=RUNNING, waited_s=600, seen_age_s=190.0, unknown_since=_time.time() - 185)
+    line = watch_lines(ev, "gpu1", "a3")[0]
+    assert "no answer from gpu1 since" in line and "the state of run a3 is unknown" in line
+    assert "last seen 3m10s ago: a3 running stage eval (2/3)" in line and "still not finished" not in line
+    assert "rgt-client status gpu1 --run a3" in line
