@@ -193,13 +193,21 @@ def start_offset(path, n):
     return size - len(keep)
 
 def stage_logs(run, only):
-    out = []
+    out, heads = [], {}
     for st in run.get("stages") or []:
         log = st.get("log")
         if not log or (only and st.get("name") != only) or st.get("state") in ("pending", "skipped"):
             continue
-        out.append(log if os.path.isabs(log) else os.path.join(HOME, log))
-    return out
+        path = log if os.path.isabs(log) else os.path.join(HOME, log)
+        out.append(path)
+        heads[path] = "==> %s (attempt %s) <==" % (st.get("name"), st.get("attempt") or 1)
+    return out, heads
+
+def header(text, printed):
+    """tail(1)'s header when the output moves to another stage's log: the chain moved on."""
+    lead = b"" if not printed else b"\n"
+    sys.stdout.buffer.write(lead + text.encode("utf-8", "replace") + b"\n")
+    sys.stdout.flush()
 
 def end_offset(path):
     try:
@@ -209,21 +217,26 @@ def end_offset(path):
 
 def main():
     name, only, n, max_wait, poll = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
-    deadline, offsets, first = time.time() + max_wait, {}, True
+    deadline, offsets, first, current, printed = time.time() + max_wait, {}, True, None, False
     while True:
         run = find_run(read_status(), name)
         if run is None:
             done(error="no run %s" % name, state=None)
         state = run.get("state")
-        logs = stage_logs(run, only)
+        logs, heads = stage_logs(run, only)
         if first and logs:
             # the last N lines of the stage running now; earlier stages' logs are history
             for log in logs[:-1]:
                 offsets[log] = end_offset(log)
             offsets[logs[-1]] = start_offset(logs[-1], n)
-            first = False
+            current, first = logs[-1], False
         for log in logs:
-            offsets[log] = pump(log, offsets.get(log, 0))
+            if log not in offsets or (log != current and end_offset(log) > offsets[log]):
+                header(heads[log], printed)
+                current = log
+            before = offsets.get(log, 0)
+            offsets[log] = pump(log, before)
+            printed = printed or offsets[log] > before
         if state in TERMINAL:
             done(state=state)
         if time.time() >= deadline:
