@@ -26,6 +26,7 @@ COMMAND_MODULES = {
     "rgt_client.pull_cmd": ("pull", "verify"),
     "rgt_client.report.cmd": ("report",),
     "rgt_client.ssh_cmd": ("ssh-close",),
+    "rgt_client.mcp.cmd": ("mcp",),
 }
 MODULE_OF = {name: module for module, names in COMMAND_MODULES.items() for name in names}
 

@@ -1,0 +1,141 @@
+"""The MCP server's one seam into the client: every client function a tool uses is imported
+here, and only here, so the tools read like the click commands they mirror and a move of the
+client's modules changes this file alone.
+
+Each function is the plain function a click command calls (status fetch, submit, cancel, resume,
+logs, pull + verify, report, profiles, install), returning data, raising ClientError.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any, Callable
+
+from rgt_client import agentcall, exitcodes, jobfile, ops, statusdata
+from rgt_client.errors import ClientError
+from rgt_client.hosts import target_for
+from rgt_client.textsafe import safe, safe_line
+from rgt_client.transport import Target, run_python
+
+__all__ = ["ClientError", "Target", "exitcodes", "safe", "safe_line", "target", "fetch_status",
+           "submit", "run_verb", "agent_logs", "load_job", "pull_and_verify", "write_report",
+           "explain_profile", "install_agent", "box_script", "find_run", "validate_status"]
+
+LOGS_MAX = 4 << 20        # read_logs asks for at most a few thousand lines of at most 16 KiB
+
+
+def target(host: str, ssh_config: str | None) -> Target:
+    return target_for(host, ssh_config)
+
+
+def fetch_status(t: Target, run: str | None = None, events: int = 1) -> dict[str, Any]:
+    """The box's validated status (one agent call), or ClientError."""
+    hs = ops.fetch_status(t, events, run)
+    if hs.error is not None:
+        raise hs.error
+    return hs.status or {}
+
+
+def validate_status(doc: Any, host: str) -> dict[str, Any]:
+    """A status document read some other way than fetch_status, checked the same way."""
+    return statusdata.validate(doc, host)
+
+
+def find_run(status: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return statusdata.find_run(status, name)
+
+
+def submit(t: Target, job: dict[str, Any], replace: bool = False) -> tuple[dict[str, Any], list[str]]:
+    return ops.submit(t, job, replace=replace)
+
+
+def run_verb(t: Target, verb: str, run: str) -> tuple[int, str]:
+    """`cancel RUN` / `resume RUN` on the box: (client exit code, the agent's text in the client's
+    words); a refusal is the agent's ClientError."""
+    ans = ops.run_command(t, [verb, run], run, verb)
+    if ans.rc != 0:
+        raise ans.error(verb)
+    return ans.code, agentcall.client_hint(ans.text, t.host)
+
+
+def agent_logs(t: Target, run: str, stage: str | None, lines: int) -> bytes:
+    """The agent's `logs RUN -n N [--stage S]`: its line rule (a bar's redraws are one line)."""
+    args = ["logs", run, "-n", str(lines)] + (["--stage", stage] if stage else [])
+    ans = ops.run_command(t, args, run, "logs", timeout=120.0, max_out=LOGS_MAX)
+    if ans.rc != 0:
+        raise ans.error("logs")
+    return ans.stdout
+
+
+def load_job(job: str) -> dict[str, Any]:
+    """A job given as a path to TOML/JSON, or as TOML text: validated by the agent's validator."""
+    text = job.strip()
+    if "\n" not in text and (text.endswith((".toml", ".json")) or os.path.sep in text) and "=" not in text:
+        return jobfile.load_job(os.path.expanduser(text))
+    with tempfile.TemporaryDirectory(prefix="rgt-mcp-") as d:
+        path = os.path.join(d, "job.toml")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(job)
+        try:
+            return jobfile.load_job(path)
+        except ClientError as exc:
+            raise ClientError(exc.message.replace(path, "job"), exc.hint, exc.code) from None
+
+
+def pull_and_verify(t: Target, run: str, dest: str | None,
+                    progress: Callable[[int, int], None]) -> dict[str, Any]:
+    """`pull` then its verify and teardown gate, as `pull --json` prints them."""
+    from rgt_client.pull import pull
+    from rgt_client.pull_cmd import _why, gate_text
+    from rgt_client.pullmark import record_on_box
+    res = pull(t, run, dest, progress=progress)
+    gate = gate_text(res.info.head.get("profile") or {}, res.verify.ok,
+                     None if res.verify.ok else _why(res.verify))
+    note = record_on_box(t, run, res.verify.manifest_sha256) if res.verify.ok else None
+    return {"dest": res.dest, "method": res.method, "bytes_moved": res.bytes_moved,
+            "elapsed_s": round(res.elapsed_s, 3), "verify": res.verify.as_dict(),
+            "teardown_gate": gate, "recorded_on_box": res.verify.ok and note is None}
+
+
+def not_pulled_gate(dest: str, why: str) -> str:
+    """The gate `pull` prints when the pull itself failed."""
+    from rgt_client.pull_cmd import _pull_facts, gate_text
+    return gate_text(_pull_facts(os.path.abspath(dest)), False, why)
+
+
+def default_pull_dest(host: str, run: str) -> str:
+    from rgt_client.pull import default_dest
+    return default_dest(host, run)
+
+
+def write_report(t: Target, run: str, out: str | None) -> str:
+    from rgt_client.report.cmd import write_report as do_write
+    return do_write(t, run, out)
+
+
+def explain_profile(name: str) -> dict[str, Any]:
+    """A shipped profile (or a profile file), validated, and `install`'s first-contact text."""
+    from rgt_client.profiles import checkpoint_advice, first_contact, list_profiles, load_profile
+    if name == "list":
+        return {"profiles": list_profiles()}
+    p = load_profile(name)
+    return {"profile": p, "text": first_contact(p), "checkpoints": checkpoint_advice(p)}
+
+
+def install_agent(t: Target, price: str | None, notify_file: str | None) -> dict[str, Any]:
+    from rgt_client.costopts import cost_patch
+    from rgt_client.install import InstallOptions, install
+    patch = cost_patch(price=price)
+    rep = install(t, InstallOptions(notify_file=notify_file, cost=patch))
+    return {"sha256": rep.sha256, "profile": rep.profile.get("name"), "profile_reason": rep.profile_reason,
+            "warnings": list(rep.warnings), "start": rep.start, "upload_s": round(rep.upload_s, 3),
+            "start_s": round(rep.start_s, 3)}
+
+
+def box_script(t: Target, script: str, args: list[str], timeout: float, max_out: int) -> bytes:
+    """A small stdlib script run by the box's python (the transport's own wrapper); its stdout."""
+    res = run_python(t, script, args, timeout=timeout, max_out=max_out)
+    if res.rc != 0:
+        raise ClientError("a box-side read on %s failed: %s" % (t.host, safe_line(res.err.strip()[-300:])),
+                          "check the agent: rgt-client status %s" % t.host)
+    return res.stdout

@@ -1,0 +1,138 @@
+"""What a model may reach and what it may read back.
+
+A model acts on what it reads, and what it reads comes from a rented box that may be
+compromised. So: an allow-list of hosts (a tool call naming another host is refused before any
+ssh starts: a prompt injection cannot make rgt ssh anywhere else), a read-only mode, and every
+string from the box sanitised as on a terminal (textsafe), cut to a bound, with secrets this
+machine knows replaced, and returned in a structured field as data.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from rgt_client.mcp.calls import ClientError, exitcodes, safe, safe_line
+
+HOST_RE = re.compile(r"^(local|[A-Za-z0-9_][A-Za-z0-9_.@:+-]{0,127})$")
+FIELD_MAX = 500            # one string field from the box
+REDACTED = "[redacted]"
+# Token shapes that must never reach a model, whoever printed them (a job echoing its env).
+_TOKEN_SHAPES = re.compile(
+    r"(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}"
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|hooks\.slack\.com/services/[A-Za-z0-9/]+"
+    r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,})")
+# `WANDB_API_KEY=abc…` printed by a job whose env this server never saw (submitted elsewhere)
+_SECRET_ASSIGN = re.compile(r"(?i)(\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY)[A-Z0-9_]*"
+                            r"\s*[=:]\s*)([^\s'\"]{8,})")
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|WEBHOOK", re.I)
+
+
+@dataclass
+class Policy:
+    hosts: list[str]
+    read_only: bool = False
+    ssh_config: str | None = None
+    secrets: set[str] = field(default_factory=set)
+
+    def check_host(self, host: str) -> str:
+        """The host if the allow-list names it; else the refusal a model reads."""
+        if not isinstance(host, str) or not HOST_RE.match(host):
+            raise ClientError("%r is not a host name" % safe_line(str(host))[:80],
+                              "name one of the allowed hosts: %s" % ", ".join(self.hosts), exitcodes.USAGE)
+        if host not in self.hosts:
+            raise ClientError("host %s is not on this server's allow-list (%s)" % (host, ", ".join(self.hosts)),
+                              "the user adds it: rgt-client mcp --hosts %s" % ",".join(self.hosts + [host]),
+                              exitcodes.USAGE)
+        return host
+
+    def learn_secret(self, value: Any) -> None:
+        if isinstance(value, str) and len(value) >= 8:
+            self.secrets.add(value)
+
+
+def local_path(path: str, what: str, suffix: str | None = None) -> str:
+    """Where a tool may write on this machine: inside the directory the server runs in (the
+    project), never in a hidden folder. A model that read "pull to ~/.ssh" or "write the report
+    to .git/hooks/post-commit" in a log must not be able to make rgt do it."""
+    root = os.path.realpath(os.getcwd())
+    full = os.path.realpath(os.path.join(root, os.path.expanduser(path)))
+    rel = os.path.relpath(full, root)
+    if rel == os.curdir or rel.startswith(os.pardir) or any(p.startswith(".") for p in rel.split(os.sep)):
+        raise ClientError("%s %s is outside %s or in a hidden folder" % (what, safe_line(path)[:200], root),
+                          "name a path inside the project, e.g. rgt-pulls/HOST/RUN", exitcodes.USAGE)
+    if suffix and not full.endswith(suffix):
+        raise ClientError("%s %s: expected a %s file" % (what, safe_line(path)[:200], suffix),
+                          "e.g. reports/run.html", exitcodes.USAGE)
+    return full
+
+
+def env_secrets(environ: dict[str, str] | None = None) -> set[str]:
+    """Values of this machine's secret-looking variables (HF_TOKEN, AWS_SECRET_ACCESS_KEY...)."""
+    env = os.environ if environ is None else environ
+    return {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 8}
+
+
+def load_hosts_file(path: str) -> list[str]:
+    """A config file of allowed hosts: one per line (# comments), or {"hosts": [...]} in JSON."""
+    try:
+        with open(os.path.expanduser(path), "rb") as fh:
+            text = fh.read(1 << 20).decode("utf-8", "replace")
+    except OSError as exc:
+        raise ClientError("cannot read %s: %s" % (path, exc.strerror), "pass --hosts gpu1,gpu2 instead",
+                          exitcodes.USAGE)
+    if text.lstrip().startswith("{"):
+        try:
+            hosts = json.loads(text).get("hosts")
+        except (ValueError, AttributeError):
+            hosts = None
+        if not isinstance(hosts, list):
+            raise ClientError("%s: expected {\"hosts\": [\"gpu1\", ...]}" % path, "or one host per line",
+                              exitcodes.USAGE)
+        return [str(h) for h in hosts]
+    return [ln.split("#", 1)[0].strip() for ln in text.splitlines() if ln.split("#", 1)[0].strip()]
+
+
+def parse_hosts(words: list[str]) -> list[str]:
+    hosts: list[str] = []
+    for word in words:
+        for h in (x.strip() for x in word.split(",")):
+            if not h:
+                continue
+            if not HOST_RE.match(h):
+                raise ClientError("%r is not a host name" % h, "--hosts gpu1,gpu2 (ssh aliases, or local)",
+                                  exitcodes.USAGE)
+            if h not in hosts:
+                hosts.append(h)
+    return hosts
+
+
+def redact(text: str, secrets: set[str]) -> str:
+    for s in sorted(secrets, key=len, reverse=True):
+        if s in text:
+            text = text.replace(s, REDACTED)
+    text = _SECRET_ASSIGN.sub(lambda m: m.group(1) + REDACTED, text)
+    return _TOKEN_SHAPES.sub(REDACTED, text)
+
+
+def line(value: Any, policy: Policy, limit: int = FIELD_MAX) -> str | None:
+    """One string field from the box: sanitised (no control character survives), secrets out,
+    cut to `limit` characters with a mark that it was cut."""
+    if value is None:
+        return None
+    text = redact(safe_line(value if isinstance(value, (str, bytes)) else str(value)), policy.secrets)
+    return text if len(text) <= limit else text[:limit] + "…[cut %d chars]" % (len(text) - limit)
+
+
+def block(value: Any, policy: Policy, limit: int) -> str:
+    """Multi-line box text (a handbook, an agent's answer) kept as lines, bounded."""
+    text = redact(safe(value if isinstance(value, (str, bytes)) else str(value)), policy.secrets)
+    return text if len(text) <= limit else text[:limit] + "\n…[cut %d chars]" % (len(text) - limit)
+
+
+def lines(values: Any, policy: Policy, n: int = 5, limit: int = FIELD_MAX) -> list[str]:
+    if not isinstance(values, list):
+        return []
+    return [line(v, policy, limit) or "" for v in values[:n]]

@@ -1,0 +1,185 @@
+"""The tools that change something: a box's runs (submit, cancel, resume, install) or files on
+this machine (pull, report). --read-only leaves all of them out. None of them stops, releases or
+destroys an instance, and none deletes anything: rgt has no such verb."""
+from __future__ import annotations
+
+import os
+import time
+from typing import Annotated, Any
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from rgt_client.mcp import calls, summary
+from rgt_client.mcp.results import CHANGE, CREATE, LOCAL_WRITE, answer, blocking
+from rgt_client.mcp.safety import Policy, block, line, lines, local_path
+from rgt_client.mcp.schemas import InstallOut, PullOut, ReportOut, SubmitOut, VerbOut
+from rgt_client.mcp.tools_read import Host, RunName
+
+RESUME = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
+PROBLEMS_SHOWN = 10
+
+
+def register(server: MCPServer, policy: Policy) -> None:
+    _run_tools(server, policy)
+    _box_and_file_tools(server, policy)
+
+
+def _run_tools(server: MCPServer, policy: Policy) -> None:
+    @server.tool(annotations=CREATE)
+    async def submit_job(host: Host, job: Annotated[str, Field(description="The job as TOML text, or the path "
+                                                                "of a .toml/.json job file on this machine",
+                                                                min_length=1, max_length=1 << 20)],
+                         replace: bool = False) -> Annotated[CallToolResult, SubmitOut]:
+        """Queue a job on the box; its stages then run, retry and checkpoint on their own. Bad input
+        comes back as an error with the CLI's Error:/Hint:. Submitting the same job again changes
+        nothing. `cursor`: pass it to wait_for_change."""
+        async def work() -> dict[str, Any]:
+            t = calls.target(policy.check_host(host), policy.ssh_config)
+            spec = calls.load_job(job)
+            for value in _env_values(spec):
+                policy.learn_secret(value)
+            cursor = await blocking(lambda: _cursor(t))
+            out, notes = await blocking(lambda: calls.submit(t, spec, replace=replace))
+            return submit_answer(out, notes, host, str(spec.get("name")), cursor, policy)
+        return await answer(work)
+
+    @server.tool(annotations=CHANGE)
+    async def cancel_run(host: Host, run: RunName) -> Annotated[CallToolResult, VerbOut]:
+        """Stop a run: TERM its stage's process group, KILL after a grace. Work since the last
+        marker is lost; the instance is untouched. Ask the user first."""
+        return await _verb(policy, "cancel", host, run)
+
+    @server.tool(annotations=RESUME)
+    async def resume_run(host: Host, run: RunName) -> Annotated[CallToolResult, VerbOut]:
+        """Requeue a failed, interrupted or cancelled run from its last marker (after you fixed the
+        cause: diagnose says what it was)."""
+        return await _verb(policy, "resume", host, run)
+
+
+def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
+    @server.tool(annotations=CREATE)
+    async def install_agent(host: Host, price: Annotated[str | None, Field(description="What the box costs per "
+                                                                            "hour, e.g. 2.49", max_length=32)] = None,
+                            notify: Annotated[str | None, Field(description="Path of a notification TOML "
+                                                                "file on this machine", max_length=4096)] = None
+                            ) -> Annotated[CallToolResult, InstallOut]:
+        """Install or upgrade the rgt agent on the box and (re)start it. Idempotent; running
+        stages keep running."""
+        async def work() -> dict[str, Any]:
+            t = calls.target(policy.check_host(host), policy.ssh_config)
+            rep = await blocking(lambda: calls.install_agent(t, price, notify))
+            return {"host": host, "installed": True, "sha256": rep["sha256"][:16],
+                    "profile": line(rep.get("profile"), policy, 80),
+                    "profile_reason": line(rep.get("profile_reason"), policy, 300),
+                    "warnings": lines(rep.get("warnings"), policy, 5, 300),
+                    "next": "rgt-client run %s JOB.toml   (MCP: submit_job)" % summary.q(host)}
+        return await answer(work)
+
+    @server.tool(annotations=LOCAL_WRITE)
+    async def pull_artifacts(host: Host, run: RunName, ctx: Context,
+                             dest: Annotated[str | None, Field(description="Folder on this machine (default "
+                                                               "./rgt-pulls/HOST/RUN)", max_length=4096)] = None
+                             ) -> Annotated[CallToolResult, PullOut]:
+        """Copy the run's manifest files here, resuming a partial pull, and verify every sha256.
+        Says whether it is safe to tear the box down and what the platform's stop verb destroys.
+        Never deletes anything, here or on the box."""
+        async def work() -> dict[str, Any]:
+            t = calls.target(policy.check_host(host), policy.ssh_config)
+            where = local_path(dest or calls.default_pull_dest(host, run), "pull destination")
+            report = _progress_reporter(ctx)
+            try:
+                res = await blocking(lambda: calls.pull_and_verify(t, run, where, report))
+            except calls.ClientError as exc:
+                gate = calls.not_pulled_gate(where, exc.message)
+                raise calls.ClientError(exc.message, "%s | %s" % (exc.hint or "pull again",
+                                                                  gate.splitlines()[0] if gate else ""), exc.code)
+            return pull_answer(res, host, run, policy)
+        return await answer(work)
+
+    @server.tool(annotations=LOCAL_WRITE)
+    async def make_report(host: Host, run: RunName,
+                          out: Annotated[str | None, Field(description="HTML file to write", max_length=4096)] = None
+                          ) -> Annotated[CallToolResult, ReportOut]:
+        """Write the run's one-file HTML report (stages, causes, curves, cost) and return its path."""
+        async def work() -> dict[str, Any]:
+            t = calls.target(policy.check_host(host), policy.ssh_config)
+            target = local_path(out, "report file", ".html") if out else None
+            if target:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+            path = await blocking(lambda: calls.write_report(t, run, target))
+            return {"host": host, "run": run, "path": path}
+        return await answer(work)
+
+
+async def _verb(policy: Policy, verb: str, host: str, run: str) -> CallToolResult:
+    async def work() -> dict[str, Any]:
+        t = calls.target(policy.check_host(host), policy.ssh_config)
+        cursor = await blocking(lambda: _cursor(t))
+        _code, text = await blocking(lambda: calls.run_verb(t, verb, run))
+        out = {"host": host, "run": run, "done": True, "text": block(text.strip(), policy, 2000),
+               "next": "wait_for_change with cursor %s (CLI: rgt-client watch %s %s)"
+                       % (cursor or "(none)", summary.q(host), summary.q(run))}
+        if cursor:
+            out["cursor"] = cursor
+        return out
+    return await answer(work)
+
+
+def _cursor(t: calls.Target) -> str | None:
+    """The box's last event id now: a wait from it sees everything the next action causes."""
+    try:
+        return summary.last_event_id(calls.fetch_status(t, None, events=1))
+    except calls.ClientError:
+        return None
+
+
+def _env_values(spec: dict[str, Any]) -> list[str]:
+    envs = [spec.get("env")] + [s.get("env") for s in spec.get("stage") or [] if isinstance(s, dict)]
+    return [v for e in envs if isinstance(e, dict) for v in e.values() if isinstance(v, str)]
+
+
+def _progress_reporter(ctx: Context) -> Any:
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] < 1.0 and done < total:
+            return
+        last[0] = now
+        try:
+            anyio.from_thread.run(ctx.report_progress, float(done), float(total or 0) or None, "bytes pulled")
+        except Exception:  # noqa: BLE001 - progress is a courtesy: the pull goes on without it
+            pass
+    return report
+
+
+def submit_answer(out: dict[str, Any], notes: list[str], host: str, name: str, cursor: str | None,
+                  policy: Policy) -> dict[str, Any]:
+    res: dict[str, Any] = {"host": host, "run": name, "state": line(out.get("state") or "queued", policy, 20),
+                           "duplicate": bool(out.get("duplicate")), "notes": lines(notes, policy, 5, 300),
+                           "next": "wait_for_change(host=%s, run=%s, cursor=%s)   (CLI: rgt-client watch %s %s)"
+                                   % (host, name, cursor or "none", summary.q(host), summary.q(name))}
+    if isinstance(out.get("runs"), list):
+        res["runs"] = [{"run": line(r.get("run"), policy, 80), "duplicate": bool(r.get("duplicate"))}
+                       for r in out["runs"][:50] if isinstance(r, dict)]
+    if cursor:
+        res["cursor"] = cursor
+    return res
+
+
+def pull_answer(res: dict[str, Any], host: str, run: str, policy: Policy) -> dict[str, Any]:
+    v = res.get("verify") or {}
+    ok = bool(v.get("ok"))
+    problems = [{"kind": line(p.get("kind"), policy, 40), "path": line(p.get("path"), policy, 300),
+                 "detail": line(p.get("detail"), policy, 300)} for p in (v.get("problems") or [])[:PROBLEMS_SHOWN]]
+    return {"host": host, "run": run, "dest": res.get("dest"), "verified": ok, "files": v.get("files"),
+            "bytes": v.get("bytes"), "problems": problems, "safe_to_tear_down": ok,
+            "teardown": block(res.get("teardown_gate") or "", policy, 3000),
+            "bytes_moved": res.get("bytes_moved"), "elapsed_s": res.get("elapsed_s"),
+            "next": ("rgt-client report %s %s   (MCP: make_report); tearing down is the user's call"
+                     % (summary.q(host), summary.q(run)) if ok else
+                     "rgt-client pull %s %s   (MCP: pull_artifacts again); do NOT tear down"
+                     % (summary.q(host), summary.q(run)))}

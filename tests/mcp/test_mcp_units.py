@@ -1,0 +1,111 @@
+"""The pieces under the tools, fast: the box-side wait script on crafted events files (rotation,
+a cursor rotated away, torn and giant lines, an event appended while it waits), the redaction,
+the write confinement and the allow-list parsing."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from rgt_client.errors import ClientError
+from rgt_client.mcp.safety import local_path, parse_hosts, redact
+from rgt_client.mcp.wait import BOX_SCRIPT, MARK
+
+
+def ev(ms: int, seq: int, run: str = "r1", type_: str = "stage_succeeded") -> str:
+    return json.dumps({"id": "%013d-abcdef-%d" % (ms, seq), "type": type_, "run": run, "severity": "info"})
+
+
+def run_wait(home, cursor: str, timeout: float = 1.0, run: str = "r1") -> tuple[dict, float]:
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", BOX_SCRIPT, cursor, run, str(timeout), "20"],
+                         env=dict(os.environ, RGT_HOME=str(home)), capture_output=True, timeout=60).stdout
+    head = out[out.index(MARK) + len(MARK):].split(b"\n", 1)[0]
+    return json.loads(head), time.monotonic() - t0
+
+
+def ids(head: dict) -> list[str]:
+    return [e["id"].split("-")[-1] for e in head["events"]]
+
+
+def test_events_after_the_cursor_across_a_rotation(tmp_path):
+    (tmp_path / "events.jsonl.1").write_text("\n".join(ev(1000 + i, i) for i in range(1, 4)) + "\n")
+    (tmp_path / "events.jsonl").write_text("\n".join(ev(2000 + i, i) for i in range(4, 6)) + "\n")
+    head, _ = run_wait(tmp_path, "%013d-abcdef-2" % 1002)           # rotated away: by its millisecond
+    assert ids(head) == ["3", "4", "5"] and head["cursor"].endswith("-5") and not head["timed_out"]
+    head, _ = run_wait(tmp_path, "%013d-abcdef-4" % 2004)           # in the current file: after its line
+    assert ids(head) == ["5"]
+
+
+def test_torn_and_giant_lines_are_skipped_and_other_runs_filtered(tmp_path):
+    lines = [ev(1001, 1), '{"id":"00000', ev(1002, 2, run="other"), '{"id":"x","s":"' + "A" * 200000 + '"}',
+             ev(1003, 3, type_="heartbeat"), ev(1004, 4)]
+    (tmp_path / "events.jsonl").write_text("\n".join(lines) + "\n")
+    head, _ = run_wait(tmp_path, "%013d-abcdef-1" % 1001)
+    assert ids(head) == ["4"] and head["cursor"].endswith("-4")
+
+
+def test_no_cursor_starts_now_and_times_out_at_its_bound(tmp_path):
+    (tmp_path / "events.jsonl").write_text(ev(1001, 1) + "\n")
+    head, took = run_wait(tmp_path, "", timeout=1.5)
+    assert head["timed_out"] and head["events"] == [] and head["cursor"].endswith("-1")
+    assert 1.5 <= took < 4
+
+
+def test_an_event_appended_while_waiting_returns_at_once(tmp_path):
+    path = tmp_path / "events.jsonl"
+    path.write_text(ev(1001, 1) + "\n")
+    written: list[float] = []
+
+    def append() -> None:
+        time.sleep(0.8)
+        with open(path, "a") as fh:
+            fh.write(ev(1002, 2, type_="stage_started") + "\n")     # a start alone does not wake
+            fh.flush()
+            time.sleep(0.5)
+            fh.write(ev(1003, 3, type_="stage_failed") + "\n")
+        written.append(time.monotonic())
+    th = threading.Thread(target=append)
+    th.start()
+    head, _ = run_wait(tmp_path, "%013d-abcdef-1" % 1001, timeout=20)
+    back = time.monotonic()
+    th.join()
+    assert ids(head) == ["2", "3"] and not head["timed_out"]
+    assert back - written[0] < 1.0
+
+
+def test_a_file_that_is_not_there_yet(tmp_path):
+    head, _ = run_wait(tmp_path, "", timeout=0.5)
+    assert head["timed_out"] and head["cursor"] is None
+
+
+def test_redaction_of_secrets_in_box_text():
+    text = ("HF_TOKEN=hf_%s token ghp_%s Bearer abcdefghijklmnopqrstu export WANDB_API_KEY=k3y-value-123 "
+            "my-own-secret-value loss=0.123456789" % ("a" * 30, "b" * 30))
+    out = redact(text, {"my-own-secret-value"})
+    assert "hf_aaa" not in out and "ghp_bbb" not in out and "abcdefghijklmnopqrstu" not in out
+    assert "k3y-value" not in out and "my-own-secret" not in out and "loss=0.123456789" in out
+
+
+def test_writes_stay_inside_the_project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert local_path("rgt-pulls/gpu1/r1", "dest") == str(tmp_path / "rgt-pulls" / "gpu1" / "r1")
+    assert local_path(str(tmp_path / "out" / "r.html"), "out", ".html").endswith("r.html")
+    os.symlink("/etc", tmp_path / "etc-link")
+    for bad in ("/etc/x", "../x", ".git/hooks", "a/.ssh/b", "~/x", ".", "etc-link/x"):
+        with pytest.raises(ClientError):
+            local_path(bad, "dest")
+    with pytest.raises(ClientError):
+        local_path("r.sh", "out", ".html")
+
+
+def test_hosts_are_parsed_and_checked():
+    assert parse_hosts(["gpu1,gpu2", "local", "gpu1"]) == ["gpu1", "gpu2", "local"]
+    for bad in ("-oProxyCommand=x", "a b", "a;b", "$(x)"):
+        with pytest.raises(ClientError):
+            parse_hosts([bad])
