@@ -39,6 +39,9 @@ class WatchEvent:
     # answered during the wait), and since when (epoch seconds) the box has not answered
     seen_age_s: float | None = None
     unknown_since: float | None = None
+    # streamed watch (watchstream.py): `event` (one event from the box's feed), `link_lost`
+    # (waited_s: the backoff before the next try), `link_back`
+    event: dict[str, Any] = field(default_factory=dict)
 
 
 def watch(target: Target, run: str, every_s: float, max_wait_s: float, show: Callable[[WatchEvent], None],
