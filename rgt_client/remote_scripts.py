@@ -143,11 +143,12 @@ def main():
 main()
 '''
 
-# argv: run stage n max_wait_s poll_s ; streams the run's stage logs until it ends
+# argv: run stage n max_wait_s poll_s [resume] ; streams the run's stage logs until it ends, in frames
+# (follow.py reads them); resume: the `st` of the last frame the client got, its offsets cut to its last byte
 FOLLOW = _COMMON + r'''
-import time
+import base64, time
 
-def done(**kw):  # the result goes to stderr here: stdout carries the log bytes untouched
+def done(**kw):  # the result goes to stderr here: stdout carries the log bytes, framed
     OUT.update(kw)
     sys.stdout.flush()
     sys.stderr.write("\nRGT-RESULT " + json.dumps(OUT) + "\n")
@@ -168,6 +169,15 @@ def find_run(status, name):
             return run
     return None
 
+STATE = {"offsets": {}, "current": None, "printed": False}
+
+def frame(data, **head):
+    """One frame: a JSON line (what follows, and where the follow stands after it) and its bytes.
+    The client resumes from the last byte it got after a broken link: nothing twice, nothing lost."""
+    head.update(n=len(data), st=STATE)
+    sys.stdout.buffer.write(json.dumps(head).encode("utf-8") + b"\n" + data)
+    sys.stdout.flush()
+
 def pump(path, offset):
     try:
         with open(path, "rb") as fh:
@@ -176,8 +186,9 @@ def pump(path, offset):
     except OSError:
         return offset
     if data:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
+        STATE["offsets"][path] = offset + len(data)
+        STATE["printed"] = True
+        frame(data, p=path, o=offset)
     return offset + len(data)
 
 def start_offset(path, n):
@@ -206,8 +217,7 @@ def stage_logs(run, only):
 def header(text, printed):
     """tail(1)'s header when the output moves to another stage's log: the chain moved on."""
     lead = b"" if not printed else b"\n"
-    sys.stdout.buffer.write(lead + text.encode("utf-8", "replace") + b"\n")
-    sys.stdout.flush()
+    frame(lead + text.encode("utf-8", "replace") + b"\n", h=1)
 
 def end_offset(path):
     try:
@@ -217,7 +227,12 @@ def end_offset(path):
 
 def main():
     name, only, n, max_wait, poll = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
-    deadline, offsets, first, current, printed = time.time() + max_wait, {}, True, None, False
+    deadline, at = time.time() + max_wait, STATE     # at: offsets per log, current log, printed yet
+    # base64: a JSON word with quotes and paths would meet the remote login shell (csh, fish)
+    resume = json.loads(base64.b64decode(sys.argv[6]).decode("utf-8")) if len(sys.argv) > 6 else None
+    if resume:   # after a broken link: where the client's last byte came from
+        at.update(offsets=dict(resume["offsets"]), current=resume["current"], printed=bool(resume["printed"]))
+    first, offsets = not resume, at["offsets"]
     while True:
         run = find_run(read_status(), name)
         if run is None:
@@ -229,14 +244,13 @@ def main():
             for log in logs[:-1]:
                 offsets[log] = end_offset(log)
             offsets[logs[-1]] = start_offset(logs[-1], n)
-            current, first = logs[-1], False
+            at["current"], first = logs[-1], False
+            frame(b"")       # where it starts: a link that breaks before any log byte resumes here
         for log in logs:
-            if log not in offsets or (log != current and end_offset(log) > offsets[log]):
-                header(heads[log], printed)
-                current = log
-            before = offsets.get(log, 0)
-            offsets[log] = pump(log, before)
-            printed = printed or offsets[log] > before
+            if log not in offsets or (log != at["current"] and end_offset(log) > offsets[log]):
+                at["current"] = log
+                header(heads[log], at["printed"])
+            offsets[log] = pump(log, offsets.get(log, 0))
         if state in TERMINAL:
             done(state=state)
         if time.time() >= deadline:
