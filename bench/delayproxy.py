@@ -3,7 +3,8 @@
 Every chunk is forwarded `one_way_s` after it arrived, in order, in both directions, so a
 round trip costs 2 x one_way_s whatever else happens. It counts connections and bytes. It can
 also stall: while stalled it accepts nothing new and forwards nothing (a link that drops and
-comes back, with the TCP connections left hanging), which is how the watch test cuts a link.
+comes back, with the TCP connections left hanging), which is how the watch test cuts a link;
+and cut: every live connection reset at once (a NAT that forgot the flow: ssh ends with 255).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class DelayProxy:
         self.stalled = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
+        self._live: list = []
         threading.Thread(target=self._accept, daemon=True).start()
 
     def counters(self) -> tuple[int, int]:
@@ -35,6 +37,18 @@ class DelayProxy:
 
     def stall(self, on: bool) -> None:
         (self.stalled.set if on else self.stalled.clear)()
+
+    def cut(self) -> None:
+        """Reset every live connection (both ends see the link break); new ones are accepted."""
+        with self._lock:
+            live, self._live = self._live, []
+        for sock in live:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                sock.shutdown(socket.SHUT_RDWR)     # wakes the pipe threads blocked on it
+                sock.close()
+            except OSError:
+                pass
 
     def close(self) -> None:
         self._stop.set()
@@ -55,6 +69,7 @@ class DelayProxy:
                 continue
             with self._lock:
                 self.connections += 1
+                self._live += [client, server]
             for a, b in ((client, server), (server, client)):
                 _Pipe(self, a, b).start()
 
