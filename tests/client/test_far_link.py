@@ -109,16 +109,20 @@ def test_a_30s_stall_mid_watch_loses_and_repeats_no_event(far):
     lines = Lines(proc)
     wait_for(lambda: any("s1" in line for _, line in lines.got[1:]), 30)
     far["proxy"].stall(True)          # the link goes dark mid-run, its connections left hanging
+    dark = time.time()
     time.sleep(30)
     far["proxy"].stall(False)
+    light = time.time()
     assert proc.wait(timeout=150) == 0, (lines.got, proc.stderr.read())
     lines.join(5)
     text = [line for _, line in lines.got]
-    for e in run_events(far["home"], "chain"):
-        if e["type"] in ("run_queued",):
-            continue
-        shown = [line for line in text if line.endswith(" " + e["summary"]) or line.endswith(": " + e["summary"])]
+    started = lines.got[0][0]         # what landed before watch began is not its to show
+    after = [e for e in run_events(far["home"], "chain") if int(e["id"].split("-")[0]) / 1000.0 > started]
+    assert len([e for e in after if dark < int(e["id"].split("-")[0]) / 1000.0 < light]) >= 10
+    for e in after:
+        shown = [line for line in text if line.endswith(" " + e["summary"])]
         assert len(shown) == 1, (e["summary"], text)
+    assert text[-1].endswith("chain succeeded"), text
 
 
 def test_logs_follow_across_a_broken_link_loses_and_repeats_no_line(far):
@@ -155,3 +159,28 @@ def test_an_agent_with_no_event_feed_is_polled(far):
     assert res.returncode == 3, res.stdout + res.stderr
     assert len([line for line in res.stdout.splitlines() if "old running stage only" in line]) == 3, res.stdout
     assert "stayed down for 3 checks" in res.stdout
+
+
+def test_a_re_pull_of_an_unchanged_run_copies_nothing_and_records_nothing_again(far, tmp_path):
+    job = far["work"] / "art.toml"
+    job.write_text('name = "art"\nworkdir = %s\n[[stage]]\nname = "make"\nrun = "mkdir -p out && echo w > out/m.bin"\n'
+                   '[artifacts]\ninclude = ["out/**"]\n' % json.dumps(str(far["work"])))
+    assert far["rgt"]("run", "rgt-box", str(job), "--home", str(far["home"])).exit_code == 0
+    assert far["rgt"]("watch", "rgt-box", "art", "--max-wait", "60s", "--home", str(far["home"])).exit_code == 0
+    dest = tmp_path / "pulled"
+
+    def pull() -> subprocess.CompletedProcess:
+        return subprocess.run([CLIENT, "pull", "far-box", "art", str(dest), "--home", str(far["home"]), "--json"],
+                              capture_output=True, text=True, env=far["env"], timeout=120)
+    first = pull()
+    assert first.returncode == 0 and json.loads(first.stdout)["recorded_on_box"], first.stderr
+    mark = far["home"] / "runs" / "art" / "pull_verified.json"
+    recorded = mark.stat().st_mtime_ns
+    again = pull()
+    out = json.loads(again.stdout)
+    assert again.returncode == 0 and out["verify"]["ok"] and out["method"] == "none" and out["bytes_moved"] == 0
+    assert mark.stat().st_mtime_ns == recorded       # the box already knew: not asked again
+    (dest / "out" / "m.bin").write_text("changed here\n")
+    fixed = pull()                                    # a copy that stopped matching is put right
+    assert fixed.returncode == 0 and json.loads(fixed.stdout)["method"] != "none", fixed.stderr
+    assert (dest / "out" / "m.bin").read_text() == "w\n"
