@@ -122,7 +122,7 @@ def test_a_30s_stall_mid_watch_loses_and_repeats_no_event(far):
     for e in after:
         shown = [line for line in text if line.endswith(" " + e["summary"])]
         assert len(shown) == 1, (e["summary"], text)
-    assert text[-1].endswith("chain succeeded"), text
+    assert "chain succeeded" in text[-1], text
 
 
 def test_logs_follow_across_a_broken_link_loses_and_repeats_no_line(far):
