@@ -169,7 +169,7 @@ def report(far: Far, n: int, rtt: float) -> None:
     for label, (sec, conns, nbytes), goal in rows:
         ok = "" if goal is None else ("<= %.2fx %s" % (goal, "ok" if sec / base <= goal else "MISSED"))
         print("%-48s %8.3f %8.2f %6d %10d  %s" % (label, sec, sec / base, conns, nbytes, ok))
-    for every in ("1s", "60s"):
+    for every in ("1s", "60s"):    # --every is the old agent's poll: a stream does not depend on it
         lat = watch_latency(far, far.env, every)
         goal = 1.0 + rtt
         print("watch --every %-4s: a stage's end shown %s after it happened (goal <= %.2f s: %s)"

@@ -68,8 +68,8 @@ def what_and_hint(kind: str, host: str, ssh_config: str | None, known_hosts: lis
 
 def known_host_names(ssh_config: str | None) -> list[str]:
     """Hosts rgt has used, and the Host aliases of the ssh config (no wildcards)."""
-    from rgt_client import hosts
-    names = set(hosts.load_all())
+    from rgt_client.hostsfile import load_all
+    names = set(load_all())
     path = ssh_config or os.path.expanduser("~/.ssh/config")
     try:
         with open(path, "r", encoding="utf-8", errors="replace") as fh:
