@@ -16,6 +16,7 @@ from rgt_client.transport import Target
 
 __all__ = ["config_dir", "hosts_file", "load_all", "get", "remember", "target_for"]
 
+
 def get(host: str) -> dict[str, Any]:
     entry = load_all().get(host)
     return entry if isinstance(entry, dict) else {}
