@@ -140,18 +140,19 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rtt", type=float, default=0.15, help="round trip in seconds (default 0.15)")
     ap.add_argument("-n", type=int, default=5, help="runs per figure (default 5)")
+    ap.add_argument("--only", default=None, help="only the commands whose label has this word (e.g. pull)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="rgt-far-") as tmp:
         far = Far(Path(tmp), args.rtt)
         try:
             far.setup()
-            report(far, args.n, args.rtt)
+            report(far, args.n, args.rtt, args.only)
         finally:
             far.close()
     return 0
 
 
-def report(far: Far, n: int, rtt: float) -> None:
+def report(far: Far, n: int, rtt: float, only: str | None = None) -> None:
     off = dict(far.env, RGT_SSH_MULTIPLEX="0")
     ssh_true = ["ssh", "-F", str(far.cfg), "far", "true"]
     close = lambda: subprocess.run([CLIENT, "ssh-close", "far"], capture_output=True, env=far.env)  # noqa: E731
@@ -161,6 +162,8 @@ def report(far: Far, n: int, rtt: float) -> None:
             ("pull of an unchanged run", ["pull", "far", "far1", str(far.pulls)], None, 1.5),
             ("install of an unchanged agent", ["install", "far"], None, None)]
     for label, argv, before, goal in cmds:
+        if only and only not in label:
+            continue
         rows.append((label, medians(far, [CLIENT, *argv], far.env, n, before), goal))
         rows.append((label + ", RGT_SSH_MULTIPLEX=0", medians(far, [CLIENT, *argv], off, n), None))
     base = rows[0][1][0]
@@ -169,13 +172,13 @@ def report(far: Far, n: int, rtt: float) -> None:
     for label, (sec, conns, nbytes), goal in rows:
         ok = "" if goal is None else ("<= %.2fx %s" % (goal, "ok" if sec / base <= goal else "MISSED"))
         print("%-48s %8.3f %8.2f %6d %10d  %s" % (label, sec, sec / base, conns, nbytes, ok))
-    for every in ("1s", "60s"):    # --every is the old agent's poll: a stream does not depend on it
+    for every in () if only else ("1s", "60s"):    # --every is the old agent's poll: a stream does not depend on it
         lat = watch_latency(far, far.env, every)
         goal = 1.0 + rtt
         print("watch --every %-4s: a stage's end shown %s after it happened (goal <= %.2f s: %s)"
               % (every, "%.2f s" % lat if lat is not None else "never", goal,
                  "ok" if lat is not None and lat <= goal else "MISSED"))
-    print("command: python bench/far_box.py --rtt %g -n %d" % (rtt, n))
+    print("command: python bench/far_box.py --rtt %g -n %d%s" % (rtt, n, " --only %s" % only if only else ""))
 
 
 if __name__ == "__main__":
