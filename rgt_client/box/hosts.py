@@ -11,31 +11,10 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from rgt_client.box.hostsfile import config_dir, hosts_file, load_all
 from rgt_client.box.transport import Target
 
-# Plain os.path, no pathlib: every `status` reads this file, and its start-up time counts.
-
-
-def config_dir() -> str:
-    env = os.environ.get("RGT_CLIENT_CONFIG_DIR")
-    if env:
-        return os.path.expanduser(env)
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "rgt")
-
-
-def hosts_file() -> str:
-    return os.path.join(config_dir(), "hosts.json")
-
-
-def load_all() -> dict[str, dict[str, Any]]:
-    try:
-        with open(hosts_file(), "rb") as fh:
-            data = json.loads(fh.read().decode("utf-8"))
-    except (OSError, ValueError):
-        return {}
-    hosts = data.get("hosts") if isinstance(data, dict) else None
-    return hosts if isinstance(hosts, dict) else {}
+__all__ = ["config_dir", "hosts_file", "load_all", "get", "remember", "target_for"]
 
 
 def get(host: str) -> dict[str, Any]:

@@ -58,7 +58,9 @@ def as_json(res):
         return None
 '''
 
-# argv: sha256 size deps(0|1) deps_timeout_s ; stdin: the agent file's bytes
+# argv: sha256 size deps(0|1) deps_timeout_s [check] ; stdin: the agent file's bytes, or nothing
+# with `check`: the box's copy is used when its sha256 is the one sent, else need_upload is the
+# answer (an unchanged agent is not sent again over a far link: 369 KB for an "unchanged")
 UPLOAD = _COMMON + r'''
 def sha_file(path):
     h = hashlib.sha256()
@@ -84,17 +86,19 @@ def main():
     sha, size, want_deps, deps_timeout = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", float(sys.argv[4])
     if sys.version_info < (3, 8):
         done(error="python %s is too old: the agent needs >= 3.8" % OUT["python_version"])
-    data = sys.stdin.buffer.read()
-    got = hashlib.sha256(data).hexdigest()
-    if len(data) != size or got != sha:
-        done(error="the agent file arrived damaged: %d bytes, sha256 %s (sent %d bytes, %s)"
-             % (len(data), got, size, sha))
+    check_only = sys.argv[5:6] == ["check"]
+    prev = sha_file(PYZ) if os.path.exists(PYZ) else None
+    if check_only and prev != sha:
+        done(ok=True, need_upload=True)
+    data = None if check_only else sys.stdin.buffer.read()
+    if data is not None:
+        got = hashlib.sha256(data).hexdigest()
+        if len(data) != size or got != sha:
+            done(error="the agent file arrived damaged: %d bytes, sha256 %s (sent %d bytes, %s)"
+                 % (len(data), got, size, sha))
     os.makedirs(HOME, exist_ok=True)
     os.chmod(HOME, 0o700)
     sha_path = os.path.join(HOME, "agent.sha256")
-    prev = None
-    if os.path.exists(PYZ):
-        prev = sha_file(PYZ)
     if prev != sha:
         atomic(PYZ, data, 0o755)
     installed = sha_file(PYZ)  # the copy on disk, not the bytes in memory
@@ -141,11 +145,12 @@ def main():
 main()
 '''
 
-# argv: run stage n max_wait_s poll_s ; streams the run's stage logs until it ends
+# argv: run stage n max_wait_s poll_s [resume] ; streams the run's stage logs until it ends, in frames
+# (follow.py reads them); resume: the `st` of the last frame the client got, its offsets cut to its last byte
 FOLLOW = _COMMON + r'''
-import time
+import base64, time
 
-def done(**kw):  # the result goes to stderr here: stdout carries the log bytes untouched
+def done(**kw):  # the result goes to stderr here: stdout carries the log bytes, framed
     OUT.update(kw)
     sys.stdout.flush()
     sys.stderr.write("\nRGT-RESULT " + json.dumps(OUT) + "\n")
@@ -166,6 +171,15 @@ def find_run(status, name):
             return run
     return None
 
+STATE = {"offsets": {}, "current": None, "printed": False}
+
+def frame(data, **head):
+    """One frame: a JSON line (what follows, and where the follow stands after it) and its bytes.
+    The client resumes from the last byte it got after a broken link: nothing twice, nothing lost."""
+    head.update(n=len(data), st=STATE)
+    sys.stdout.buffer.write(json.dumps(head).encode("utf-8") + b"\n" + data)
+    sys.stdout.flush()
+
 def pump(path, offset):
     try:
         with open(path, "rb") as fh:
@@ -174,8 +188,9 @@ def pump(path, offset):
     except OSError:
         return offset
     if data:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
+        STATE["offsets"][path] = offset + len(data)
+        STATE["printed"] = True
+        frame(data, p=path, o=offset)
     return offset + len(data)
 
 def start_offset(path, n):
@@ -191,13 +206,20 @@ def start_offset(path, n):
     return size - len(keep)
 
 def stage_logs(run, only):
-    out = []
+    out, heads = [], {}
     for st in run.get("stages") or []:
         log = st.get("log")
         if not log or (only and st.get("name") != only) or st.get("state") in ("pending", "skipped"):
             continue
-        out.append(log if os.path.isabs(log) else os.path.join(HOME, log))
-    return out
+        path = log if os.path.isabs(log) else os.path.join(HOME, log)
+        out.append(path)
+        heads[path] = "==> %s (attempt %s) <==" % (st.get("name"), st.get("attempt") or 1)
+    return out, heads
+
+def header(text, printed):
+    """tail(1)'s header when the output moves to another stage's log: the chain moved on."""
+    lead = b"" if not printed else b"\n"
+    frame(lead + text.encode("utf-8", "replace") + b"\n", h=1)
 
 def end_offset(path):
     try:
@@ -207,20 +229,29 @@ def end_offset(path):
 
 def main():
     name, only, n, max_wait, poll = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
-    deadline, offsets, first = time.time() + max_wait, {}, True
+    deadline, at = time.time() + max_wait, STATE     # at: offsets per log, current log, printed yet
+    # base64: a JSON word with quotes and paths would meet the remote login shell (csh, fish)
+    resume = json.loads(base64.b64decode(sys.argv[6]).decode("utf-8")) if len(sys.argv) > 6 else None
+    if resume:   # after a broken link: where the client's last byte came from
+        at.update(offsets=dict(resume["offsets"]), current=resume["current"], printed=bool(resume["printed"]))
+    first, offsets = not resume, at["offsets"]
     while True:
         run = find_run(read_status(), name)
         if run is None:
             done(error="no run %s" % name, state=None)
         state = run.get("state")
-        logs = stage_logs(run, only)
+        logs, heads = stage_logs(run, only)
         if first and logs:
             # the last N lines of the stage running now; earlier stages' logs are history
             for log in logs[:-1]:
                 offsets[log] = end_offset(log)
             offsets[logs[-1]] = start_offset(logs[-1], n)
-            first = False
+            at["current"], first = logs[-1], False
+            frame(b"")       # where it starts: a link that breaks before any log byte resumes here
         for log in logs:
+            if log not in offsets or (log != at["current"] and end_offset(log) > offsets[log]):
+                at["current"] = log
+                header(heads[log], at["printed"])
             offsets[log] = pump(log, offsets.get(log, 0))
         if state in TERMINAL:
             done(state=state)

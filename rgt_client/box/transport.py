@@ -108,11 +108,20 @@ class Target:
 
 
 def ssh_argv(target: Target, remote_command: str) -> list[str]:
+    from rgt_client.box import sshmux
     argv = ["ssh"]
     if target.ssh_config:
         argv += ["-F", target.ssh_config]
-    argv += list(SSH_OPTIONS) + list(target.extra_ssh) + [target.host, "--", remote_command]
-    return argv
+    argv += list(SSH_OPTIONS) + sshmux.options(target.host, target.ssh_config) + list(target.extra_ssh)
+    return argv + [target.host, "--", remote_command]
+
+
+def drop_master(target: Target) -> None:
+    """A call through the shared connection timed out or its link broke: end that master, so the
+    next call makes a fresh connection instead of queueing behind a dead one."""
+    if not target.is_local:
+        from rgt_client.box import sshmux
+        sshmux.close(target.host, target.ssh_config, target.extra_ssh, timeout=5.0)
 
 
 def preamble(target: Target, need_agent: bool = True) -> str:
@@ -193,10 +202,13 @@ def run_remote(target: Target, remote_command: str, stdin: bytes | None = None,
             "the box may be damaged or compromised: look at it over plain ssh, then reinstall: "
             "rgt-client install %s" % shlex.quote(target.host))
     except _Timeout as exc:
+        drop_master(target)
         raise _too_slow(target, timeout or 0, exc.connected, what)
     finally:
         _reap(proc)
     connected = err.startswith(CONNECTED)
+    if proc.returncode == RC_SSH_FAILED and connected:
+        drop_master(target)       # the link broke mid-answer: the master behind it is dead too
     return Result(proc.returncode, bytes(out), bytes(err[len(CONNECTED):] if connected else err),
                   time.monotonic() - t0, connected)
 
@@ -316,12 +328,18 @@ def _too_slow(target: Target, timeout: float, connected: bool, what: str) -> Cli
     if connected or target.is_local:
         return BoxTooSlow("%s answered too slowly: no answer to %s within %ds (the connection is up)"
                           % (target.host, what or "the command", timeout),
-                          "the box may be overloaded or its disk slow: try again, or look at it: "
-                          "ssh %s uptime" % shlex.quote(target.host))
+                          "the box may be overloaded or its disk slow: try again, or look at it: %s"
+                          % _ssh_words(target, "uptime"))
+    from rgt_client.box.sshfail import ssh_words
     return ClientError("%s did not answer within %ds: the ssh connection never came up"
                        % (target.host, timeout),
-                       "check `ssh %s true` works (network, host, key)" % shlex.quote(target.host),
+                       "check the network to the box: %s" % ssh_words(target.host, target.ssh_config, "true"),
                        exitcodes.UNREACHABLE)
+
+
+def _ssh_words(target: Target, command: str) -> str:
+    from rgt_client.box.sshfail import ssh_words
+    return ssh_words(target.host, target.ssh_config, command)
 
 
 def check_reach(target: Target, res: Result) -> Result:
@@ -340,14 +358,18 @@ def check_reach(target: Target, res: Result) -> Result:
 
 
 def unreachable(target: Target, stderr: str, connected: bool = False) -> ClientError:
+    """ssh failed: unreachable, host key unknown or changed, authentication, or no such host,
+    each with its own exit code and hint (sshfail.py), the hint in the user's own `ssh -F FILE`."""
+    from rgt_client.box import sshfail
     from rgt_client.textsafe import safe_line
     msg = " ".join(line.strip() for line in stderr.strip().splitlines()[-3:]) or "ssh failed"
     if connected:   # ssh's own words about a link that dropped mid-answer
         return ClientError("the connection to %s broke: %s" % (target.host, safe_line(msg)),
                            "try again; if it repeats, check the network to the box", exitcodes.UNREACHABLE)
-    return ClientError("cannot reach %s: %s" % (target.host, safe_line(msg)),
-                       "check `ssh %s true` works (host, key, ~/.ssh/config)" % shlex.quote(target.host),
-                       exitcodes.UNREACHABLE)
+    kind = sshfail.kind_of(stderr)
+    known = sshfail.known_host_names(target.ssh_config) if kind == sshfail.NO_SUCH_HOST else []
+    what, hint = sshfail.what_and_hint(kind, target.host, target.ssh_config, known)
+    return ClientError("%s: %s" % (what, safe_line(msg)), hint, sshfail.CODES[kind])
 
 
 def run_agent(target: Target, args: list[str], stdin: bytes | None = None,

@@ -56,12 +56,17 @@ def install(target: Target, opts: InstallOptions, say: Callable[[str], None] = l
     profile = _explicit_profile(opts.profile)          # bad input fails before the box is touched
     notify = opts.notify if opts.notify is not None else _notify_config(opts.notify_file)
     data, sha = build_cache.agent_bytes()
-    say("uploading rgt-agent.pyz (%d KB, sha256 %s) to %s" % (len(data) // 1024, sha[:12], target.host))
     t0 = time.monotonic()
-    res = run_python(target, UPLOAD, [sha, str(len(data)), "1" if opts.deps else "0",
-                                      "%.3f" % opts.deps_timeout_s], stdin=data,
-                     timeout=UPLOAD_TIMEOUT_S + opts.deps_timeout_s, max_out=ANSWER_MAX)
+    args = [sha, str(len(data)), "1" if opts.deps else "0", "%.3f" % opts.deps_timeout_s]
+    # the box's sha256 first: an unchanged agent is not uploaded again (one round trip, no data)
+    res = run_python(target, UPLOAD, args + ["check"], timeout=UPLOAD_TIMEOUT_S + opts.deps_timeout_s,
+                     max_out=ANSWER_MAX)
     up = parse_result(res.text, "the upload on %s" % target.host, res.err)
+    if up.get("need_upload"):
+        say("uploading rgt-agent.pyz (%d KB, sha256 %s) to %s" % (len(data) // 1024, sha[:12], target.host))
+        res = run_python(target, UPLOAD, args, stdin=data, timeout=UPLOAD_TIMEOUT_S + opts.deps_timeout_s,
+                         max_out=ANSWER_MAX)
+        up = parse_result(res.text, "the upload on %s" % target.host, res.err)
     upload_s = time.monotonic() - t0
     if up.get("error"):
         raise ClientError("install on %s failed: %s" % (target.host, up["error"]),

@@ -17,13 +17,16 @@ from rgt_client.jobs import jobfile
 from rgt_client.status import fetch as ops
 from rgt_client.status import statusdata
 from rgt_client.errors import ClientError
+from rgt_client.box.eventwait import BOX_SCRIPT as WAIT_SCRIPT, MARK as WAIT_MARK, MAX_EVENTS as WAIT_MAX_EVENTS
+from rgt_client.box.eventwait import box_wait as event_wait
 from rgt_client.box.hosts import target_for
 from rgt_client.textsafe import safe, safe_line
 from rgt_client.box.transport import Target, run_python
 
 __all__ = ["ClientError", "Target", "exitcodes", "safe", "safe_line", "target", "fetch_status",
            "submit", "run_verb", "agent_logs", "load_job", "pull_and_verify", "write_report",
-           "explain_profile", "install_agent", "box_script", "find_run", "validate_status"]
+           "explain_profile", "install_agent", "box_script", "find_run", "validate_status",
+           "event_wait", "WAIT_SCRIPT", "WAIT_MARK", "WAIT_MAX_EVENTS"]
 
 LOGS_MAX = 4 << 20        # read_logs asks for at most a few thousand lines of at most 16 KiB
 

@@ -199,7 +199,9 @@ def pull_command(ctx: click.Context, host: str, run: str, dest: Optional[str], f
     bar.close()
     facts = res.info.head.get("profile") or {}
     gate = gate_text(facts, res.verify.ok, None if res.verify.ok else _why(res.verify))
-    note = record_on_box(target, run, res.verify.manifest_sha256) if res.verify.ok else None
+    # the box already knows of this verified manifest (its pull-info said so): no second round trip
+    known = res.verify.ok and res.info.head.get("pull_verified_sha256") == res.verify.manifest_sha256
+    note = record_on_box(target, run, res.verify.manifest_sha256) if res.verify.ok and not known else None
     if note:
         click.echo("note: %s" % note, err=True)
     if as_json:

@@ -13,6 +13,7 @@ inside DEST by descriptor (destdir.py).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -30,6 +31,7 @@ from rgt_client.errors import ClientError
 from rgt_client.pull.rsync import local_rsync, remote_rsync, rsync_pull
 from rgt_client.pull.stream import blocked_error, check_parents, stream_pull
 from rgt_client.textsafe import safe_line
+from rgt_client.pull.manifest_check import VERIFIED_NAME
 from rgt_client.pull.verify import META_DIR, VerifyResult, manifest_path, verify
 
 Progress = Callable[[int, int], None]
@@ -136,6 +138,20 @@ def save_meta(dest: Dest, target: transport.Target, info: PullInfo, method: str,
         "pulled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}) + "\n").encode("utf-8"))
 
 
+def _unchanged(d: Dest, dest: str, info: PullInfo, check_load: bool, workers: Optional[int]) -> Optional[VerifyResult]:
+    """The verify of a copy already verified against this very manifest, when it still holds;
+    None otherwise (then the copy runs as always). A copy that stopped matching loses its
+    PULL_VERIFIED.json here, and the pull puts it right."""
+    try:
+        before = json.loads(d.read(VERIFIED_NAME, 1 << 20).decode("utf-8"))
+    except (OSError, ValueError, Blocked):
+        return None
+    if not isinstance(before, dict) or before.get("manifest_sha256") != info.head["manifest_sha256"]:
+        return None
+    res = verify(dest, manifest_path(dest), check_load=check_load, workers=workers)
+    return res if res.ok else None
+
+
 def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: bool = False,
          method: str = "auto", bwlimit_kbps: Optional[int] = None, progress: Optional[Progress] = None,
          check_load: bool = False, workers: Optional[int] = None,
@@ -157,6 +173,11 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
             # before a byte moves: a manifest path under a symlink in DEST (an earlier pull's)
             check_parents(d, target.host, [f["path"] for f in m["files"]] + [s["path"] for s in m.get("symlinks") or []])
             save_meta(d, target, info, how, time.time())
+            again = _unchanged(d, dest, info, check_load, workers)
+            if again is not None:     # re-pull of an unchanged run: no copy, no more round trips
+                if on_info:
+                    on_info(info, "nothing (this copy is verified against the same manifest)")
+                return PullResult(dest, "none", 0, info, again, time.monotonic() - t0)
             if on_info:
                 on_info(info, how)
             if how == "rsync":

@@ -36,6 +36,13 @@ class WatchEvent:
     error: ClientError | None = None
     dead: int = 0
     waited_s: float = 0.0
+    # gave_up: what was last actually observed, never a guess: its age (None: the box never
+    # answered during the wait), and since when (epoch seconds) the box has not answered
+    seen_age_s: float | None = None
+    unknown_since: float | None = None
+    # streamed watch (watchstream.py): `event` (one event from the box's feed), `link_lost`
+    # (waited_s: the backoff before the next try), `link_back`
+    event: dict[str, Any] = field(default_factory=dict)
 
 
 def watch(target: Target, run: str, every_s: float, max_wait_s: float, show: Callable[[WatchEvent], None],
@@ -45,8 +52,9 @@ def watch(target: Target, run: str, every_s: float, max_wait_s: float, show: Cal
     clock = clock or Clock()
     start = clock.monotonic()
     next_tick, dead = start, 0
+    seen = _Seen()
     while True:
-        code, dead = _watch_tick(target, run, show, dead)
+        code, dead = _watch_tick(target, run, show, dead, seen, clock)
         if code is not None:
             return code
         if dead >= dead_ticks:
@@ -55,15 +63,29 @@ def watch(target: Target, run: str, every_s: float, max_wait_s: float, show: Cal
         # the next tick on the schedule, but never a burst of catch-up ticks after a slow ssh
         next_tick = max(next_tick + every_s, clock.monotonic())
         if next_tick - start > max_wait_s:
-            show(WatchEvent("gave_up", waited_s=max_wait_s))
+            show(WatchEvent("gave_up", run=seen.run, waited_s=max_wait_s, unknown_since=seen.unknown_since,
+                            seen_age_s=None if seen.at is None else clock.monotonic() - seen.at))
             return exitcodes.GAVE_UP
         clock.sleep(max(0.0, next_tick - clock.monotonic()))
 
 
-def _watch_tick(target: Target, run: str, show: Callable[[WatchEvent], None], dead: int) -> tuple[int | None, int]:
+class _Seen:
+    """The run as last observed, when, and since when the box has not answered. A wait that
+    never reached the box once ended with "still not finished" about a run that had succeeded."""
+
+    def __init__(self) -> None:
+        self.run: dict[str, Any] = {}
+        self.at: float | None = None
+        self.unknown_since: float | None = None
+
+
+def _watch_tick(target: Target, run: str, show: Callable[[WatchEvent], None], dead: int, seen: _Seen,
+                clock: Clock) -> tuple[int | None, int]:
     hs = fetch_status(target, events=0, run=run, timeout=60.0)
     if hs.error is not None:
         if hs.error.code == exitcodes.UNREACHABLE or isinstance(hs.error, BoxTooSlow):
+            if seen.unknown_since is None:
+                seen.unknown_since = time.time()
             show(WatchEvent("no_answer", error=hs.error))
             return None, dead
         raise hs.error
@@ -71,6 +93,7 @@ def _watch_tick(target: Target, run: str, show: Callable[[WatchEvent], None], de
     info = statusdata.find_run(status, run)
     if info is None:   # an agent that ignored --run: the same error as an unknown name
         raise statusdata.unknown_run(target.host, run, status)
+    seen.run, seen.at, seen.unknown_since = info, clock.monotonic(), None
     show(WatchEvent("run", run=info, status=status))
     if info.get("state") in TERMINAL_OK:
         return exitcodes.OK, 0
@@ -84,7 +107,9 @@ def _watch_tick(target: Target, run: str, show: Callable[[WatchEvent], None], de
 
 # The fixed decision table, first match wins (also in the client docs):
 PATROL_TABLE = (
-    ("UNREACHABLE", exitcodes.UNREACHABLE, "ssh could not reach the host"),
+    ("UNREACHABLE", exitcodes.UNREACHABLE, "ssh could not reach the host (no connection, or no such host)"),
+    ("HOST-KEY", exitcodes.HOST_KEY, "the box's host key is unknown here (first contact) or has changed"),
+    ("AUTH-FAILED", exitcodes.AUTH_FAILED, "the box refused the login (no ssh-agent under cron, wrong key)"),
     ("AGENT-DOWN", exitcodes.AGENT_DOWN, "agent not installed, not running, or heartbeat stale"),
     ("STATE-FULL", exitcodes.STATE_FULL, "the agent's state dir is full: runs go on, no new stage starts"),
     ("RUN-FAILED", exitcodes.RUN_FAILED, "a run failed or was interrupted within --since"),
@@ -96,8 +121,8 @@ PATROL_TABLE = (
 )
 _CODE = {word: code for word, code, _ in PATROL_TABLE}
 # Several hosts: the exit code of the most urgent verdict, in this order.
-PATROL_PRIORITY = (exitcodes.RUN_FAILED, exitcodes.STATE_FULL, exitcodes.AGENT_DOWN, exitcodes.UNREACHABLE,
-                   exitcodes.ERROR)
+PATROL_PRIORITY = (exitcodes.RUN_FAILED, exitcodes.STATE_FULL, exitcodes.AGENT_DOWN, exitcodes.HOST_KEY,
+                   exitcodes.AUTH_FAILED, exitcodes.UNREACHABLE, exitcodes.ERROR)
 
 
 @dataclass
@@ -112,7 +137,8 @@ class Verdict:
 def patrol_verdict(hs: HostStatus, since_s: float) -> Verdict:
     """The first row of PATROL_TABLE that matches this host."""
     if hs.error is not None:
-        word = {exitcodes.UNREACHABLE: "UNREACHABLE", exitcodes.AGENT_DOWN: "AGENT-DOWN"}.get(hs.error.code, "ERROR")
+        word = {exitcodes.UNREACHABLE: "UNREACHABLE", exitcodes.AGENT_DOWN: "AGENT-DOWN", exitcodes.HOST_KEY: "HOST-KEY",
+                exitcodes.AUTH_FAILED: "AUTH-FAILED"}.get(hs.error.code, "ERROR")
         return Verdict(word, _CODE[word], error=hs.error)
     status = hs.status or {}
     runs = status.get("runs") or []

@@ -29,11 +29,44 @@ def watch_lines(ev: WatchEvent, host: str, run: str) -> list[str]:
         return ["%s %s%s" % (_ts(), run_line(ev.run, live), "" if live else "; " + heartbeat_words(ev.status))]
     if ev.kind == "ended":
         return ["%s run %s %s: rgt-client status %s --run %s" % (_ts(), s(run), s(ev.run.get("state")), word, name)]
+    if ev.kind in ("event", "link_lost", "link_back"):
+        return [_stream_line(ev)]
     if ev.kind == "agent_down":
         return ["%s the agent on %s stayed down for %d checks; restart it: rgt-client install %s"
                 % (_ts(), host, ev.dead, word)]
-    return ["%s gave up after %s: run %s is still not finished (it keeps going on the box)"
-            % (_ts(), format_duration(ev.waited_s), s(run))]
+    return ["%s gave up after %s: %s" % (_ts(), format_duration(ev.waited_s), _last_seen(ev, host, run))]
+
+
+def _stream_line(ev: WatchEvent) -> str:
+    """A streamed watch's own lines: an event from the box's feed as it landed, and the link."""
+    if ev.kind == "event":
+        e = ev.event
+        what = e.get("summary") or " ".join(str(e.get(k)) for k in ("type", "stage") if e.get(k))
+        sev = e.get("severity")
+        return "%s %s%s" % (_ts(), "" if sev in (None, "info") else s(sev) + ": ", safe_line(str(what))[:300])
+    since = time.strftime("%H:%M:%S", time.localtime(ev.unknown_since or time.time()))
+    if ev.kind == "link_back":
+        return "%s link back (lost since %s); going on from the last event shown" % (_ts(), since)
+    why = safe_line(ev.error.message if ev.error else "")
+    if not ev.run:      # never reached yet: no link to lose
+        return "%s ssh failed (the run is not affected): %s; trying again in %s" % (_ts(), why, format_duration(ev.waited_s))
+    return "%s link lost at %s, reconnecting in %s (the run is not affected): %s" % (
+        _ts(), since, format_duration(ev.waited_s), why)
+
+
+def _last_seen(ev: WatchEvent, host: str, run: str) -> str:
+    """Only what was observed, with its age: a box unreachable for the whole wait tells nothing
+    about the run (it may have succeeded minutes ago)."""
+    again = "rgt-client status %s --run %s" % (shlex.quote(host), shlex.quote(run))
+    if ev.seen_age_s is None:
+        return ("never reached %s during the wait: the state of run %s is unknown (it goes on on the box "
+                "either way); ask again: %s" % (host, s(run), again))
+    last = "last seen %s ago: %s" % (format_duration(ev.seen_age_s), run_line(ev.run, True))
+    if ev.unknown_since is not None:
+        since = time.strftime("%H:%M:%S", time.localtime(ev.unknown_since))
+        return ("no answer from %s since %s: the state of run %s is unknown; %s; ask again: %s"
+                % (host, since, s(run), last, again))
+    return "run %s was not finished when %s (it keeps going on the box)" % (s(run), last)
 
 
 def patrol_detail(v: Verdict, host: str) -> str:

@@ -144,4 +144,4 @@ def test_pull_refused_while_the_stage_writes_says_not_safe(box, rgt, tmp_path):
 def test_unreachable_host_is_exit_5_with_a_hint(box, rgt, tmp_path):
     res = rgt("pull", "no-such-host.invalid", "r1", str(tmp_path / "d"), "--home", str(box.home))
     assert res.exit_code == 5
-    assert res.stderr.count("Error: cannot reach no-such-host.invalid") == 1 and "Hint:" in res.stderr
+    assert res.stderr.count("Error: no host named no-such-host.invalid") == 1 and "Hint:" in res.stderr

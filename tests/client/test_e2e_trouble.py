@@ -2,6 +2,8 @@
 patrol's RUN-FAILED and AGENT-DOWN, watch giving up, status with the daemon dead."""
 from __future__ import annotations
 
+import json
+import re
 import time
 from pathlib import Path
 
@@ -69,6 +71,20 @@ def test_logs_follow_streams_until_the_run_ends(trouble, tmp_path):
     assert [ln for ln in res.stdout.splitlines() if ln.startswith("line-")] == ["line-1", "line-2", "line-3", "line-4"]
 
 
+def test_logs_follow_prints_a_header_when_the_chain_moves_to_the_next_stage(trouble, tmp_path):
+    """It printed the next stage's lines straight after the last one's, with nothing between."""
+    rgt, home, _ = trouble
+    job = tmp_path / "two.toml"
+    job.write_text('name = "two"\nworkdir = %s\n[[stage]]\nname = "first"\nrun = "echo a-1; sleep 1; echo a-2"\n'
+                   '[[stage]]\nname = "second"\nrun = "echo b-1; sleep 0.5; echo b-2"\n' % json.dumps(str(tmp_path)))
+    assert rgt("run", "rgt-box", str(job), "--home", str(home)).exit_code == 0
+    res = rgt("logs", "rgt-box", "two", "--follow", "--max-wait", "30s", "--home", str(home))
+    assert res.exit_code == 0, res.output
+    lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
+    i = lines.index("==> second (attempt 1) <==")
+    assert "a-2" in lines[:i] and lines[i + 1:i + 3] == ["b-1", "b-2"], lines
+
+
 def test_watch_gives_up_with_6_and_agent_down_is_3(trouble, tmp_path):
     """Last in this file: it stops the daemon."""
     rgt, home, _ = trouble
@@ -76,6 +92,8 @@ def test_watch_gives_up_with_6_and_agent_down_is_3(trouble, tmp_path):
     t0 = time.monotonic()
     res = rgt("watch", "rgt-box", "slow", "--every", "0.2s", "--max-wait", "1s", "--home", str(home))
     assert res.exit_code == exitcodes.GAVE_UP and "gave up" in res.stdout
+    assert re.search(r"run slow was not finished when last seen \d+s ago: slow running stage main", res.stdout), \
+        res.stdout
     assert time.monotonic() - t0 < 10
     stop_daemon(home)
     res = rgt("status", "rgt-box", "--home", str(home))

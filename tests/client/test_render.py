@@ -340,3 +340,14 @@ def test_a_full_state_dir_says_the_room_it_needs_and_has_and_a_queued_run_waits_
     assert "it needs 2.1 MB free and has 409.6 KB: free space there" in flat, flat
     assert "run q9  queued\n  (waits for room in the agent's state dir: no new stage starts while it is full)" in text
     assert "waits for room" not in render_status(scenario([RUNNING, queued]), {"host": "box"})
+
+
+def test_a_wait_that_lost_the_box_says_the_state_is_unknown_with_the_last_seen_and_its_age():
+    import time as _time
+    from rgt_client.status.poll import WatchEvent
+    from rgt_client.status.render_poll import watch_lines
+    ev = WatchEvent("gave_up", run=RUNNING, waited_s=600, seen_age_s=190.0, unknown_since=_time.time() - 185)
+    line = watch_lines(ev, "gpu1", "a3")[0]
+    assert "no answer from gpu1 since" in line and "the state of run a3 is unknown" in line
+    assert "last seen 3m10s ago: a3 running stage eval (2/3)" in line and "still not finished" not in line
+    assert "rgt-client status gpu1 --run a3" in line

@@ -68,3 +68,21 @@ def test_upload_under_python38(sshd, tmp_path):
     out = subprocess.run([PY38, "-S", str(tmp_path / "h38" / "rgt-agent.pyz"), "version", "--json"],
                          capture_output=True)
     assert out.returncode == 0 and json.loads(out.stdout)["version"], out.stderr
+
+
+def test_an_unchanged_agent_is_not_uploaded_again(sshd, tmp_path):
+    """install re-sent the whole agent (369 KB over a far link) to say "unchanged": the box's
+    sha256 is asked first, with no data on the wire."""
+    data, sha = build_cache.agent_bytes()
+    t = Target("rgt-box", home=str(tmp_path / "h"), ssh_config=str(sshd.config))
+
+    def check() -> dict:
+        res = run_python(t, UPLOAD, [sha, str(len(data)), "0", "10", "check"], timeout=120)
+        return parse_result(res.text, "upload", res.err)
+    assert check().get("need_upload") is True                 # nothing there yet
+    assert upload(t, data, sha)["replaced"] is True
+    pyz = tmp_path / "h" / "rgt-agent.pyz"
+    before = pyz.stat().st_mtime_ns
+    again = check()
+    assert again["ok"] and not again.get("need_upload") and again["replaced"] is False
+    assert again["sha256"] == sha and pyz.stat().st_mtime_ns == before and again.get("probe")

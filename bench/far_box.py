@@ -1,0 +1,185 @@
+"""A far box: every rgt command against `ssh HOST true`, through a 150 ms round-trip link.
+
+  python bench/far_box.py              # 150 ms round trip, medians of 5, side by side in one run
+  python bench/far_box.py --rtt 0.3    # another round trip
+
+The box is this machine's real sshd behind bench/delayproxy.py (75 ms each way: this kernel has
+no netem), with the agent installed over that link and one finished run with artifacts. Each
+figure is measured with rgt's shared connection (the default) and without it
+(RGT_SSH_MULTIPLEX=0, what every command paid before), paired with `ssh far true` in the same
+run, and with the connections and bytes the proxy saw. Goals at 150 ms: the first `status`
+<= 1.1x `ssh true`, repeated `status` <= 0.35x, a re-pull of an unchanged run <= 1.5x, and
+`watch` showing a stage's end within 1 s + one round trip.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from delayproxy import DelayProxy  # noqa: E402
+from tests.sshd import start_sshd  # noqa: E402
+
+CLIENT = str(Path(sys.executable).parent / "rgt-client")
+JOB = '''name = "far1"
+workdir = %(work)s
+[[stage]]
+name = "train"
+run = "mkdir -p out && head -c 200000 /dev/urandom > out/model.bin && echo trained"
+[artifacts]
+include = ["out/**"]
+'''
+WATCHED = '''name = "%(name)s"
+workdir = %(work)s
+[[stage]]
+name = "train"
+run = "sleep %(sleep)s; echo done"
+'''
+
+
+class Far:
+    def __init__(self, base: Path, rtt: float):
+        self.base = base
+        self.sshd = start_sshd(base / "sshd", aliases=("near",))
+        self.proxy = DelayProxy(self.sshd.port, rtt / 2)
+        text = "\n".join(line for line in self.sshd.config.read_text().splitlines() if "ControlMaster" not in line)
+        self.cfg = base / "ssh_config"
+        self.cfg.write_text(text.replace("Host near", "Host far").replace("Port %d" % self.sshd.port,
+                                                                          "Port %d" % self.proxy.port) + "\n")
+        self.home, self.work, self.pulls = base / "home", base / "work", base / "pulls"
+        self.work.mkdir()
+        (base / "run").mkdir(mode=0o700)
+        self.env = dict(os.environ, XDG_RUNTIME_DIR=str(base / "run"), RGT_CLIENT_CONFIG_DIR=str(base / "client"),
+                        RGT_SSH_CONFIG=str(self.cfg))
+
+    def rgt(self, *args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        res = subprocess.run([CLIENT, *args], capture_output=True, text=True, env=env or self.env, timeout=600)
+        if check and res.returncode not in (0,):
+            raise SystemExit("rgt-client %s failed (%d): %s" % (" ".join(args), res.returncode, res.stderr))
+        return res
+
+    def setup(self) -> None:
+        self.rgt("install", "far", "--home", str(self.home), "--sample-every", "1s")
+        job = self.base / "far1.toml"
+        job.write_text(JOB % {"work": json.dumps(str(self.work))})
+        self.rgt("run", "far", str(job))
+        self.rgt("watch", "far", "far1", "--every", "0.5s", "--max-wait", "120s")
+        self.rgt("pull", "far", "far1", str(self.pulls))
+
+    def measure(self, argv: list[str], env: dict, before=None) -> tuple[float, int, int]:
+        """Seconds, connections and bytes of one command."""
+        if before:
+            before()
+        c0, b0 = self.proxy.counters()
+        t0 = time.perf_counter()
+        subprocess.run(argv, capture_output=True, env=env, timeout=600)
+        dt = time.perf_counter() - t0
+        c1, b1 = self.proxy.counters()
+        return dt, c1 - c0, b1 - b0
+
+    def close(self) -> None:
+        self.rgt("ssh-close", "far", check=False)
+        self.proxy.close()
+        self.sshd.stop()
+
+
+def medians(far: Far, argv: list[str], env: dict, n: int, before=None) -> tuple[float, int, int]:
+    runs = [far.measure(argv, env, before) for _ in range(n)]
+    return (statistics.median(r[0] for r in runs), int(statistics.median(r[1] for r in runs)),
+            int(statistics.median(r[2] for r in runs)))
+
+
+def watch_latency(far: Far, env: dict, every: str, sleep_s: float = 4.0) -> float | None:
+    """Seconds from the stage's end (its event's time on the box) to watch printing the run's end."""
+    name = "w%d" % int(time.time() * 1000)
+    job = far.base / ("%s.toml" % name)
+    job.write_text(WATCHED % {"name": name, "work": json.dumps(str(far.work)), "sleep": sleep_s})
+    far.rgt("run", "far", str(job), env=env)
+    proc = subprocess.Popen([CLIENT, "watch", "far", name, "--every", every, "--max-wait", "120s"],
+                            stdout=subprocess.PIPE, text=True, env=env)
+    seen: dict[str, float] = {}
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if "succeeded" in line and "done" not in seen:
+                seen["done"] = time.time()
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    proc.wait(180)
+    t.join(5)
+    ended = None
+    for line in (far.home / "events.jsonl").read_text().splitlines():
+        ev = json.loads(line)
+        if ev.get("run") == name and ev.get("type") == "run_succeeded":
+            ended = ev.get("ts") or _epoch(ev.get("at"))
+    return seen["done"] - ended if ended and "done" in seen else None
+
+
+def _epoch(iso: str | None) -> float | None:
+    if not iso:
+        return None
+    import calendar
+    base = calendar.timegm(time.strptime(iso[:19], "%Y-%m-%dT%H:%M:%S"))
+    frac = iso[19:].rstrip("Z")
+    return base + (float(frac) if frac.startswith(".") else 0.0)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rtt", type=float, default=0.15, help="round trip in seconds (default 0.15)")
+    ap.add_argument("-n", type=int, default=5, help="runs per figure (default 5)")
+    ap.add_argument("--only", default=None, help="only the commands whose label has this word (e.g. pull)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="rgt-far-") as tmp:
+        far = Far(Path(tmp), args.rtt)
+        try:
+            far.setup()
+            report(far, args.n, args.rtt, args.only)
+        finally:
+            far.close()
+    return 0
+
+
+def report(far: Far, n: int, rtt: float, only: str | None = None) -> None:
+    off = dict(far.env, RGT_SSH_MULTIPLEX="0")
+    ssh_true = ["ssh", "-F", str(far.cfg), "far", "true"]
+    close = lambda: subprocess.run([CLIENT, "ssh-close", "far"], capture_output=True, env=far.env)  # noqa: E731
+    rows = [("ssh far true", medians(far, ssh_true, far.env, n), None)]
+    cmds = [("first status (no master yet)", ["status", "far"], close, 1.1),
+            ("repeated status", ["status", "far"], None, 0.35),
+            ("pull of an unchanged run", ["pull", "far", "far1", str(far.pulls)], None, 1.5),
+            ("install of an unchanged agent", ["install", "far"], None, None)]
+    for label, argv, before, goal in cmds:
+        if only and only not in label:
+            continue
+        rows.append((label, medians(far, [CLIENT, *argv], far.env, n, before), goal))
+        rows.append((label + ", RGT_SSH_MULTIPLEX=0", medians(far, [CLIENT, *argv], off, n), None))
+    base = rows[0][1][0]
+    print("far box: %.0f ms round trip (bench/delayproxy.py), medians of %d" % (rtt * 1000, n))
+    print("%-48s %8s %8s %6s %10s  %s" % ("command", "seconds", "x ssh", "conns", "bytes", "goal"))
+    for label, (sec, conns, nbytes), goal in rows:
+        ok = "" if goal is None else ("<= %.2fx %s" % (goal, "ok" if sec / base <= goal else "MISSED"))
+        print("%-48s %8.3f %8.2f %6d %10d  %s" % (label, sec, sec / base, conns, nbytes, ok))
+    for every in () if only else ("1s", "60s"):    # --every is the old agent's poll: a stream does not depend on it
+        lat = watch_latency(far, far.env, every)
+        goal = 1.0 + rtt
+        print("watch --every %-4s: a stage's end shown %s after it happened (goal <= %.2f s: %s)"
+              % (every, "%.2f s" % lat if lat is not None else "never", goal,
+                 "ok" if lat is not None and lat <= goal else "MISSED"))
+    print("command: python bench/far_box.py --rtt %g -n %d%s" % (rtt, n, " --only %s" % only if only else ""))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""One ssh connection per box, reused: OpenSSH's own multiplexing (ControlMaster).
+
+A box far away costs a whole handshake per command: `ssh true` took 1.58 s at a 150 ms round
+trip, and every rgt command paid it again (`pull` three times). With a master connection the
+later commands ride on it and pay one round trip. ansible turns this on by default for the same
+reason.
+
+- rgt adds `ControlMaster=auto`, `ControlPersist=60s` and a private `ControlPath` (a 0700
+  directory of ours, `%C`: a hash of the host, port and user) to its own ssh calls.
+- A user whose ssh config names ControlMaster, ControlPath or ControlPersist anywhere (or in a
+  file it Includes) keeps their own setup, whatever it is (`ControlMaster no` included): rgt
+  adds nothing. Reading the files costs no process, so `status` stays one ssh call.
+- A master that stopped answering must not hang later calls: a call through it that times out
+  or whose link broke ends that master (`ssh -O exit`, then the socket is removed), and the next
+  call makes a new one. ServerAliveInterval also ends a master whose link died.
+- `RGT_SSH_MULTIPLEX=0` turns it off; `rgt-client ssh-close HOST` ends a master now.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+ENV_OFF = "RGT_SSH_MULTIPLEX"
+PERSIST = "60s"
+_SOCKET_MAX = 100        # sun_path is 104-108 bytes: the %C name is 40 more than the directory
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV_OFF, "1").strip().lower() not in ("0", "no", "off", "false")
+
+
+def control_dir() -> Path:
+    """A directory only this user can enter: the runtime dir, else the cache dir, else /tmp."""
+    uid = os.getuid()
+    for base in (os.environ.get("XDG_RUNTIME_DIR"), os.path.join(Path.home(), ".cache")):
+        if base and os.path.isdir(base) and len(os.path.join(base, "rgt-ssh")) + 42 < _SOCKET_MAX:
+            return Path(base) / "rgt-ssh"
+    return Path(tempfile.gettempdir()) / ("rgt-ssh-%d" % uid)
+
+
+def _ensure(d: Path) -> bool:
+    try:
+        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = d.stat()
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            return False      # not ours alone: another user could hijack a master through it
+        return True
+    except OSError:
+        return False
+
+
+def options(host: str, ssh_config: str | None) -> list[str]:
+    """The -o options that multiplex rgt's calls to `host`, or none (off, or the user's own)."""
+    if not enabled() or host == "local":
+        return []
+    d = control_dir()
+    if not _ensure(d) or _config_mentions_control(ssh_config):
+        return []
+    return ["-o", "ControlMaster=auto", "-o", "ControlPersist=%s" % PERSIST,
+            "-o", "ControlPath=%s" % (d / "%C")]
+
+
+_CONTROL_WORD = re.compile(r"^\s*control(master|path|persist)\b", re.I | re.M)
+_INCLUDE = re.compile(r"^\s*include\s+(.+)$", re.I | re.M)
+
+
+def _config_files(ssh_config: str | None) -> list[str]:
+    return [ssh_config] if ssh_config else [os.path.expanduser("~/.ssh/config"), "/etc/ssh/ssh_config"]
+
+
+def _config_mentions_control(ssh_config: str | None) -> bool:
+    """Any Control* keyword in the config files or the files they Include (two levels)."""
+    todo = [(p, 0) for p in _config_files(ssh_config)]
+    seen: set[str] = set()
+    while todo:
+        path, depth = todo.pop()
+        if path in seen or depth > 2:
+            continue
+        seen.add(path)
+        try:
+            with open(path, "r", encoding="utf-8", errors="replace") as fh:
+                text = fh.read(1 << 20)
+        except OSError:
+            continue
+        if _CONTROL_WORD.search(text):
+            return True
+        base = os.path.dirname(path) if path.startswith("/etc/") else os.path.expanduser("~/.ssh")
+        for m in _INCLUDE.finditer(text):
+            for word in m.group(1).split():
+                pattern = os.path.join(base, os.path.expanduser(word.strip('"')))
+                todo += [(p, depth + 1) for p in sorted(glob.glob(pattern))]
+    return False
+
+
+def close(host: str, ssh_config: str | None, extra: list[str] | None = None, timeout: float = 10.0) -> bool:
+    """End rgt's master connection to `host`: `ssh -O exit`, and its socket removed even when
+    the master does not answer (stopped, or wedged on a dead link), so no later call queues
+    behind it. True when a master was there."""
+    opts = options(host, ssh_config)
+    if not opts:
+        return False
+    base = ["ssh"] + (["-F", ssh_config] if ssh_config else []) + opts + list(extra or [])
+    try:
+        ok = subprocess.run(base + ["-O", "exit", host], capture_output=True, timeout=timeout).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    sock = socket_path(host, ssh_config, extra)
+    if sock is not None and os.path.exists(sock):
+        try:
+            os.unlink(sock)
+            ok = True
+        except OSError:
+            pass
+    return ok
+
+
+def socket_path(host: str, ssh_config: str | None, extra: list[str] | None = None) -> str | None:
+    """The master's socket for `host`: ControlPath's %C is the SHA-1 of local host name, remote
+    host name, port and user, as `ssh -G` resolves them."""
+    argv = ["ssh"] + (["-F", ssh_config] if ssh_config else []) + list(extra or []) + ["-G", host]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    conf = dict(line.partition(" ")[::2] for line in out.splitlines())
+    if not all(conf.get(k) for k in ("hostname", "port", "user")):
+        return None
+    import hashlib
+    import socket
+    name = hashlib.sha1(("%s%s%s%s" % (socket.gethostname(), conf["hostname"], conf["port"], conf["user"]))
+                        .encode()).hexdigest()
+    return str(control_dir() / name)
