@@ -17,8 +17,8 @@ from rgt_client.jobs import jobfile
 from rgt_client.status import fetch as ops
 from rgt_client.status import statusdata
 from rgt_client.errors import ClientError
-from rgt_client.box.eventwait import BOX_SCRIPT as WAIT_SCRIPT, MARK as WAIT_MARK, MAX_EVENTS as WAIT_MAX_EVENTS
-from rgt_client.box.eventwait import box_wait as event_wait
+from rgt_client.status.eventwait import BOX_SCRIPT as WAIT_SCRIPT, MARK as WAIT_MARK, MAX_EVENTS as WAIT_MAX_EVENTS
+from rgt_client.status.eventwait import box_wait as event_wait
 from rgt_client.box.hosts import target_for
 from rgt_client.textsafe import safe, safe_line
 from rgt_client.box.transport import Target, run_python

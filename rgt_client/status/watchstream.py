@@ -16,7 +16,7 @@ from typing import Any, Callable
 from rgt_client import exitcodes
 from rgt_client.status import statusdata
 from rgt_client.errors import BoxTooSlow, ClientError
-from rgt_client.box.eventwait import box_wait
+from rgt_client.status.eventwait import box_wait
 from rgt_client.status.poll import TERMINAL_BAD, TERMINAL_OK, Clock, WatchEvent, _Seen, watch as poll_watch
 from rgt_client.box.transport import Target
 
