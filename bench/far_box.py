@@ -89,6 +89,11 @@ class Far:
         return dt, c1 - c0, b1 - b0
 
     def close(self) -> None:
+        # the box's daemon too: a bench must not leave an agent running after it (one did)
+        pyz = self.home / "rgt-agent.pyz"
+        if pyz.exists():
+            subprocess.run([sys.executable, str(pyz), "stop"], capture_output=True, timeout=60,
+                           env=dict(os.environ, RGT_HOME=str(self.home)))
         self.rgt("ssh-close", "far", check=False)
         self.proxy.close()
         self.sshd.stop()
