@@ -85,8 +85,11 @@ def nice_ticks(lo: float, hi: float, target: int = 5) -> list[float]:
     if hi <= lo:
         hi = lo + (abs(lo) or 1.0)
     raw = (hi - lo) / target
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 0.0
+    step = next((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), 0.0)
+    if not step > 0 or not math.isfinite(step):
+        # a span of subnormal numbers (2.49e-320) underflows every step: the two ends are the ticks
+        return [lo, hi]
     first = math.floor(lo / step) * step
     ticks, v = [], first
     while v <= hi + step * 1e-6:
