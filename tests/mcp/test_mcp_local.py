@@ -116,7 +116,8 @@ def test_submit_fail_fix_resume_pull_verified_report(local_box):
             assert rep["path"] == str(html) and html.stat().st_size > 1000
             again = await m.ok("submit_job", host="local", job=job_text(local_box, "flow"))
             assert again["duplicate"] is True
-            assert await m.check_output_schemas() >= 14
+            # 11 calls above, and at least one wait per watcher (more when an event comes later)
+            assert await m.check_output_schemas() >= 13
             assert progress and progress[-1][0] == progress[-1][1], progress     # the pull's bytes
             everything = m.text()
             for secret in (HF, JOB_SECRET, "plain-S3CRET-value"):
