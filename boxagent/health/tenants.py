@@ -156,10 +156,9 @@ def _match(proc_root: str, pid: int, start: Optional[int], env: Dict[str, str],
             return a, "cgroup"
     shims = {(a["shim_pid"], t): a for a in attempts
              if isinstance(a.get("shim_pid"), int) and (t := _ticks_int(a.get("shim_start_ticks"))) is not None}
-    if shims:
-        a = _descends_from(proc_root, pid, shims)
-        if a is not None:
-            return a, "process tree"
+    parent = _descends_from(proc_root, pid, shims) if shims else None
+    if parent is not None:
+        return parent, "process tree"
     return None, ""
 
 
