@@ -10,6 +10,7 @@ import sys
 from typing import Any, Dict, List, NoReturn, Optional
 
 from boxagent import __version__
+from boxagent.base import names
 from boxagent.base.errors import EXIT_ERROR, EXIT_USAGE, AgentError
 
 COMMAND_MODULES = (
@@ -115,6 +116,8 @@ def _plain_status(args_in: List[str]) -> Any:
                 return None
             if word == "--events" and not value.isdigit():
                 return None
+            if word == "--run" and not names.valid("run", value):
+                return None     # argparse says why (a name is never a path or an option)
             vals[word[2:]] = int(value) if word == "--events" else value
         else:
             return None

@@ -21,6 +21,7 @@ import sys
 import time
 from typing import Any, Dict, Optional
 
+from boxagent.base import names
 from boxagent.artifacts import stream
 from boxagent.artifacts.manifest import artifact_spec, build_manifest, summary
 from boxagent.base.errors import UsageError
@@ -33,17 +34,17 @@ _RUN_NAME = re.compile(r"^[A-Za-z0-9._@+-]{1,200}$")
 
 def register(sub) -> None:
     p = sub.add_parser("manifest", help="build or refresh a run's artifact manifest")
-    p.add_argument("run")
+    p.add_argument("run", type=names.argtype("run"))
     p.add_argument("--json", action="store_true", help="print the manifest itself")
     p.add_argument("--force", action="store_true", help="even while the writing stage runs")
     p.add_argument("--workers", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_manifest)
     p = sub.add_parser("pull-info", help="(internal, for rgt-client pull) manifest + capabilities")
-    p.add_argument("run")
+    p.add_argument("run", type=names.argtype("run"))
     p.add_argument("--force", action="store_true")
     p.set_defaults(func=cmd_pull_info)
     p = sub.add_parser("pull-stream", help="(internal, for rgt-client pull) stream manifest files")
-    p.add_argument("run")
+    p.add_argument("run", type=names.argtype("run"))
     p.set_defaults(func=cmd_pull_stream)
 
 

@@ -14,6 +14,7 @@ import re
 import time
 from typing import Any, Dict
 
+from boxagent.base import names
 from boxagent.base.errors import UsageError
 from boxagent.base.fsutil import atomic_write_json
 from boxagent.base.home import Home
@@ -26,7 +27,7 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 def register(sub: Any) -> None:
     p = sub.add_parser("pull-verified", help="(internal, for rgt-client verify) record a verified pull of a run")
-    p.add_argument("run")
+    p.add_argument("run", type=names.argtype("run"))
     p.add_argument("--manifest-sha256", required=True, metavar="SHA", help="sha256 of the manifest verified")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_pull_verified)

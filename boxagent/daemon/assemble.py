@@ -58,7 +58,7 @@ def assemble(home: Home, roots: Roots, config: Dict[str, Any], settings: Dict[st
     events = EventLog(home.events, host, write=storage.append)
     sched: List[Scheduler] = []           # the health part asks who holds a GPU; made just below
     health = HealthPart(HealthMonitor(roots, config, profile), hooks.watched, hooks.running,
-                        lambda: sched[0].views.gpu_holders())
+                        lambda: sched[0].views.gpu_holders(), lambda: sched[0].views.identities())
     bus = Bus([health, NotifyHub(home, config, profile), RunLog(), CostPart()], log)
     events.annotate = bus.annotate      # parts add facts to events (a run's cost)
     store = RunStore(home, log, storage)

@@ -12,6 +12,7 @@ import json
 import sys
 from typing import Any
 
+from boxagent.base import names
 from boxagent.base.errors import EXIT_NOT_RUNNING, EXIT_OK, UsageError
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
@@ -46,7 +47,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_submit)
 
     p = sub.add_parser("cancel", help="stop a run: TERM its stage, KILL after stop_grace; no marker")
-    p.add_argument("run")
+    p.add_argument("run", type=names.argtype("run"))
     which = p.add_mutually_exclusive_group()
     which.add_argument("--group", dest="kind", action="store_const", const="group",
                        help="RUN names a sweep: cancel every run of it")
@@ -55,12 +56,12 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_cancel)
 
     p = sub.add_parser("resume", help="requeue a failed/interrupted/cancelled run from its last marker")
-    p.add_argument("run")
+    p.add_argument("run", type=names.argtype("run"))
     p.set_defaults(func=cmd_resume)
 
     p = sub.add_parser("status", help="the box status (works with the daemon dead)")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--run", metavar="NAME")
+    p.add_argument("--run", metavar="NAME", type=names.argtype("run"))
     p.add_argument("--all", dest="all_runs", action="store_true",
                    help="every run, the ended ones status.json no longer holds too (read from their files)")
     p.add_argument("--events", type=int, default=None, metavar="N",
@@ -68,14 +69,14 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("logs", help="the tail of the stage logs (all stages that ran, or --stage)")
-    p.add_argument("run")
-    p.add_argument("--stage")
+    p.add_argument("run", type=names.argtype("run"))
+    p.add_argument("--stage", type=names.argtype("stage"))
     p.add_argument("-n", type=int, default=100, help="lines (0 = all)")
     p.add_argument("--attempt", type=int)
     p.set_defaults(func=cmd_logs)
 
     p = sub.add_parser("handbook", help="print the run's HANDBOOK.md")
-    p.add_argument("run")
+    p.add_argument("run", type=names.argtype("run"))
     p.set_defaults(func=cmd_handbook)
 
     p = sub.add_parser("version", help="version, build sha256, python")
@@ -84,8 +85,8 @@ def register(sub: Any) -> None:
 
     # = shim.register(sub), without importing the shim (subprocess, shutil) for every command
     p = sub.add_parser("exec-stage", help="(internal) the stage shim the daemon starts")
-    p.add_argument("--run", required=True)
-    p.add_argument("--stage", required=True)
+    p.add_argument("--run", required=True, type=names.argtype("run"))
+    p.add_argument("--stage", required=True, type=names.argtype("stage"))
     p.add_argument("--attempt", required=True, type=int)
     p.set_defaults(func=cmd_exec_stage)
 

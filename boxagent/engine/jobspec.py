@@ -21,7 +21,7 @@ from boxagent.engine.joblimits import (MAX_ENV_BYTES, MAX_ENV_VALUE_BYTES, MAX_J
                                        MAX_RUN_BYTES, MAX_STAGES, utf8_len)
 from boxagent.slurm import spec as slurm_spec
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+from boxagent.base.names import NAME_RE  # noqa: E402,F401 - one rule for every name
 TOP_KEYS = ("name", "workdir", "env", "stage", "stages", "artifacts", "preflight", "rule", "stall_after") + \
     slurm_spec.TOP_KEYS + sweep.TOP_KEYS
 STAGE_KEYS = ("name", "run", "wait", "expect", "success_pattern", "fail_pattern", "progress_pattern",

@@ -61,6 +61,11 @@ class StageProcesses(Protocol):
         """The attempt has ended: forget it (reaping what we started)."""
         ...
 
+    def identity(self, ref: AttemptRef) -> Optional[Dict[str, Any]]:
+        """What proves a process on this box is one of the attempt's: {token, cgroup, shim_pid,
+        shim_start_ticks}; None when its processes run elsewhere (Slurm) or are not recorded yet."""
+        ...
+
     def reap(self) -> None:
         """Collect exited shims this process started (no zombies)."""
         ...

@@ -34,7 +34,7 @@ import sys
 import time
 from typing import Any, Dict, Optional
 
-from boxagent.base import procs
+from boxagent.base import names, procs
 from boxagent.base.fsutil import atomic_write_json, read_json
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
@@ -240,6 +240,8 @@ def main(argv: Optional[list] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     opts = dict(zip(args[0::2], args[1::2])) if len(args) % 2 == 0 else {}
     try:
+        if not (names.valid("run", opts["--run"]) and names.valid("stage", opts["--stage"])):
+            raise ValueError("a run or stage name that is not one")
         return run_shim(Home.from_env(opts.get("--home")), opts["--run"], opts["--stage"], int(opts["--attempt"]))
     except (KeyError, ValueError):
         sys.stderr.write("usage: rgt-agent exec-stage [--home H] --run R --stage S --attempt K (internal)\n")

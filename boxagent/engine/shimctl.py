@@ -108,6 +108,14 @@ class ShimProcesses:
         shim_pid = info.get("shim_pid")
         return [p for p in contain.members(self.roots, info.get("contain"), info.get("pgid")) if p != shim_pid]
 
+    def identity(self, ref: AttemptRef) -> Optional[Dict[str, Any]]:
+        info = self.pidinfo(ref)
+        if not info:
+            return None
+        held = info.get("contain") or {}
+        return {"token": held.get("token"), "cgroup": held.get("cgroup"),
+                "shim_pid": info.get("shim_pid"), "shim_start_ticks": info.get("shim_start_ticks")}
+
     def cpu_seconds(self, ref: AttemptRef) -> Optional[float]:
         """CPU seconds the attempt's live processes have used, None when they are not known."""
         pids = self.members(ref)

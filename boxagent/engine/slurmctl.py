@@ -336,6 +336,9 @@ class SlurmProcesses:
     def leftovers(self, ref: AttemptRef) -> List[str]:
         return []       # slurmstepd kills what the batch script left when it exits
 
+    def identity(self, ref: AttemptRef) -> Optional[Dict[str, Any]]:
+        return None     # the stage runs on a compute node: no process of it is on this box
+
     def release(self, ref: AttemptRef) -> None:
         self.exit_seen.pop(ref, None)
         self.end_seen.pop(ref, None)

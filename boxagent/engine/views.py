@@ -71,6 +71,16 @@ class Views:
                     out[i] = (run.name, att.stage if att is not None else None)
         return out
 
+    def identities(self) -> List[Dict[str, Any]]:
+        """{run, stage, token, cgroup, shim_pid, shim_start_ticks} of every running attempt whose
+        processes live on this box: what tells its GPU processes from another tenant's."""
+        out: List[Dict[str, Any]] = []
+        for att in list(self.active.values()):
+            ident = self.backend(att.run).procs.identity(att.ref)
+            if ident:
+                out.append(dict(ident, run=att.run, stage=att.stage))
+        return out
+
     def live(self, run: str) -> Optional[Dict[str, Any]]:
         """The running stage's live blocks (progress, metrics) for status.json."""
         att = self.active.get(run)

@@ -118,7 +118,7 @@ class HealthMonitor:
         new += self.faults.gpu_changes(gpus, now)
         for f in self.faults.unowned():
             o = self.pids.owner(f["pid"], now)
-            f["owner"] = {k: o.get(k) for k in ("rgt", "run", "stage", "command", "visible", "ended") if k in o}
+            f["owner"] = {k: o.get(k) for k in ("rgt", "run", "stage", "command", "visible", "ended", "by", "note") if k in o}
         return new
 
     def settle(self, gpus: Optional[List[int]], wait_s: float) -> List[Dict[str, Any]]:

@@ -26,8 +26,12 @@ class HealthPart(Part):
 
     def __init__(self, monitor: HealthMonitor, watched: Callable[[], Watched],
                  running: Callable[[], List[Tuple[str, str]]],
-                 holders: Callable[[], Dict[int, Tuple[str, Optional[str]]]] = lambda: {}):
+                 holders: Callable[[], Dict[int, Tuple[str, Optional[str]]]] = lambda: {},
+                 attempts: Optional[Callable[[], List[Dict[str, Any]]]] = None):
         self.monitor = monitor
+        # the live attempts' unforgeable marks (token, cgroup, shim pid + start time): the
+        # only way a GPU process is told to be one of rgt's stages (health/tenants.py)
+        monitor.pids.attempts = attempts
         self.watched = watched          # [(path, role)]: the state dir and the live runs' workdirs
         self.running = running          # [(run, stage)]: who a box-wide alert belongs to
         self.holders = holders          # GPU index -> (run, stage): who a GPU's alert belongs to

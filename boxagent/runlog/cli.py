@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import sys
 
+from boxagent.base import names
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
 
 
 def register(sub) -> None:
     p = sub.add_parser("report-data", help="(for rgt-client report) a run's state, history and events as JSON")
-    p.add_argument("run")
+    p.add_argument("run", type=names.argtype("run"))
     p.set_defaults(func=cmd_report_data)
 
 

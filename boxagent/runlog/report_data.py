@@ -16,11 +16,10 @@ Bounded: the history file is under 3 MB (store.BUDGET); the fallback reads at mo
 from __future__ import annotations
 
 import os
-import re
 import time
 from typing import Any, Dict, List, Optional
 
-from boxagent.base import safefile
+from boxagent.base import names, safefile
 from boxagent.base.fsutil import read_json
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
@@ -30,23 +29,22 @@ from boxagent.base.errors import UsageError
 
 SCHEMA = "rgt.report/1"
 FALLBACK_BYTES = 4 << 20
-_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _SPEC_STAGE_KEYS = (("timeout", "timeout_s"), ("retries", "retries"), ("expected_duration", "expected_duration_s"),
                     ("metrics_pattern", "metrics_pattern"), ("progress_pattern", "progress_pattern"))
 
 
 def build(home: Home, roots: Roots, run: str, now: Optional[float] = None) -> Dict[str, Any]:
     now = time.time() if now is None else now
-    if not _RUN_NAME.match(run):
+    if not names.valid("run", run):
         raise UsageError("%r is not a run name" % run, "list runs with `rgt-agent status`")
     from boxagent.wire import status as status_mod
     status = status_mod.read(home, roots, now, n_events=0)
     block = next((r for r in status.get("runs") or [] if r.get("name") == run), None)
     spec = read_json(home.run_spec(run), None)
     if block is None and not isinstance(spec, dict):
-        names = [str(r.get("name")) for r in status.get("runs") or []]
+        known = [str(r.get("name")) for r in status.get("runs") or []]
         raise UsageError("no run %r in %s" % (run, home.runs),
-                         ("runs here: %s" % ", ".join(names)) if names else "there are no runs here yet")
+                         ("runs here: %s" % ", ".join(known)) if known else "there are no runs here yet")
     agent = status.get("agent") or {}
     return {"schema": SCHEMA, "generated_at": iso_utc(now), "generated_ts": round(now, 3),
             "host": status.get("host"), "profile": status.get("profile"),

@@ -79,6 +79,8 @@ def status_events(events: int | None, as_json: bool) -> int | None:
 def status_args(events: int | None, run: str | None, all_runs: bool = False) -> list[str]:
     """The agent's `status` arguments, built once for the call and for prefetch's head start.
     all_runs: the ended runs the box keeps out of status.json too (read from their files)."""
+    if run is not None:
+        check_names(run)
     return ["status", "--json"] + (["--events", str(events)] if events is not None else []) + \
         (["--run", run] if run else []) + (["--all"] if all_runs else [])
 
@@ -145,3 +147,16 @@ def _line_after(stderr: str, prefix: str) -> str | None:
 def _last_lines(stderr: str, n: int = 2) -> str:
     lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
     return " ".join(lines[-n:])[-300:]
+
+
+def check_names(run: str, stage: str | None = None) -> None:
+    """Refuse a run or stage name that is not one (exit 2), before anything is sent."""
+    for kind, value in (("run", run), ("stage", stage)):
+        if value is not None and not api.valid_name(kind, value):
+            err = api.name_error(kind, value)
+            raise ClientError(err.message, err.hint.replace("rgt-agent status", "rgt-client status HOST")
+                              if err.hint else None, exitcodes.USAGE)
+
+
+def stage_of(args: list[str]) -> str | None:
+    return args[args.index("--stage") + 1] if "--stage" in args[:-1] else None

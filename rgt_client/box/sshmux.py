@@ -20,7 +20,9 @@ from __future__ import annotations
 import glob
 import os
 import re
+import stat
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -42,23 +44,66 @@ def control_dir() -> Path:
     return Path(tempfile.gettempdir()) / ("rgt-ssh-%d" % uid)
 
 
-def _ensure(d: Path) -> bool:
+def not_private(d: Path) -> str | None:
+    """Why `d` cannot hold rgt's masters (None: it can). Created 0700 when missing.
+
+    Field attack: with the fallback in a shared /tmp, another user's symlink
+    `/tmp/rgt-ssh-0 -> /a/dir/the/victim/owns` passed a check that followed links; flipped
+    between two directories, it handed that user 5 of 20 of the victim's `status` sessions
+    (OpenSSH's multiplexing client does not check who owns the master it connects to). So the
+    directory itself is looked at with lstat (a link is refused, never followed), it must be
+    ours and 0700, and the folder it sits in must not let another user swap it: writable only
+    by us or root, or sticky."""
+    uid = os.getuid()
+    if len(str(d)) + 42 >= _SOCKET_MAX:
+        return "is too long a path for ssh's sockets"
     try:
-        d.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = d.stat()
-        if st.st_uid != os.getuid() or st.st_mode & 0o077:
-            return False      # not ours alone: another user could hijack a master through it
+        os.mkdir(d, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        return "cannot be made (%s)" % (e.strerror or e)
+    try:
+        st = os.lstat(d)
+        parent = os.stat(d.parent)
+    except OSError as e:
+        return "cannot be read (%s)" % (e.strerror or e)
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if st.st_uid != uid:
+        return "belongs to another user (uid %d)" % st.st_uid
+    if st.st_mode & 0o077:
+        return "is open to other users (mode %o)" % (st.st_mode & 0o777)
+    if parent.st_uid not in (uid, 0) or (parent.st_mode & 0o022 and not parent.st_mode & stat.S_ISVTX):
+        return "sits in a folder another user may change (%s)" % d.parent
+    return None
+
+
+_warned: set[str] = set()
+
+
+def _private(d: Path) -> bool:
+    """True when `d` is private; else sharing is off, said once per process on stderr."""
+    why = not_private(d)
+    if why is None:
         return True
-    except OSError:
-        return False
+    if str(d) not in _warned:
+        _warned.add(str(d))
+        sys.stderr.write("Warning: ssh connection sharing is off: %s %s; each call opens its own "
+                         "connection (remove it, or set XDG_RUNTIME_DIR to a private folder)\n" % (d, why))
+    return False
 
 
 def options(host: str, ssh_config: str | None) -> list[str]:
     """The -o options that multiplex rgt's calls to `host`, or none (off, or the user's own)."""
     if not enabled() or host == "local":
         return []
+    if _config_mentions_control(ssh_config):
+        return []
     d = control_dir()
-    if not _ensure(d) or _config_mentions_control(ssh_config):
+    if not _private(d):
         return []
     return ["-o", "ControlMaster=auto", "-o", "ControlPersist=%s" % PERSIST,
             "-o", "ControlPath=%s" % (d / "%C")]

@@ -20,7 +20,7 @@ except ImportError:  # Python 3.10
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
 
 def load_job(path: str | Path) -> dict[str, Any]:

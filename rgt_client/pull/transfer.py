@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Optional
 
 from boxagent.api import dumps
 from rgt_client import exitcodes
-from rgt_client.box import transport
+from rgt_client.box import agentcall, transport
 from rgt_client.pull import manifest_check
 from rgt_client.box.bounded import AgentStream
 from rgt_client.pull.destdir import Blocked, Dest
@@ -81,6 +81,7 @@ def fetch_info(target: transport.Target, run: str, force: bool = False) -> PullI
     where = "the manifest from %s" % target.host
     # Generous: a first manifest of a few hundred GB hashes for minutes (ssh keepalives still
     # bound a dead link).
+    agentcall.check_names(run)
     with AgentStream(target, ["pull-info", run] + (["--force"] if force else []), timeout=3600) as s:
         line = s.line("a pull-info header")
         if not line.endswith(b"\n"):

@@ -115,7 +115,10 @@ def run_command(target: Target, args: list[str], run: str, what: str, stdin: byt
                 timeout: float = agentcall.DEFAULT_TIMEOUT_S, max_out: int = agentcall.TEXT_MAX,
                 on_out: Callable[[bytes], None] | None = None) -> agentcall.Answer:
     """An agent command about one run. An unknown run is an error naming the runs there are;
-    the agent's other answers (its exit code, text, Error:/Hint:) come back as they are."""
+    the agent's other answers (its exit code, text, Error:/Hint:) come back as they are.
+    A run or stage name that is not one never reaches the box: it could be read there as an
+    option (`--help`) or a path (`okrun/../badrun`)."""
+    agentcall.check_names(run, agentcall.stage_of(args))
     ans = agentcall.call(target, args, stdin=stdin, timeout=timeout, max_out=max_out, on_out=on_out)
     if ans.rc == exitcodes.USAGE:
         runs = _all_runs(target)

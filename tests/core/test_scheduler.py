@@ -58,6 +58,9 @@ class FakeProcs:
     def release(self, ref):
         pass
 
+    def identity(self, ref):
+        return None
+
     def leftovers(self, ref):
         return []
 

@@ -57,6 +57,12 @@ def gpu_monitor(tmp_path, fake_nvml):
         m.close()
 
 
+def _attempt(run, stage, token):
+    """A running attempt as the daemon's engine describes it (engine/views.identities)."""
+    return {"run": run, "stage": stage, "token": token, "cgroup": None, "shim_pid": None,
+            "shim_start_ticks": None}
+
+
 def _xid_line(code, pid, name="python3", bus=BUS0):
     return "NVRM: Xid (PCI:%s): %d, pid=%d, name=%s, Ch 00000008, intr 10000000" % (bus, code, pid, name)
 
@@ -74,7 +80,8 @@ def _xid_alerts(specs):
 def test_xid31_by_a_stage_process_raises_no_gpu_alert_and_is_that_stages(fake_nvml, gpu_monitor, sleeper):
     fake_nvml.write(healthy(1))
     m, log = gpu_monitor()
-    part = HealthPart(m, lambda: [], lambda: [("train-run", "train")])
+    part = HealthPart(m, lambda: [], lambda: [("train-run", "train")],
+                      attempts=lambda: [_attempt("train-run", "train", "abc")])
     anchor = part.anchor(time.time())
     part.sample(time.time())
     stage_proc = sleeper(RGT_ATTEMPT_TOKEN="abc", RGT_RUN="train-run", RGT_STAGE="train")
@@ -96,7 +103,7 @@ def test_xid31_read_after_the_stage_process_exited_is_still_that_stages(fake_nvm
     s["gpus"][0]["processes"] = [{"pid": stage_proc.pid, "used_memory": 1 << 30}]
     fake_nvml.write(s)
     m, log = gpu_monitor()
-    part = HealthPart(m, lambda: [], lambda: [])
+    part = HealthPart(m, lambda: [], lambda: [], attempts=lambda: [_attempt("r1", "s1", "abc")])
     anchor = part.anchor(time.time())
     part.sample(time.time())
     procs = part.last["gpus"][0]["processes"]

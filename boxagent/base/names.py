@@ -1,0 +1,47 @@
+"""The one rule for the names a verb is given: job, sweep (group), run and stage names.
+
+Names reach the agent from a laptop, a script or an AI model that read them off the box, and
+the agent joins them into paths under runs/. Field findings: `logs okrun/../badrun` read
+another run's files, and a run named `--help` was read as an option. A name is checked before
+anything uses it, by the same rule the job file's names already follow (a letter or digit, then
+letters, digits, `.`, `_`, `-`), so it can never be a path, an option or a shell word.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from boxagent.base.errors import UsageError
+
+# a job's and a stage's name, as the job file allows it
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+# a run's: a sweep's runs are its name plus "-N"
+RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}\Z")
+
+_KINDS = {"run": RUN_NAME_RE, "stage": NAME_RE, "group": NAME_RE, "job": NAME_RE}
+
+
+def valid(kind: str, value: object) -> bool:
+    return isinstance(value, str) and bool(_KINDS[kind].match(value))
+
+
+def check(kind: str, value: object) -> str:
+    """`value` when it is a valid `kind` name; else a usage error that shows it escaped."""
+    if valid(kind, value):
+        return str(value)
+    shown = ascii(value)[:80]
+    raise UsageError("%s is not a %s name" % (shown, kind),
+                     "a %s name is a letter or digit, then letters, digits, '.', '_' or '-' "
+                     "(list them with `rgt-agent status`)" % kind)
+
+
+def argtype(kind: str) -> Callable[[str], str]:
+    """An argparse `type=` that refuses anything but a `kind` name (exit 2, Error + Hint)."""
+    def parse(value: str) -> str:
+        import argparse
+        if valid(kind, value):
+            return value
+        raise argparse.ArgumentTypeError("%s is not a %s name (a letter or digit, then letters, digits, "
+                                         "'.', '_' or '-')" % (ascii(value)[:80], kind))
+    parse.__name__ = "%s name" % kind
+    return parse
