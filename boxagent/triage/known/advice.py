@@ -80,7 +80,9 @@ def advise(cause: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
     from boxagent.triage.known import index          # read only here: never for a certain cause
     wider = index.search(text, WIDER)
     near = wider[:NEAREST]           # the best by BM25 vote, weak ones too: they dilute
-    shown = sorted((ds for ds in near if ds[1] >= FLOOR), key=lambda ds: -ds[1])[:SHOWN]
+    # an innocent run is no example of a failure: it dilutes the vote, it is never shown
+    shown = sorted((ds for ds in wider if ds[1] >= FLOOR and ds[0].cls != "none"),
+                   key=lambda ds: -ds[1])[:SHOWN]
     if not shown:
         return cause
     cause["similar"] = [entry(d, s) for d, s in shown]
