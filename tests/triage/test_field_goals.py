@@ -63,7 +63,7 @@ def test_the_captured_runs_with_the_daemons_facts():
 # code_error answers named nonzero_exit as their runner-up; with them, none.
 BARE_NONZERO_EXIT_MAX = 0.05
 CODE_ERROR_RUNNER_UP_NONZERO_MAX = 0.05
-RETRIEVAL_DECIDED_RIGHT_MIN = 0.6      # of the classes the neighbours gave (2 of 3 here)
+RETRIEVAL_DECIDED_RIGHT_MIN = 0.6      # of the classes the neighbours gave (1 of 1 here)
 
 
 def test_answers_name_a_cause_or_a_runner_up_a_person_would_consider():

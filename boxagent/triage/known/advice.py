@@ -111,12 +111,17 @@ def advise(cause: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def undecided(cause: Dict[str, Any]) -> bool:
-    """No rule named the failure: a bare nonzero_exit, or a crash whose runner-up is nonzero_exit.
-    A native crash (a crash line or signal, `Segmentation fault`) is a rule's answer: how the
-    process died; "like a case that segfaulted after an OOM" is a runner-up, never the cause."""
+    """No rule named the failure: a bare nonzero_exit, or a crash read from the log's shape (a
+    C++ exception, an assertion, a traceback cut above its header) whose runner-up is
+    nonzero_exit. A native crash (a crash line or signal, `Segmentation fault`) is a rule's
+    answer, how the process died; so is an error line a rule matched ("log line 6: …"): there
+    the neighbours give the runner-up and, where they disagree, a note, never the class. (Torch
+    prints the same hints under every CUDA error: a device-side assert's neighbours are failing
+    GPUs' ECC errors.)"""
     if cause["class"] == "nonzero_exit":
         return cause.get("remediation") != NATIVE_CRASH
-    return cause["class"] == "code_error" and cause.get("runner_up") in (None, "nonzero_exit")
+    return cause["class"] == "code_error" and cause.get("runner_up") in (None, "nonzero_exit") \
+        and not str(cause.get("decided_by") or "").startswith("log line")
 
 
 def query_text(facts: Dict[str, Any]) -> str:
