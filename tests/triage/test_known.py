@@ -211,3 +211,17 @@ def test_the_real_pyz_finds_a_known_failure_on_a_bare_interpreter(tmp_path, agen
     cause = json.loads(out.stdout)["cause"]
     assert cause["decided_by"].startswith("retrieval: like %s" % case["source"])
     assert cause["similar"][0]["source"] == case["source"] and cause["similar"][0]["url"] == case["url"]
+
+
+def test_a_plain_wheel_carries_the_index_as_package_data():
+    """The wheel has no tests/ folder: the index it needs is the committed file, named in
+    pyproject's package-data (a wheel build here is refused by this venv's setuptools for an
+    unrelated license field, so the configuration is read instead)."""
+    import fnmatch
+    import tomllib
+    cfg = tomllib.loads((build_known.REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "boxagent.triage.known" in cfg["packages"]
+    patterns = cfg["package-data"]["boxagent.triage.known"]
+    assert any(fnmatch.fnmatch(K.DATA, p) for p in patterns)
+    from rgt_client.box import bundle
+    assert any(fnmatch.fnmatch(K.DATA, p) for p in bundle.PACKAGE_DATA)     # and the .pyz
