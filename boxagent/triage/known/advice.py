@@ -7,12 +7,13 @@ index is never read. Otherwise the log's tail (the last lines and the lines the 
 searched (index.py), and:
   - `similar` lists up to 3 neighbours {source, url, class, why, fix, score}, and the evidence
     says "like <source>: <why>, fixed by <fix> (similarity 0.62)";
-  - where no rule decided (a bare nonzero_exit, or code_error whose runner-up is nonzero_exit)
-    and the nearest five agree (weighted by similarity, one class holds 60 % of the weight and
-    its best case is 0.35 similar; or three of the five, 75 % of the weight), their class
-    becomes the cause at confidence low, with its runner-up, decided_by "retrieval: like
-    <source>" and the rules' answer in `overruled`. On the field corpus, leave-one-ecosystem-
-    out, these thresholds decide 3 logs in 4 alone at 95 % precision;
+  - where no rule decided (undecided(): a bare nonzero_exit, or a crash read from the log's
+    shape alone) and the nearest five agree (weighted by similarity, one class holds 60 % of
+    the weight and its best case is 0.35 similar; or three of the five, 75 % of the weight),
+    their class becomes the cause at confidence low, with its runner-up, decided_by
+    "retrieval: like <source>" and the rules' answer in `overruled`. On the field corpus, each
+    case with its own ecosystem hidden, these thresholds alone name a class for 188 of the 277
+    failure logs, 95 % of them right;
   - where the runner-up is nonzero_exit or none, the best-supported other class among the
     neighbours becomes it, with the check that tells the two apart;
   - where a rule decided and the neighbours agree on another class, the rule stands and
