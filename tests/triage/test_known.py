@@ -148,10 +148,9 @@ def test_no_rule_names_it_the_neighbours_give_a_low_confidence_class(tiny_index)
 def test_innocent_neighbours_decide_nothing(monkeypatch):
     monkeypatch.setattr(K, "_LOADED", [K.Index([_doc("f%d" % i, "none", "training finished, all good")
                                                 for i in range(5)])])
-    cause = diagnose(_facts("training finished, all good"))
+    cause = diagnose(_facts("training finished, all good, exit code 1"))
     assert cause["class"] == "nonzero_exit" and not cause.get("runner_up")
-    from boxagent.triage import success_warnings
-    assert success_warnings(_facts("training finished, all good", exit_code=0)) == []
+    assert "similar" not in cause and not any(e.startswith("like ") for e in cause["evidence"])
 
 
 def test_a_rule_that_disagrees_with_the_neighbours_stands_and_says_so(tiny_index):
@@ -211,6 +210,11 @@ def test_the_real_pyz_finds_a_known_failure_on_a_bare_interpreter(tmp_path, agen
     cause = json.loads(out.stdout)["cause"]
     assert cause["decided_by"].startswith("retrieval: like %s" % case["source"])
     assert cause["similar"][0]["source"] == case["source"] and cause["similar"][0]["url"] == case["url"]
+    text = subprocess.run([sys.executable, "-S", str(agent_pyz), "triage", str(log), "--exit-code", "1"],
+                          capture_output=True, text=True, timeout=60, cwd=str(tmp_path),
+                          env={"PATH": "/usr/bin:/bin"}).stdout
+    assert "like these known failures (a hint, not a verdict):" in text
+    assert "    - %s (cuda_oom, similarity " % case["source"] in text
 
 
 def test_a_plain_wheel_carries_the_index_as_package_data():
