@@ -12,6 +12,7 @@ Rows, each the MEDIAN of --runs runs on the same text (page-cached file for the 
   rule scan (python)         the agent's own scan of the same file (scan_file, engine python)
   retrieval, warm            known.index.search(text): tokenize the tail, BM25 over the index
   retrieval, cold            the same in a fresh interpreter, the index read and unpacked first
+  retrieval of the kept lines  what the agent really searches: the last lines and the hit lines
 Wall and CPU time are both shown: the box may be shared, and then the wall clock measures the
 neighbours too.
 Goal: retrieval under 50 ms on a 1 MB tail. The agent searches only the lines the rules kept
@@ -21,6 +22,7 @@ measures the worst case, the whole tail. The last lines print the ratios.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import subprocess
@@ -100,6 +102,8 @@ def main() -> int:
                                            stdout=subprocess.DEVNULL), a.runs)
     scan = median_s(lambda: scan_file(str(path), engine="python"), a.runs)
     warm = median_s(lambda: K.search(text), a.runs)
+    kept = "\n".join(text.splitlines()[-40:])       # what the agent searches: ~20 lines + hits
+    kept_cpu = median_s(lambda: K.search(kept), a.runs * 10, time.process_time)
     # CPU time too: on a shared machine the wall clock measures the neighbours as well
     scan_cpu = median_s(lambda: scan_file(str(path), engine="python"), a.runs, time.process_time)
     warm_cpu = median_s(lambda: K.search(text), a.runs, time.process_time)
@@ -116,9 +120,13 @@ def main() -> int:
     print("nearest: %s" % ", ".join("%s (%s, %.2f)" % (d.source[:40], d.cls, s) for d, s in top))
     print("ratios: retrieval warm / grep -c = %.2fx; retrieval warm / rule scan = %.2fx; "
           "cold / grep -c = %.2fx" % (warm / grep, warm / scan, cold / grep))
+    print("  %-30s %8.2f ms CPU (%d bytes)" % ("retrieval of the kept lines", kept_cpu * 1000, len(kept.encode())))
     print("ratio on CPU time: retrieval warm / rule scan = %.2fx" % (warm_cpu / scan_cpu))
-    print("goal: retrieval under 50 ms on a 1 MB tail: warm %.1f ms wall, %.1f ms CPU -> %s" % (
-        warm * 1000, warm_cpu * 1000, "met" if warm_cpu < 0.05 else "NOT met"))
+    load = os.getloadavg()[0]
+    print("goal: retrieval under 50 ms on a 1 MB tail: %.1f ms CPU -> %s on CPU time; %.1f ms wall "
+          "-> %s on the wall clock (load average %.1f on %d CPUs)" % (
+              warm_cpu * 1000, "met" if warm_cpu < 0.05 else "NOT met", warm * 1000,
+              "met" if warm < 0.05 else "NOT met", load, os.cpu_count() or 1))
     print("command: python bench/triage_known.py --size %g --runs %d" % (a.size, a.runs))
     return 0
 
