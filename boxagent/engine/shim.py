@@ -34,7 +34,7 @@ import sys
 import time
 from typing import Any, Dict, Optional
 
-from boxagent.base import procs
+from boxagent.base import procs, safefile
 from boxagent.base.fsutil import atomic_write_json, read_json
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
@@ -141,7 +141,7 @@ def _which(name: str) -> Optional[str]:
 
 def _make_slot(final: str) -> int:
     """A file of SLOT_BYTES real blocks, open, for a record written later without new space."""
-    fd = os.open(final + ".slot", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = safefile.open_for_write(final + ".slot", os.O_CREAT | os.O_TRUNC)
     try:
         os.write(fd, b" " * SLOT_BYTES)
         os.fsync(fd)
@@ -182,7 +182,8 @@ def _spawn(launch: Dict[str, Any], token: str, cgroup: Optional[str]) -> Any:
     log_path = launch["log"]
     shell = _which("bash") or "/bin/sh"
     try:
-        log = open(log_path, "ab")
+        # Not open(..., "ab"): a FIFO at the log's path would block the stage's start for good.
+        log = os.fdopen(safefile.open_for_write(log_path), "ab")
     except OSError as exc:
         return "cannot open the stage log %s: %s" % (log_path, exc)
     try:

@@ -20,6 +20,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+from boxagent.base import safefile
 from boxagent.base.fsutil import atomic_write_bytes, parse_jsonl, read_json
 
 _EVENT_START = b'{"id":'      # wire/events.make_event puts the id first
@@ -51,7 +52,7 @@ def parse_line(raw: bytes) -> Optional[Dict[str, Any]]:
 
 def _first_id(path: str) -> Optional[str]:
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(safefile.open_regular(path), "rb") as fh:
             head = fh.read(FIRST_LINE_MAX)
     except OSError:
         return None
@@ -139,7 +140,7 @@ class EventFeed:
 
     def _read_file(self, path: str, offset: int, last_id: Optional[str]) -> Tuple[List[Dict[str, Any]], Cursor]:
         try:
-            fh = open(path, "rb")
+            fh = os.fdopen(safefile.open_regular(path), "rb")     # a FIFO there must not stop the hub
         except OSError:
             return [], Cursor(None, None, 0, last_id)
         with fh:
