@@ -6,7 +6,7 @@ import json
 import os
 from typing import Any, Optional, Tuple
 
-from boxagent.base import safefile
+from boxagent.base import boxjson, safefile
 
 
 def atomic_write_bytes(path: str, data: bytes, mode: int = 0o644, durable: bool = True) -> None:
@@ -88,8 +88,8 @@ def read_json(path: str, default: Any = None, cap: int = safefile.DEFAULT_CAP) -
     does anything at the path that is not a regular file within `cap` (a FIFO, a symlink to a
     device): see safefile."""
     try:
-        return json.loads(safefile.read_bytes(path, cap).decode("utf-8"))
-    except (OSError, ValueError, RecursionError):
+        return boxjson.loads(safefile.read_bytes(path, cap), cap)
+    except (OSError, ValueError):      # boxjson.BadJSON is a ValueError: any hostile document
         return default
 
 
@@ -106,15 +106,15 @@ def parse_jsonl(raw: bytes, start: Optional[bytes] = None) -> Optional[dict]:
     if not raw:
         return None
     try:
-        obj = json.loads(raw.decode("utf-8", "replace"))
+        obj = boxjson.loads(raw)
         return obj if isinstance(obj, dict) else None
-    except ValueError:
+    except ValueError:      # boxjson.BadJSON too: a 1,000-deep line is skipped like a torn one
         pass
     at = raw.rfind(start) if start else -1
     if at <= 0:
         return None
     try:
-        obj = json.loads(raw[at:].decode("utf-8", "replace"))
+        obj = boxjson.loads(raw[at:])
     except ValueError:
         return None
     return obj if isinstance(obj, dict) else None

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from boxagent.api import box_json
 from rgt_client import exitcodes
 from rgt_client.options import host_options, target
 from rgt_client.errors import ClientError
@@ -34,7 +35,7 @@ def fetch(target: Target, run: str, timeout: float = 180) -> dict[str, Any]:
         err.hint = err.hint or "rgt-client status %s" % target.host
         raise err
     try:
-        doc = json.loads(res.text)
+        doc = box_json(res.text)
     except ValueError as exc:
         raise ClientError("the agent on %s sent report data that is not JSON: %s" % (target.host, exc),
                           "upgrade the agent: rgt-client install %s" % target.host)
