@@ -113,7 +113,9 @@ def group_members(roots: Roots, pgid: int) -> List[int]:
 def daemon_pid(pidfile: str, roots: Roots) -> Optional[int]:
     """The live daemon's pid from daemon.pid, or None. pid + start ticks: a reused pid is not ours."""
     info = read_json(pidfile, None, 1 << 16)     # a FIFO or a deep line there: no daemon, never a hang
-    pid = info.get("pid") if isinstance(info, dict) else None
+    if not isinstance(info, dict):
+        return None
+    pid = info.get("pid")
     return pid if alive(roots, pid, info.get("start_ticks")) else None
 
 
