@@ -125,8 +125,9 @@ class Box:
             lines = (self.home / "events.jsonl").read_text().splitlines()
         except OSError:
             return []
-        evs = [json.loads(line) for line in lines if line.strip()]
-        return [e for e in evs if etype is None or e["type"] == etype]
+        from boxagent.base.fsutil import parse_jsonl     # a test may plant a hostile line
+        evs = [e for e in (parse_jsonl(line.encode()) for line in lines) if e is not None]
+        return [e for e in evs if etype is None or e.get("type") == etype]
 
     def wait_event(self, etype: str, timeout: float = 10, **match: Any) -> Dict[str, Any]:
         """state.json is written before its event: wait for the event, do not assume it."""
