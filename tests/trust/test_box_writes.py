@@ -10,6 +10,7 @@ import os
 import socket
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import Callable, Dict, List
 
@@ -25,9 +26,11 @@ def _fifo(path: Path) -> None:
 
 
 def _socket(path: Path) -> None:
+    short = "/tmp/rgt-sock-%d" % time.time_ns()      # AF_UNIX paths are short: made there, moved in
     sock = socket.socket(socket.AF_UNIX)
-    sock.bind(str(path))
+    sock.bind(short)
     sock.close()
+    os.rename(short, path)
 
 
 def _symlink_to_dev_zero(path: Path) -> None:
