@@ -176,3 +176,36 @@ def test_a_fifo_in_place_of_a_runs_history_or_stage_log_does_not_freeze_the_daem
     assert box.wait_run("h", timeout=20)["state"] == "succeeded", box.diagnostics()
     assert stat.S_ISREG(os.lstat(target).st_mode) and len(_aside(target)) == 1
     wait_for(lambda: any(e.get("path") == str(target) for e in box.events("box_file_set_aside")), 10, "alert")
+
+
+def _box_script(script: str, args: List[str], home: Path, timeout: float = 20) -> "subprocess.CompletedProcess":
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-c", script] + args, env=dict(os.environ, RGT_HOME=str(home)),
+                          capture_output=True, timeout=timeout)
+
+
+def test_the_box_side_wait_of_watch_never_blocks_on_a_fifo(tmp_path):
+    """Three `watch` calls once left three processes on the box blocked in open() on a FIFO."""
+    from rgt_client.status.eventwait import BOX_SCRIPT, MARK
+    os.mkfifo(tmp_path / "events.jsonl")
+    os.mkfifo(tmp_path / "events.jsonl.1")
+    for cursor in ("", "0000000001000-abcdef-1"):
+        out = _box_script(BOX_SCRIPT, [cursor, "", "0.5", "20"], tmp_path)
+        assert MARK in out.stdout, out.stderr.decode()[-1000:]
+
+
+@pytest.mark.parametrize("fifo", ["status.json", "stage log"])
+def test_logs_follow_on_the_box_never_blocks_on_a_fifo(tmp_path, fifo):
+    from rgt_client.box.remote_scripts import FOLLOW
+    log = tmp_path / "s.1.log"
+    status = {"runs": [{"name": "r", "state": "succeeded",
+                        "stages": [{"name": "s", "state": "succeeded", "attempt": 1, "log": str(log)}]}]}
+    if fifo == "status.json":
+        os.mkfifo(tmp_path / "status.json")
+        log.write_text("hello\n")
+    else:
+        (tmp_path / "status.json").write_text(json.dumps(status))
+        os.mkfifo(log)
+    out = _box_script(FOLLOW, ["r", "", "10", "2", "0.1"], tmp_path)
+    assert b"RGT-RESULT" in out.stderr, out.stderr.decode()[-1000:]
