@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -52,9 +53,21 @@ EXIT_UNMET = 79       # Slurm: the command exited 0 but an `expect`/pattern cond
 
 def _claim(path: str) -> bool:
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = safefile.open_for_write(path, os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        return False
+        # Another shim's claim is a regular file. A FIFO or a directory planted at the path
+        # would have made every attempt "claimed" and none run: it is set aside and claimed.
+        try:
+            regular = stat.S_ISREG(os.lstat(path).st_mode)
+        except FileNotFoundError:
+            regular = False
+        if regular:
+            return False
+        safefile.move_aside(path)
+        try:
+            fd = safefile.open_for_write(path, os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return False
     os.write(fd, str(os.getpid()).encode())
     os.fsync(fd)
     os.close(fd)
@@ -157,6 +170,7 @@ def _fill(fd: int, final: str, record: Dict[str, Any]) -> None:
     os.pwrite(fd, data, 0)
     os.fsync(fd)
     os.close(fd)
+    safefile.clear_for_replace(final)    # a directory there would fail the rename for good
     os.replace(final + ".slot", final)
 
 

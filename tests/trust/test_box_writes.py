@@ -209,3 +209,15 @@ def test_logs_follow_on_the_box_never_blocks_on_a_fifo(tmp_path, fifo):
         os.mkfifo(log)
     out = _box_script(FOLLOW, ["r", "", "10", "2", "0.1"], tmp_path)
     assert b"RGT-RESULT" in out.stderr, out.stderr.decode()[-1000:]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "symlink_to_users_file"])
+def test_a_fifo_or_directory_at_a_stages_claim_is_set_aside_and_the_attempt_runs(tmp_path, kind, said):
+    """The shim claims an attempt by creating its .claim file O_EXCL: something planted there
+    made every attempt look claimed by another shim, and none ran."""
+    from boxagent.engine.shim import _claim
+    path = tmp_path / "s.1.claim"
+    KINDS[kind](path)
+    assert _in_thread(lambda: _claim(str(path))) is True
+    assert path.read_text() == str(os.getpid()) and len(_aside(path)) == 1
+    assert _claim(str(path)) is False          # a real claim still wins over a second shim
