@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Set up rgt in ./.venv. `./install.sh --dev` adds the test and docs tools (pytest, vermin,
-# watchdog, mkdocs) and installs the checkout editable (re-run ./install.sh after a `git pull`
-# otherwise). Quiet on success: pip's own chatter (build-backend warnings, index notices)
+# Set up rgt in ./.venv. `./install.sh --mcp` adds the MCP server's SDK (`rgt-client mcp`, for AI
+# coding agents). `./install.sh --dev` adds the test and docs tools (pytest, vermin, watchdog,
+# mkdocs, the MCP SDK) and installs the checkout editable (re-run ./install.sh after a `git pull`
+# otherwise). Everything comes from this checkout: the distribution is rgt-gpu, never `rgt`
+# (someone else's project on PyPI). Quiet on success: pip's own chatter (build-backend warnings, index notices)
 # buried the one line a user needs; on a failure everything pip said is shown, in full.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -10,9 +12,10 @@ extra=""
 editable=""
 case "${1:-}" in
   "") ;;
+  --mcp) extra="[mcp]" ;;
   --dev) extra="[dev]"; editable="-e" ;;   # editable: the tests and your edits use the checkout
   *) echo "Error: unknown option: $1" >&2
-     echo "Hint: ./install.sh (the tool) or ./install.sh --dev (the tool, the tests and the docs)" >&2
+     echo "Hint: ./install.sh (the tool), ./install.sh --mcp (and the MCP server for AI agents) or ./install.sh --dev (the tool, the tests and the docs)" >&2
      exit 2 ;;
 esac
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
@@ -40,7 +43,10 @@ fi
 echo "rgt installed in $(pwd)/.venv"
 echo "  try it:     .venv/bin/rgt-client demo"
 echo "  the agent:  .venv/bin/rgt-agent --help"
-if [ -n "$extra" ]; then
+if [ "$extra" = "[mcp]" ]; then
+  echo "  for agents: .venv/bin/rgt-client mcp --hosts gpu1   (docs/agents.md)"
+fi
+if [ "$extra" = "[dev]" ]; then
   echo "  the tests:  .venv/bin/python -m pytest -q"
   echo "  the docs:   .venv/bin/mkdocs serve"
 fi

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from boxagent.base import names, numbers
+from boxagent.base.boxjson import BadJSON, loads as box_json
 from boxagent.base.errors import (EXIT_ERROR, EXIT_NOT_RUNNING, EXIT_OK, EXIT_RUN_FAILED,
                                   EXIT_USAGE, AgentError)
 from boxagent.base.fsutil import atomic_write_text, dumps
@@ -29,7 +30,7 @@ __all__ = ["EXIT_OK", "EXIT_ERROR", "EXIT_USAGE", "EXIT_NOT_RUNNING", "EXIT_RUN_
            "atomic_write_text", "dumps", "NON_FINITE", "format_bytes", "format_duration", "parse_duration",
            "parse_iso_utc", "parse_utc_time", "check_job_text", "validate_job", "log_lines", "triage_log",
            "triage_text", "alert_thresholds", "unsafe_regex_reason", "check_notifiers", "hash_file",
-           "hash_many", "main", "numbers", "valid_name", "name_error"]
+           "hash_many", "main", "numbers", "box_json", "BadJSON", "valid_name", "name_error"]
 
 
 # -- names ---------------------------------------------------------------------------------------

@@ -73,17 +73,12 @@ class Box:
         return self.agent("submit", "-", *extra, stdin=json.dumps(job))
 
     # -- reading what the daemon wrote
+    # Read as the agent reads its files: a test may plant a FIFO or a symlink to /dev/zero there.
     def status_file(self) -> Dict[str, Any]:
-        try:
-            return json.loads((self.home / "status.json").read_text())
-        except (OSError, ValueError):
-            return {}
+        return _json_file(self.home / "status.json")
 
     def run_state(self, name: str) -> Dict[str, Any]:
-        try:
-            return json.loads((self.home / "runs" / name / "state.json").read_text())
-        except (OSError, ValueError):
-            return {}
+        return _json_file(self.home / "runs" / name / "state.json")
 
     def stage(self, run: str, stage: str) -> Dict[str, Any]:
         return next(s for s in self.run_state(run)["stages"] if s["name"] == stage)
@@ -121,12 +116,14 @@ class Box:
         return self.stage(run, stage)
 
     def events(self, etype: Optional[str] = None) -> List[Dict[str, Any]]:
+        from boxagent.base import safefile
+        from boxagent.base.fsutil import parse_jsonl     # a test may plant a hostile line
         try:
-            lines = (self.home / "events.jsonl").read_text().splitlines()
+            lines = safefile.read_bytes(str(self.home / "events.jsonl"), 256 << 20).split(b"\n")
         except OSError:
             return []
-        evs = [json.loads(line) for line in lines if line.strip()]
-        return [e for e in evs if etype is None or e["type"] == etype]
+        evs = [e for e in (parse_jsonl(line) for line in lines) if e is not None]
+        return [e for e in evs if etype is None or e.get("type") == etype]
 
     def wait_event(self, etype: str, timeout: float = 10, **match: Any) -> Dict[str, Any]:
         """state.json is written before its event: wait for the event, do not assume it."""
@@ -174,6 +171,12 @@ class Box:
                 proc.wait(5)
             except subprocess.TimeoutExpired:
                 pass
+
+
+def _json_file(path: Path) -> Dict[str, Any]:
+    from boxagent.base.fsutil import read_json
+    doc = read_json(str(path), {})
+    return doc if isinstance(doc, dict) else {}
 
 
 def wait_for(pred: Callable[[], Any], timeout: float, what: str = "condition", interval: float = 0.02) -> Any:

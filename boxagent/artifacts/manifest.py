@@ -20,6 +20,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from boxagent.artifacts import globs, hashing
+from boxagent.base import boxjson, safefile
 from boxagent.base.errors import AgentError, UsageError
 from boxagent.base.fsutil import atomic_write_bytes, read_json
 from boxagent.base.home import Home
@@ -82,10 +83,9 @@ def check_quiet(home: Home, run: str, writer: Optional[str], force: bool) -> Non
 
 def _read_old(path: str) -> Tuple[bytes, Dict[str, Any]]:
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-        old = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError):
+        raw = safefile.read_bytes(path)
+        old = boxjson.loads(raw)
+    except (OSError, ValueError):       # a FIFO, a device, a deep or torn document: no old manifest
         return b"", {}
     return raw, old if isinstance(old, dict) and old.get("schema") == SCHEMA else {}
 
@@ -229,9 +229,8 @@ def summary(home: Home, run: str) -> Dict[str, Any]:
     if hit and hit[0] == key:
         return dict(hit[1])
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-        totals = json.loads(raw.decode("utf-8")).get("totals") or {}
+        raw = safefile.read_bytes(path)
+        totals = boxjson.loads(raw).get("totals") or {}
     except (OSError, ValueError, AttributeError):
         return {"files": 0, "bytes": 0, "manifest": path, "sha256": None, "error": "unreadable manifest"}
     out = {"files": int(totals.get("files") or 0), "bytes": int(totals.get("bytes") or 0),

@@ -1,27 +1,33 @@
 """Files a client or a human may read mid-write: tmp -> fsync -> os.replace (STYLE 7)."""
 from __future__ import annotations
 
+import errno
 import json
 import os
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
-from boxagent.base import safefile
+from boxagent.base import boxjson, safefile
 
 
 def atomic_write_bytes(path: str, data: bytes, mode: int = 0o644, durable: bool = True) -> None:
     """The data is fsynced before the rename, so a reader (or a crash) never sees a torn file.
     durable=False skips the directory fsync: after a power loss the previous version may come
-    back, which is fine for a file rewritten every few seconds (status.json) and saves CPU."""
-    import tempfile   # here: readers (`status`) need none of tempfile's imports (random, shutil)
+    back, which is fine for a file rewritten every few seconds (status.json) and saves CPU.
+    The tmp file is made O_EXCL|O_NOFOLLOW (a name planted in the dir is never written
+    through); whatever is at `path` that is not a regular file is set aside (safefile)."""
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    tmp, fd = _new_tmp(directory, mode)
     try:
-        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        safefile.clear_for_replace(path)
+        try:
+            os.replace(tmp, path)
+        except IsADirectoryError:       # a directory came back between the check and the rename
+            safefile.move_aside(path)
+            os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -30,6 +36,26 @@ def atomic_write_bytes(path: str, data: bytes, mode: int = 0o644, durable: bool 
         raise
     if durable:
         _fsync_dir(directory)
+
+
+def _new_tmp(directory: str, mode: int) -> Tuple[str, int]:
+    """A fresh tmp file in `directory` (tempfile's mkstemp without tempfile's imports: readers
+    such as `status` need none of random or shutil)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(directory, ".tmp-%d-%s" % (os.getpid(), os.urandom(6).hex()))
+        try:
+            fd = os.open(tmp, flags, 0o600)
+        except FileExistsError:
+            continue
+        try:
+            os.fchmod(fd, mode)
+        except OSError:
+            os.close(fd)
+            os.unlink(tmp)
+            raise
+        return tmp, fd
+    raise FileExistsError(errno.EEXIST, "no free tmp name", directory)
 
 
 def _fsync_dir(directory: str) -> None:
@@ -62,8 +88,8 @@ def read_json(path: str, default: Any = None, cap: int = safefile.DEFAULT_CAP) -
     does anything at the path that is not a regular file within `cap` (a FIFO, a symlink to a
     device): see safefile."""
     try:
-        return json.loads(safefile.read_bytes(path, cap).decode("utf-8"))
-    except (OSError, ValueError, RecursionError):
+        return boxjson.loads(safefile.read_bytes(path, cap), cap)
+    except (OSError, ValueError):      # boxjson.BadJSON is a ValueError: any hostile document
         return default
 
 
@@ -80,15 +106,15 @@ def parse_jsonl(raw: bytes, start: Optional[bytes] = None) -> Optional[dict]:
     if not raw:
         return None
     try:
-        obj = json.loads(raw.decode("utf-8", "replace"))
+        obj = boxjson.loads(raw)
         return obj if isinstance(obj, dict) else None
-    except ValueError:
+    except ValueError:      # boxjson.BadJSON too: a 1,000-deep line is skipped like a torn one
         pass
     at = raw.rfind(start) if start else -1
     if at <= 0:
         return None
     try:
-        obj = json.loads(raw[at:].decode("utf-8", "replace"))
+        obj = boxjson.loads(raw[at:])
     except ValueError:
         return None
     return obj if isinstance(obj, dict) else None
@@ -97,7 +123,7 @@ def parse_jsonl(raw: bytes, start: Optional[bytes] = None) -> Optional[dict]:
 def append_bytes(path: str, data: bytes, fsync: bool = False) -> None:
     """One write per record. A short write (the disk filled mid-record) is cut back off, so the
     file never holds a torn line that the next record would be glued onto."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = safefile.open_for_write(path)      # never blocks on a FIFO, never writes through a link
     try:
         start = os.fstat(fd).st_size
         try:
@@ -107,7 +133,6 @@ def append_bytes(path: str, data: bytes, fsync: bool = False) -> None:
             raise
         if done != len(data):
             _cut(fd, start)
-            import errno
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
         if fsync:
             os.fsync(fd)

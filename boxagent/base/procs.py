@@ -6,13 +6,13 @@ from /proc/PID/stat, and a zombie counts as gone (in containers PID 1 often neve
 from __future__ import annotations
 
 import errno
-import json
 import os
 import signal
 import sys
 from typing import Dict, List, Optional
 
 import boxagent
+from boxagent.base.fsutil import read_json
 from boxagent.base.roots import Roots
 
 
@@ -112,12 +112,10 @@ def group_members(roots: Roots, pgid: int) -> List[int]:
 
 def daemon_pid(pidfile: str, roots: Roots) -> Optional[int]:
     """The live daemon's pid from daemon.pid, or None. pid + start ticks: a reused pid is not ours."""
-    try:
-        with open(pidfile, "rb") as fh:
-            info = json.loads(fh.read().decode("utf-8"))
-    except (OSError, ValueError):
+    info = read_json(pidfile, None, 1 << 16)     # a FIFO or a deep line there: no daemon, never a hang
+    if not isinstance(info, dict):
         return None
-    pid = info.get("pid") if isinstance(info, dict) else None
+    pid = info.get("pid")
     return pid if alive(roots, pid, info.get("start_ticks")) else None
 
 

@@ -10,11 +10,13 @@ JSON write it, and line by line (each line-part long enough to matter).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Iterable, List, Set
 from urllib.parse import quote
 
 MASK = "***"
 MIN_PART = 4             # shorter pieces ("a", "ab") would mask ordinary words
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
 def forms(secret: str) -> List[str]:
@@ -25,7 +27,9 @@ def forms(secret: str) -> List[str]:
     for value in {secret, secret.strip()}:
         out.update({value, repr(value)[1:-1], json.dumps(value)[1:-1], quote(value, safe=""),
                     value.encode("unicode_escape").decode("ascii", "replace")})
-    for line in secret.replace("\r", "\n").split("\n"):
+    # Any control character splits a quote of it (CR/LF, a tab: an HTTP library refuses the
+    # value and quotes the part up to it), so each run between them is masked on its own.
+    for line in _CONTROL.split(secret):
         line = line.strip()
         if len(line) >= MIN_PART:
             out.update({line, quote(line, safe="")})

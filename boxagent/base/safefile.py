@@ -13,7 +13,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Optional
+import sys
+import time
+from typing import Callable, List, Optional
 
 DEFAULT_CAP = 32 << 20        # status.json of a busy box is a few MB; nothing the agent reads is larger
 ASIDE_DIR = ".aside"          # inbox/.aside/: what was set aside, kept for a person to look at
@@ -21,6 +23,89 @@ ASIDE_DIR = ".aside"          # inbox/.aside/: what was set aside, kept for a pe
 
 class Unsafe(OSError):
     """The path holds something other than a regular file within the cap."""
+
+
+# The writing side. A FIFO in place of events.jsonl froze the daemon at the next stage's end: a
+# blocking open(..., "ab") waits for a reader that never comes (status.json went stale, the next
+# stage never started). So every append and replace of the agent opens O_NOFOLLOW|O_NONBLOCK (a
+# FIFO without a reader, a socket: ENXIO; a symlink: ELOOP; a directory: EISDIR), checks the
+# open descriptor is a regular file, and moves anything else aside to `<file>.setaside.<ns>`
+# (rename never opens it) before writing a fresh file: never a block, never a write through a link.
+_WRITE_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_NOT_A_FILE = (errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EISDIR, errno.ENODEV, errno.EOPNOTSUPP)
+SET_ASIDE_TAG = ".setaside."
+
+
+def _say_on_stderr(path: str, what: str, moved: Optional[str]) -> None:
+    try:
+        sys.stderr.write("rgt: set aside %s: %s%s\n" % (path, what, ", moved to %s" % moved if moved else ""))
+    except (OSError, ValueError):
+        pass
+
+
+# Who hears of a set-aside file: stderr (daemon.log for the shim and the daemon); the daemon adds
+# its alert (daemon/loop.py). One list for the process: every writer of the agent shares it.
+REPORTERS: List[Callable[[str, str, Optional[str]], None]] = [_say_on_stderr]
+
+
+def _report(path: str, what: str, moved: Optional[str]) -> None:
+    for report in list(REPORTERS):
+        try:
+            report(path, what, moved)
+        except Exception:  # noqa: BLE001 - a report that fails must not stop the write it guards
+            pass
+
+
+def move_aside(path: str) -> Optional[str]:
+    """Rename whatever sits at `path` to `<path>.setaside.<ns>` next to it and say so; the new
+    path, or None when nothing was there to move."""
+    what = describe(path)
+    dest = "%s%s%d" % (path, SET_ASIDE_TAG, time.time_ns())
+    try:
+        os.rename(path, dest)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        _report(path, "%s (it could not be moved: %s)" % (what, exc.strerror), None)
+        raise Unsafe(exc.errno or errno.EINVAL, "%s that could not be moved aside" % what, path) from None
+    _report(path, what, dest)
+    return dest
+
+
+def open_for_write(path: str, flags: int = os.O_APPEND | os.O_CREAT, mode: int = 0o644) -> int:
+    """An O_WRONLY fd on the regular file at `path` (plus `flags`: O_APPEND, O_CREAT, O_EXCL...).
+    Anything else at the path is moved aside first and a fresh file opened; Unsafe when even that
+    fails (it could not be moved, or something else came back at once)."""
+    for _ in range(2):
+        try:
+            fd = os.open(path, _WRITE_FLAGS | flags, mode)
+        except OSError as exc:
+            if exc.errno not in _NOT_A_FILE:
+                raise
+            move_aside(path)
+            continue
+        try:
+            kind = kind_of(os.fstat(fd).st_mode)
+        except OSError:
+            os.close(fd)
+            raise
+        if kind == "regular file":
+            return fd
+        os.close(fd)              # a FIFO that had a reader, a device node: never written to
+        move_aside(path)
+    raise Unsafe(errno.EINVAL, "not a regular file, even after it was set aside", path)
+
+
+def clear_for_replace(path: str) -> None:
+    """Before a rename onto `path`: whatever is there that is not a regular file (a directory
+    would make the rename fail for good; a FIFO, a socket or a symlink would be dropped unseen)
+    is moved aside and said."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        move_aside(path)
 
 
 def open_regular(path: str, dir_fd: Optional[int] = None) -> int:

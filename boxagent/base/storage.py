@@ -15,6 +15,7 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from boxagent.base import safefile
 from boxagent.base.fsutil import append_bytes, atomic_write_bytes
 from boxagent.base.units import iso_utc
 
@@ -124,7 +125,7 @@ class Storage:
 
     def _make_reserve(self) -> bool:
         try:
-            with open(self.reserve_path, "wb") as fh:
+            with os.fdopen(safefile.open_for_write(self.reserve_path, os.O_CREAT | os.O_TRUNC), "wb") as fh:
                 fh.write(b"\0" * RESERVE_BYTES)   # real blocks, not a sparse hole
             return True
         except OSError:
@@ -156,7 +157,7 @@ def overwrite_in_place(path: str, data: bytes) -> bool:
     status.json that must keep telling the truth on a full disk. Padded with spaces (valid JSON
     whitespace) to the old size; False when `data` does not fit."""
     try:
-        fd = os.open(path, os.O_WRONLY)
+        fd = safefile.open_for_write(path, 0)    # never creates: the blocks it has are the point
     except OSError:
         return False
     try:

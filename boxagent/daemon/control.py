@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import boxagent
 from boxagent.wire import inbox
-from boxagent.base import procs
+from boxagent.base import procs, safefile
 from boxagent.base.errors import AgentError, UsageError
 from boxagent.base.fsutil import atomic_write_json, read_json
 from boxagent.base.home import Home
@@ -42,7 +42,7 @@ def start(home: Home, roots: Roots, timeout: float = 20.0, resume_interrupted: b
     argv = procs.agent_argv() + ["--home", home.root, "daemon"]
     if resume_interrupted:
         argv.append("--resume-interrupted")
-    with open(home.daemon_log, "ab") as log:
+    with os.fdopen(safefile.open_for_write(home.daemon_log), "ab") as log:   # a FIFO there: set aside
         child = subprocess.Popen(argv, env=procs.agent_env(), cwd=home.root, stdin=subprocess.DEVNULL,
                                  stdout=log, stderr=log, close_fds=True, start_new_session=True)
     deadline = time.monotonic() + timeout

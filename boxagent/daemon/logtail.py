@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from typing import BinaryIO, List, Optional, Tuple
 
+from boxagent.base import safefile
+
 SCAN_MAX = 8 << 20
 LINE_MAX = 16 << 10
 CUT = b"[...] "            # marks a line shown only in part (its end)
@@ -38,7 +40,7 @@ def _resolved(cur: bytes) -> Optional[bytes]:
 def tail(path: str, n: int, scan_max: int = SCAN_MAX) -> bytes:
     """The last n lines of the file (each its last redraw, each ending with LF), reading at most
     scan_max bytes from the end. OSError propagates."""
-    with open(path, "rb") as fh:
+    with os.fdopen(safefile.open_regular(path), "rb") as fh:      # never blocks on a FIFO
         lines, bounded = _backwards(fh, n, scan_max)
     out = b"".join(line + b"\n" for line in reversed(lines))
     if bounded:
@@ -115,7 +117,7 @@ class Lines:
 def copy_all(path: str, out: BinaryIO) -> None:
     """The whole log through the same rule (`logs -n 0`), streamed: memory stays bounded."""
     lines = Lines()
-    with open(path, "rb") as fh:
+    with os.fdopen(safefile.open_regular(path), "rb") as fh:
         for block in iter(lambda: fh.read(BLOCK), b""):
             for line in lines.feed(block):
                 out.write(line + b"\n")

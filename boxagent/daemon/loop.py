@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional
 
 from boxagent.base import config as config_mod
 from boxagent.base import profile as profile_view
+from boxagent.base import safefile
 from boxagent.base.optional import deps
 from boxagent.base.fsutil import atomic_write_bytes, atomic_write_json, read_json
 from boxagent.base.home import Home
@@ -69,6 +70,7 @@ class Daemon:
         self._lock_fd: Optional[int] = None
         self._tick_errors: set = set()
         self._storage_reported = False
+        self._set_aside: List[Dict[str, Any]] = []     # alerts of box files set aside, for the next tick
 
     def _settings(self) -> Dict[str, Any]:
         return {name: config_mod.interval(self.config, name) for name in config_mod.INTERVALS}
@@ -134,6 +136,7 @@ class Daemon:
 
     def _setup(self) -> None:
         now = time.time()
+        safefile.REPORTERS[:] = [self._file_set_aside]
         self.deps = deps()
         prev_boot = ((read_json(self.home.status) or {}).get("agent") or {}).get("boot_id")
         self.boot_id = self.roots.boot_id()
@@ -237,6 +240,8 @@ class Daemon:
 
     def _fast(self, now: float, mono: float) -> None:
         self._flush_storage(now)
+        while self._set_aside:
+            self.emit(self._set_aside.pop(0))
         for path, req in inbox.pending(self.home, aside=log_line):
             try:
                 verbs.handle(self, req, now, mono)
@@ -256,6 +261,20 @@ class Daemon:
 
     def log(self, text: str) -> None:
         log_line(text)
+
+    def _file_set_aside(self, path: str, what: str, moved: Optional[str]) -> None:
+        """A file the agent writes held something else (a FIFO in place of events.jsonl froze the
+        daemon once): one line in daemon.log now, and an alert at the next tick. Only a list
+        append here: it may come from the middle of an append to events.jsonl itself."""
+        where = "moved to %s" % moved if moved else "it could not be moved"
+        log_line("set aside %s: %s, not a regular file; %s" % (path, what, where))
+        self.dirty = True
+        self._set_aside.append({"type": "box_file_set_aside", "severity": "warning",
+                                "summary": "%s was %s, not a regular file: the agent set it aside and writes "
+                                           "a fresh one" % (os.path.basename(path), what),
+                                "evidence": ["%s: %s" % (path, what), where], "path": path, "moved_to": moved,
+                                "remediation": "look at what made it (a stray mkfifo or ln -s?); the set-aside "
+                                               "copy is kept for you"})
 
     def reload(self) -> None:
         """config.json (its intervals) and the parts' settings, read again (`configure`, `notify set`)."""

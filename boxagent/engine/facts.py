@@ -11,6 +11,8 @@ import re
 import signal as _signal
 from typing import Any, Dict, List, Optional
 
+from boxagent.base import safefile
+
 
 LAST_LINES = 20
 
@@ -70,7 +72,7 @@ def scan_log(path: str, success: Optional[str], fail: Optional[str], limit: int 
     s_re, f_re = (re.compile(success) if success else None), (re.compile(fail) if fail else None)
     seen, fail_line = False, None
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(safefile.open_regular(path), "rb") as fh:   # a FIFO log must not block the verdict
             fh.seek(max(0, os.fstat(fh.fileno()).st_size - limit))
             for raw in fh:
                 line = raw.decode("utf-8", "replace").rstrip("\n")

@@ -29,12 +29,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
 from typing import Any, Dict, Optional
 
-from boxagent.base import names, procs
+from boxagent.base import names, procs, safefile
 from boxagent.base.fsutil import atomic_write_json, read_json
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
@@ -52,9 +53,21 @@ EXIT_UNMET = 79       # Slurm: the command exited 0 but an `expect`/pattern cond
 
 def _claim(path: str) -> bool:
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = safefile.open_for_write(path, os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        return False
+        # Another shim's claim is a regular file. A FIFO or a directory planted at the path
+        # would have made every attempt "claimed" and none run: it is set aside and claimed.
+        try:
+            regular = stat.S_ISREG(os.lstat(path).st_mode)
+        except FileNotFoundError:
+            regular = False
+        if regular:
+            return False
+        safefile.move_aside(path)
+        try:
+            fd = safefile.open_for_write(path, os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return False
     os.write(fd, str(os.getpid()).encode())
     os.fsync(fd)
     os.close(fd)
@@ -141,7 +154,7 @@ def _which(name: str) -> Optional[str]:
 
 def _make_slot(final: str) -> int:
     """A file of SLOT_BYTES real blocks, open, for a record written later without new space."""
-    fd = os.open(final + ".slot", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = safefile.open_for_write(final + ".slot", os.O_CREAT | os.O_TRUNC)
     try:
         os.write(fd, b" " * SLOT_BYTES)
         os.fsync(fd)
@@ -157,6 +170,7 @@ def _fill(fd: int, final: str, record: Dict[str, Any]) -> None:
     os.pwrite(fd, data, 0)
     os.fsync(fd)
     os.close(fd)
+    safefile.clear_for_replace(final)    # a directory there would fail the rename for good
     os.replace(final + ".slot", final)
 
 
@@ -182,7 +196,8 @@ def _spawn(launch: Dict[str, Any], token: str, cgroup: Optional[str]) -> Any:
     log_path = launch["log"]
     shell = _which("bash") or "/bin/sh"
     try:
-        log = open(log_path, "ab")
+        # Not open(..., "ab"): a FIFO at the log's path would block the stage's start for good.
+        log = os.fdopen(safefile.open_for_write(log_path), "ab")
     except OSError as exc:
         return "cannot open the stage log %s: %s" % (log_path, exc)
     try:

@@ -10,7 +10,7 @@ import os
 import subprocess
 from typing import Any, Dict, List, Optional
 
-from boxagent.base import procs
+from boxagent.base import procs, safefile
 from boxagent.base.fsutil import atomic_write_json, read_json
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
@@ -40,9 +40,13 @@ class ShimProcesses:
         argv = procs.agent_argv(bare=True) + ["exec-stage", "--home", self.home.root, "--run", ref.run,
                                      "--stage", ref.stage, "--attempt", str(ref.attempt)]
         try:
+            if launch.get("log"):
+                # Made here, not only in the shim: what is not a regular file at the log's path
+                # is set aside by the daemon, which raises the alert (the shim only logs).
+                os.close(safefile.open_for_write(launch["log"]))
             # The shim's own stderr (a traceback, never the command's output) goes where the
             # daemon's goes: daemon.log when started by `start`.
-            err = open(self.stderr_path, "ab") if self.stderr_path else None
+            err = os.fdopen(safefile.open_for_write(self.stderr_path), "ab") if self.stderr_path else None
             try:
                 self.popens[ref] = subprocess.Popen(argv, env=procs.agent_env(), cwd="/", stdin=subprocess.DEVNULL,
                                                     stdout=subprocess.DEVNULL, stderr=err, close_fds=True,

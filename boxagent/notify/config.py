@@ -234,12 +234,27 @@ def secret_parts(url: str, secret: Any = None, keep_host: bool = False) -> List[
     if sp.scheme in TOKEN_HOST_SCHEMES:  # there the "host" is a token
         pieces.append(sp.netloc)
     pieces += re.split(r"[/?&=#]", sp.path + "?" + sp.query)
+    pieces += _raw_pieces(url, sp.scheme in TOKEN_HOST_SCHEMES)
     for p in pieces:
         if p and len(p) >= 4 and p not in _PUBLIC_PIECES:
             parts.append(p)
             if unquote(p) != p:
                 parts.append(unquote(p))
     return sorted(set(parts), key=len, reverse=True)
+
+
+def _raw_pieces(url: str, host_is_token: bool) -> List[str]:
+    """The pieces of the URL as written. urlsplit drops CR, LF and tab, but an HTTP library
+    quotes the URL it was given: a base_url with CR/LF inside its path leaked the part before
+    them into last_error, notify-test and the outbox. So the raw text is split at the URL's
+    delimiters, control characters kept: each piece is a secret, and the redaction masks its
+    escaped spelling ('re\\r\\nlay...') as well as each run between its control characters."""
+    rest = url.split("://", 1)[-1]
+    host, _, path = rest.partition("/")
+    if "@" in host:
+        userinfo, _, host = host.rpartition("@")
+        path = userinfo + "/" + path
+    return re.split(r"[/?&=#@]+", (host + "/" if host_is_token else "") + path)
 
 
 def redact(url: str, fmt: Optional[str] = None) -> str:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, BinaryIO, Dict, List, Optional, Tuple
 
+from boxagent.base import safefile
 from boxagent.base.fsutil import atomic_write_bytes, parse_jsonl, read_json
 
 _EVENT_START = b'{"id":'      # wire/events.make_event puts the id first
@@ -51,21 +52,19 @@ def parse_line(raw: bytes) -> Optional[Dict[str, Any]]:
 
 def _first_id(path: str) -> Optional[str]:
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(FIRST_LINE_MAX)
+        with os.fdopen(safefile.open_regular(path), "rb") as fh:
+            return _first_id_of(fh)
     except OSError:
         return None
+
+
+def _first_id_of(fh: BinaryIO) -> Optional[str]:
+    """The id of the first event of an open file (its position is left where it was)."""
+    head = os.pread(fh.fileno(), FIRST_LINE_MAX, 0)
     if b"\n" not in head:
         return None
     event = parse_line(head.split(b"\n", 1)[0])
     return str(event.get("id")) if event and event.get("id") else None
-
-
-def _ino(path: str) -> Optional[int]:
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None
 
 
 def _id_ms(eid: Optional[str]) -> int:
@@ -113,47 +112,65 @@ class EventFeed:
             return Cursor(None, None, 0)
         return Cursor(st.st_ino, _first_id(self.path), st.st_size)
 
-    def _same_file(self, path: str, cur: Cursor, check_identity: bool) -> bool:
-        if cur.ino is None or _ino(path) != cur.ino:
+    def _open(self, path: str) -> Optional[BinaryIO]:
+        """The file at `path`, open (identity is then checked on the descriptor, not by a stat
+        before the open: a rotation between the two once lost the events in between)."""
+        try:
+            return os.fdopen(safefile.open_regular(path), "rb")     # a FIFO there must not stop the hub
+        except OSError:
+            return None
+
+    def _is_cursors(self, fh: Optional[BinaryIO], cur: Cursor, check_identity: bool) -> bool:
+        if fh is None or cur.ino is None or os.fstat(fh.fileno()).st_ino != cur.ino:
             return False
-        return not check_identity or cur.first_id is None or _first_id(path) == cur.first_id
+        return not check_identity or cur.first_id is None or _first_id_of(fh) == cur.first_id
 
     def _read_from(self, cur: Cursor, check_identity: bool) -> Tuple[List[Dict[str, Any]], Cursor]:
         rotated = self.path + ".1"
         if cur.ino is None:     # no log when the cursor was made: all there is came after it
-            older, end = self._read_file(rotated, 0, cur.last_id)
-            newer, cur2 = self._read_file(self.path, 0, end.last_id)
-            return older + newer, cur2
-        if self._same_file(self.path, cur, check_identity):
-            return self._read_file(self.path, cur.offset, cur.last_id)
-        if self._same_file(rotated, cur, check_identity):
-            older, end = self._read_file(rotated, cur.offset, cur.last_id)
-            newer, cur2 = self._read_file(self.path, 0, end.last_id)
-            return older + newer, cur2
+            return self._both(cur, 0, self._open(rotated))
+        current = self._open(self.path)
+        if self._is_cursors(current, cur, check_identity):
+            assert current is not None
+            return self._read_file(current, cur.offset, cur.last_id)
+        _close(current)
+        old = self._open(rotated)
+        if self._is_cursors(old, cur, check_identity):
+            return self._both(cur, cur.offset, old)
         # Neither file is the cursor's (rotated twice while no hub read): read both whole and
         # keep only events newer than the last one routed (ids start with their millisecond).
-        older, end = self._read_file(rotated, 0, cur.last_id)
-        newer, cur2 = self._read_file(self.path, 0, end.last_id)
+        events, cur2 = self._both(cur, 0, old)
         floor = _id_ms(cur.last_id)
-        return [e for e in older + newer if _id_ms(e.get("id")) >= floor], cur2
+        return [e for e in events if _id_ms(e.get("id")) >= floor], cur2
 
-    def _read_file(self, path: str, offset: int, last_id: Optional[str]) -> Tuple[List[Dict[str, Any]], Cursor]:
-        try:
-            fh = open(path, "rb")
-        except OSError:
-            return [], Cursor(None, None, 0, last_id)
+    def _both(self, cur: Cursor, offset: int, old: Optional[BinaryIO]) -> Tuple[List[Dict[str, Any]], Cursor]:
+        """The rotated file from `offset`, then the current one from its start, opened only now:
+        a rotation in between leaves what it moved in the file read first."""
+        older, end = self._read_file(old, offset, cur.last_id) if old is not None else ([], Cursor(None, None, 0, cur.last_id))
+        current = self._open(self.path)
+        if current is None:
+            return older, end
+        newer, cur2 = self._read_file(current, 0, end.last_id)
+        return older + newer, cur2
+
+    def _read_file(self, fh: BinaryIO, offset: int, last_id: Optional[str]) -> Tuple[List[Dict[str, Any]], Cursor]:
         with fh:
             st = os.fstat(fh.fileno())
             if st.st_size < offset:                # truncated under us: start it over
                 offset = 0
             fh.seek(offset)
             data = fh.read(max(0, st.st_size - offset))
-        end = data.rfind(b"\n") + 1                # only complete lines; a partial one waits
-        events = [e for e in (parse_line(raw) for raw in data[:end].split(b"\n")) if e is not None]
-        if events and events[-1].get("id"):
-            last_id = str(events[-1]["id"])
-        known = self.cursor is not None and self.cursor.ino == st.st_ino and offset > 0
-        first = self.cursor.first_id if known and self.cursor is not None else None
-        if first is None and offset + end > 0:
-            first = _first_id(path)
+            end = data.rfind(b"\n") + 1            # only complete lines; a partial one waits
+            events = [e for e in (parse_line(raw) for raw in data[:end].split(b"\n")) if e is not None]
+            if events and events[-1].get("id"):
+                last_id = str(events[-1]["id"])
+            known = self.cursor is not None and self.cursor.ino == st.st_ino and offset > 0
+            first = self.cursor.first_id if known and self.cursor is not None else None
+            if first is None and offset + end > 0:
+                first = _first_id_of(fh)
         return events, Cursor(st.st_ino, first, offset + end, last_id)
+
+
+def _close(fh: Optional[BinaryIO]) -> None:
+    if fh is not None:
+        fh.close()

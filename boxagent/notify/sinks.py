@@ -14,6 +14,7 @@ import time
 from typing import Any, Dict
 from urllib.parse import unquote, urlsplit
 
+from boxagent.base import safefile
 from boxagent.notify.types import BadURL, Item, Result
 
 _PERMANENT_ERRNO = (errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENOTDIR, errno.EROFS)
@@ -45,7 +46,7 @@ class FileSink:
         data = self.line(item)
         try:
             os.makedirs(os.path.dirname(ep["path"]) or ".", exist_ok=True)
-            fd = os.open(ep["path"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = safefile.open_for_write(ep["path"], os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 os.write(fd, data)
             finally:

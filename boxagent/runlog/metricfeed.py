@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+from boxagent.base import safefile
 from boxagent.triage.anchors import Finder, candidate_lines
 from boxagent.triage.metrics import compile_metrics_pattern, reading
 from boxagent.triage.rules import derive_keywords
@@ -80,7 +81,7 @@ def _new_readings(cur: _Cursor, path: str) -> List[Tuple[int, Dict[str, Any]]]:
         cur.skipped_bytes += skip
         cur.offset += skip
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(safefile.open_regular(path), "rb") as fh:
             fh.seek(cur.offset)
             data = fh.read(size - cur.offset)
     except OSError:

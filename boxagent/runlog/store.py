@@ -103,7 +103,7 @@ class HistoryFile:
     def _append(self, data: bytes) -> None:
         if self.size == 0 and not os.path.exists(self.path):
             data = _line(header(self.run, self.step_s)) + data
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = safefile.open_for_write(self.path)   # a FIFO there once froze the daemon at a stage's end
         try:
             os.write(fd, data)
         finally:

@@ -14,7 +14,7 @@ import os
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from boxagent.base import procs, safefile
+from boxagent.base import boxjson, procs, safefile
 from boxagent.base.fsutil import atomic_write_json
 from boxagent.base.home import Home
 
@@ -48,7 +48,7 @@ def pending(home: Home, aside: Optional[Callable[[str], None]] = None) -> List[T
     for name in names:
         path = os.path.join(home.inbox, name)
         try:
-            req = json.loads(safefile.read_bytes(path, MAX_REQUEST_BYTES).decode("utf-8"))
+            req = boxjson.loads(safefile.read_bytes(path, MAX_REQUEST_BYTES))
         except safefile.Unsafe as exc:
             if aside is not None:
                 what = safefile.describe(path)
@@ -56,7 +56,7 @@ def pending(home: Home, aside: Optional[Callable[[str], None]] = None) -> List[T
                 aside("inbox: set aside %s: %s (%s)%s" % (name, what, exc.strerror,
                                                         ", moved to %s" % moved if moved else ""))
             continue
-        except (OSError, ValueError, RecursionError):
+        except (OSError, ValueError):       # boxjson.BadJSON: too deep, not JSON
             req = None
         out.append((path, req if isinstance(req, dict) else {"kind": None}))
     return out

@@ -6,9 +6,11 @@ only, 3.8 syntax (tests run them under a real 3.8). Each prints one last line
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from boxagent.api import box_json
+
+from rgt_client.box.boxside import SAFE_READ
 from rgt_client.errors import ClientError
 
 RESULT_PREFIX = "RGT-RESULT "
@@ -147,7 +149,7 @@ main()
 
 # argv: run stage n max_wait_s poll_s [resume] ; streams the run's stage logs until it ends, in frames
 # (follow.py reads them); resume: the `st` of the last frame the client got, its offsets cut to its last byte
-FOLLOW = _COMMON + r'''
+FOLLOW = _COMMON + SAFE_READ + r'''
 import base64, time
 
 def done(**kw):  # the result goes to stderr here: stdout carries the log bytes, framed
@@ -160,9 +162,9 @@ TERMINAL = ("succeeded", "failed", "cancelled", "interrupted")
 
 def read_status():
     try:
-        with open(os.path.join(HOME, "status.json"), "rb") as fh:
-            return json.loads(fh.read().decode("utf-8"))
-    except (OSError, ValueError):
+        with open_regular(os.path.join(HOME, "status.json")) as fh:
+            return loads(fh.read(64 << 20))
+    except OSError:
         return None
 
 def find_run(status, name):
@@ -182,7 +184,7 @@ def frame(data, **head):
 
 def pump(path, offset):
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:       # a FIFO at a log's path: no bytes, never a block
             fh.seek(offset)
             data = fh.read(1 << 20)
     except OSError:
@@ -195,7 +197,7 @@ def pump(path, offset):
 
 def start_offset(path, n):
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             fh.seek(0, 2)
             size = fh.tell()
             fh.seek(max(0, size - 65536))
@@ -230,6 +232,7 @@ def end_offset(path):
 def main():
     name, only, n, max_wait, poll = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
     deadline, at = time.time() + max_wait, STATE     # at: offsets per log, current log, printed yet
+    hard_deadline(max_wait + 30, lambda: done(state=None, gave_up=True))
     # base64: a JSON word with quotes and paths would meet the remote login shell (csh, fish)
     resume = json.loads(base64.b64decode(sys.argv[6]).decode("utf-8")) if len(sys.argv) > 6 else None
     if resume:   # after a broken link: where the client's last byte came from
@@ -268,8 +271,8 @@ def parse_result(stdout: str, what: str, stderr: str = "") -> dict[str, Any]:
     for line in reversed(stdout.splitlines()):
         if line.startswith(RESULT_PREFIX):
             try:
-                result = json.loads(line[len(RESULT_PREFIX):])
-            except (ValueError, RecursionError):
+                result = box_json(line[len(RESULT_PREFIX):])
+            except ValueError:      # BadJSON: too deep, too big, not JSON
                 break
             if isinstance(result, dict):
                 return result

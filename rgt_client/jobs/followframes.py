@@ -9,9 +9,9 @@ shown twice and nothing is lost. The box is untrusted: heads are checked and bou
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from boxagent.api import box_json
 from rgt_client.errors import ClientError
 from rgt_client.jobs.logview import FollowView
 
@@ -58,8 +58,8 @@ class Frames:
                 raise self._bad("a frame head over %d bytes" % HEAD_MAX)
             return False
         try:
-            head = json.loads(self.buf[:nl].decode("utf-8"))
-        except (ValueError, RecursionError):
+            head = box_json(self.buf[:nl])
+        except ValueError:
             raise self._bad("a frame head that is not JSON") from None
         if not _valid(head):
             raise self._bad("a malformed frame head")

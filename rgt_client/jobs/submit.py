@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from boxagent.api import box_json
 from rgt_client.box import agentcall
 from rgt_client.box.transport import Target
 
@@ -15,7 +16,7 @@ def submit(target: Target, job: dict[str, Any], replace: bool = False) -> tuple[
     args = ["submit", "-", "--json"] + (["--replace"] if replace else [])
     ans = agentcall.ok(target, args, "submit", stdin=json.dumps(job).encode("utf-8"))
     try:
-        out = json.loads(ans.stdout)
-    except (ValueError, RecursionError):
+        out = box_json(ans.stdout)
+    except ValueError:
         out = {}
     return (out if isinstance(out, dict) else {}), ans.notes

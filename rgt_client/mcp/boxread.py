@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from boxagent.api import box_json
+from rgt_client.box.boxside import SAFE_READ
 from rgt_client.mcp import calls
 from rgt_client.mcp.safety import Policy, line
 
@@ -20,13 +22,14 @@ WINDOW = 4                 # lines either side of a candidate line
 MAX_WINDOWS = 5
 MARK = b"RGT-DIAG "
 
-BOX_SCRIPT = r'''
+BOX_SCRIPT = SAFE_READ + r'''
 import json, os, re, sys, time
 HOME = os.path.abspath(os.path.expanduser(os.environ["RGT_HOME"]))
 RUN, STAGE, ATTEMPT, WANT, W = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 LINE_MAX, READ_MAX, DEADLINE = 400, 256 << 20, time.time() + 10
 OUT = {"windows": [], "stage_end": None, "pull_verified": None, "log_read_bytes": 0}
+hard_deadline(20, lambda: sys.stdout.write("RGT-DIAG " + json.dumps(dict(OUT, deadline_hit=True)) + "\n"))
 
 def windows(path, wanted):
     if not wanted:
@@ -35,7 +38,7 @@ def windows(path, wanted):
     keep = {}
     n, got, buf = 0, 0, b""
     try:
-        fh = open(path, "rb")
+        fh = open_regular(path)          # a FIFO or a link at the log's path: an error, never a block
     except OSError as exc:
         OUT["log_error"] = exc.strerror
         return
@@ -62,7 +65,7 @@ def windows(path, wanted):
 def stage_end():
     path = os.path.join(HOME, "events.jsonl")
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             fh.seek(max(0, os.fstat(fh.fileno()).st_size - (8 << 20)))
             data = fh.read(8 << 20)
     except OSError:
@@ -70,10 +73,7 @@ def stage_end():
     for raw in reversed(data.split(b"\n")):
         if len(raw) > 65536 or not raw.strip():
             continue
-        try:
-            e = json.loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            continue
+        e = loads(raw)
         if isinstance(e, dict) and e.get("run") == RUN and e.get("stage") == STAGE and \
                 str(e.get("type", "")).startswith("stage_") and e.get("type") != "stage_started":
             OUT["stage_end"] = e
@@ -86,9 +86,9 @@ if NAME.match(RUN) and ".." not in RUN:
         windows(os.path.join(run_dir, "logs", "%s.%s.log" % (STAGE, ATTEMPT)), wanted)
         stage_end()
     try:
-        with open(os.path.join(run_dir, "pull_verified.json"), "rb") as fh:
-            OUT["pull_verified"] = json.loads(fh.read(65536).decode("utf-8", "replace"))
-    except (OSError, ValueError):
+        with open_regular(os.path.join(run_dir, "pull_verified.json")) as fh:
+            OUT["pull_verified"] = loads(fh.read(65536))
+    except OSError:
         pass
 sys.stdout.write("RGT-DIAG " + json.dumps(OUT) + "\n")
 '''
@@ -119,8 +119,8 @@ def read_bundle(policy: Policy, host: str, run: str, stage: str, attempt: int | 
                            timeout=60.0, max_out=4 << 20)
     at = out.rfind(MARK)
     try:
-        data = json.loads(out[at + len(MARK):].decode("utf-8", "replace")) if at >= 0 else None
-    except ValueError:
+        data = box_json(out[at + len(MARK):]) if at >= 0 else None
+    except ValueError:      # BadJSON: too deep, too big, not JSON
         data = None
     if not isinstance(data, dict):
         raise calls.ClientError("%s answered the evidence read with something else" % host,

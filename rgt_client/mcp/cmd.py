@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from rgt_client import exitcodes
+from rgt_client import DISTRIBUTION, exitcodes
 from rgt_client.errors import ClientError
 
 COMMANDS: list = []
@@ -15,12 +15,13 @@ COMMANDS: list = []
 
 def install_line() -> str:
     """The one command that adds the SDK to the Python this client runs under: this checkout's
-    extra when the client runs from a source checkout, else the published package's."""
+    extra when the client runs from a source checkout, else this project's distribution by its
+    own name (the index's `rgt` is someone else's project, and its mcp extra was what got installed)."""
     py = shlex.quote(sys.executable)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if os.path.exists(os.path.join(root, "pyproject.toml")) and os.path.exists(os.path.join(root, "install.sh")):
         return "%s -m pip install -e %s" % (py, shlex.quote(root + "[mcp]"))
-    return "%s -m pip install 'rgt[mcp]'" % py
+    return "%s -m pip install '%s[mcp]'" % (py, DISTRIBUTION)
 
 
 def _sdk() -> None:

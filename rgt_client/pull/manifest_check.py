@@ -16,6 +16,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from boxagent.api import box_json
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
 from rgt_client.textsafe import safe_line
@@ -69,8 +70,8 @@ def parse(raw: bytes, where: str, code: int = exitcodes.ERROR, host: Optional[st
         raise ClientError("%s is not shaped like a manifest (%d JSON values in %d bytes); refused"
                           % (where, values, len(raw)), hint(host), code)
     try:
-        m = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        m = box_json(raw.decode("utf-8"), max_bytes())     # strict: a path is its bytes
+    except ValueError as exc:
         raise ClientError("%s is not valid JSON: %s" % (where, safe_line(str(exc))[:200]),
                           "pull again to fetch it whole", code)
     check(m, where, code, host)
@@ -178,8 +179,8 @@ def _nesting(kinds: Dict[str, Tuple[str, str]]) -> None:
 def check_head(line: bytes, host: str) -> Dict[str, Any]:
     """The pull-info header line, every field the client uses checked."""
     try:
-        head = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        head = box_json(line)
+    except ValueError:
         head = None
     where = "the pull-info header from %s" % host
     if not isinstance(head, dict):

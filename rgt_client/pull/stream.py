@@ -21,6 +21,7 @@ import stat as stat_mod
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from boxagent.api import box_json
 from rgt_client import exitcodes
 from rgt_client.box import transport
 from rgt_client.box.bounded import AgentStream
@@ -140,8 +141,8 @@ class Receiver:
 
     def _header(self, line: bytes) -> Dict[str, Any]:
         try:
-            head = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError):
+            head = box_json(line)
+        except ValueError:
             raise self.broken("a frame header that is not JSON: %s" % safe_line(line[:80]))
         if not isinstance(head, dict):
             raise self.broken("a frame header that is not an object: %s" % safe_line(line[:80]))

@@ -13,7 +13,8 @@ from typing import Any
 
 import click
 
-from rgt_client import exitcodes
+from boxagent.api import box_json
+from rgt_client import DISTRIBUTION, exitcodes
 from rgt_client.options import host_options, target
 from rgt_client.errors import ClientError
 from rgt_client.box.transport import Target
@@ -34,13 +35,14 @@ def fetch(target: Target, run: str, timeout: float = 180) -> dict[str, Any]:
         err.hint = err.hint or "rgt-client status %s" % target.host
         raise err
     try:
-        doc = json.loads(res.text)
+        doc = box_json(res.text)
     except ValueError as exc:
         raise ClientError("the agent on %s sent report data that is not JSON: %s" % (target.host, exc),
                           "upgrade the agent: rgt-client install %s" % target.host)
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ClientError("the agent on %s sent report data of another format" % target.host,
-                          "upgrade both ends: pip install -U rgt; rgt-client install %s" % target.host)
+                          "upgrade both ends: pip install -U %s (or ./install.sh in your checkout); rgt-client install %s"
+                          % (DISTRIBUTION, target.host))
     return doc
 
 

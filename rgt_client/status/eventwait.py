@@ -16,11 +16,12 @@ is polled instead).
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from boxagent.api import box_json
 from rgt_client.status import statusdata
 from rgt_client.errors import ClientError
+from rgt_client.box.boxside import SAFE_READ
 from rgt_client.box.transport import Target, run_python
 
 MAX_WAIT_S = 50.0
@@ -30,15 +31,19 @@ MARK = b"RGT-WAIT "
 
 # Runs on the box: python3 (3.8+), stdlib only; args: cursor ("" = from now), run ("" = all),
 # timeout_s, max events.
-BOX_SCRIPT = r'''
+BOX_BODY = r'''
 import json, os, subprocess, sys, time
 HOME = os.path.abspath(os.path.expanduser(os.environ["RGT_HOME"]))
 PATH = os.path.join(HOME, "events.jsonl")
+OLD = PATH + ".1"
 AFTER, RUN, TIMEOUT, MAXN = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 QUIET = ("heartbeat", "ping")
 FOLLOW = ("run_queued", "run_started", "stage_started")   # told with the next change; not one alone
 BURST_S = 0.1     # a stage's end and the next start or the run's end are written in the same tick
+STATUS_S = 30     # the status beside the events; the whole script ends by TIMEOUT + DEADLINE_SLACK_S
+DEADLINE_SLACK_S = STATUS_S + 10
 LINE_MAX, TAIL, READ_MAX, CHUNK = 65536, 8 << 20, 64 << 20, 1 << 20
+ANSWER = {"events": [], "cursor": None, "more": False, "woke": None}
 
 def ms(eid):
     try:
@@ -50,10 +55,7 @@ def parse(raw):
     raw = raw.strip()
     if not raw or len(raw) > LINE_MAX:
         return None
-    try:
-        obj = json.loads(raw.decode("utf-8", "replace"))
-    except ValueError:
-        return None
+    obj = loads(raw)
     return obj if isinstance(obj, dict) and isinstance(obj.get("id"), str) else None
 
 def wanted(e):
@@ -65,7 +67,7 @@ def wanted(e):
 
 def tail_events(path):
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             st = os.fstat(fh.fileno())
             start = max(0, st.st_size - TAIL)
             fh.seek(start)
@@ -78,13 +80,16 @@ def tail_events(path):
     return events, st.st_ino, start + end
 
 class Reader:
+    # Follows events.jsonl by inode and offset. A rotation renames it to events.jsonl.1: what was
+    # appended to it after the last read is read there first (a stage_failed written just before
+    # a rotation was never delivered), then the new file from its start.
     def __init__(self):
         self.ino, self.offset, self.pending, self.skip, self.read = None, 0, b"", False, 0
 
     def start_at_end(self):
-        """From now on; the last event already there is the cursor."""
+        # From now on; the last event already there is the cursor.
         try:
-            with open(PATH, "rb") as fh:
+            with open_regular(PATH) as fh:
                 st = os.fstat(fh.fileno())
                 fh.seek(max(0, st.st_size - 65536))
                 data = fh.read(65536)
@@ -98,22 +103,56 @@ class Reader:
         return None
 
     def new(self):
+        out = []
+        while self.read < READ_MAX:
+            try:
+                fh = open_regular(PATH)
+            except OSError:
+                return out
+            with fh:
+                st = os.fstat(fh.fileno())
+                if self.ino is not None and st.st_ino != self.ino:
+                    out += self._rest_of_rotated()
+                    self.ino, self.offset, self.pending, self.skip = st.st_ino, 0, b"", False
+                elif self.ino is None:
+                    self.ino = st.st_ino
+                if st.st_size < self.offset:          # truncated: start it over
+                    self.offset, self.pending, self.skip = 0, b"", False
+                fh.seek(self.offset)
+                data = fh.read(CHUNK)
+            if not data:
+                return out
+            out += self._lines(data)
+            if len(data) < CHUNK:
+                return out
+        return out
+
+    def _rest_of_rotated(self):
         try:
-            st = os.stat(PATH)
+            fh = open_regular(OLD)
         except OSError:
             return []
-        if st.st_ino != self.ino:
-            self.ino, self.offset, self.pending, self.skip = st.st_ino, 0, b"", False
-        if st.st_size <= self.offset or self.read >= READ_MAX:
-            return []
-        with open(PATH, "rb") as fh:
+        out = []
+        with fh:
+            if os.fstat(fh.fileno()).st_ino != self.ino:   # rotated twice meanwhile: backlog's rule
+                return []
             fh.seek(self.offset)
-            data = fh.read(CHUNK)
+            while self.read < READ_MAX:
+                data = fh.read(CHUNK)
+                if not data:
+                    break
+                out += self._lines(data)
+        if self.pending and not self.skip:
+            e = parse(self.pending)
+            if e:
+                out.append(e)
+        return out
+
+    def _lines(self, data):
         self.offset += len(data)
         self.read += len(data)
         out = []
-        buf = self.pending + data
-        parts = buf.split(b"\n")
+        parts = (self.pending + data).split(b"\n")
         self.pending = parts.pop()
         for raw in parts:
             if self.skip:
@@ -127,36 +166,54 @@ class Reader:
         return out
 
 def backlog(reader):
-    """Events after the cursor already in the file(s), and the reader placed after them."""
+    # Events after the cursor already in the files, and the reader placed after them: the
+    # current file first, then the rotated one (a rotation between the two reads leaves every
+    # event in one of them; the ids weed out what both held).
     if not AFTER:
         return [], reader.start_at_end()
     events, ino, end = tail_events(PATH)
-    ids = [e["id"] for e in events]
+    old = tail_events(OLD)[0]
+    ids, both = set(), []
+    for e in old + events:
+        if e["id"] not in ids:
+            ids.add(e["id"])
+            both.append(e)
+    order = [e["id"] for e in both]
     if AFTER in ids:
-        after = events[ids.index(AFTER) + 1:]
+        after = both[order.index(AFTER) + 1:]
     else:
-        old = tail_events(PATH + ".1")[0]
-        after = [e for e in old + events if ms(e["id"]) > ms(AFTER)]
+        after = [e for e in both if ms(e["id"]) > ms(AFTER)]
     reader.ino, reader.offset = ino, end
     return after, AFTER
 
+def answer(status, rc):
+    head = {"events": ANSWER["events"], "cursor": ANSWER["cursor"] or None, "more": ANSWER["more"],
+            "timed_out": ANSWER["woke"] is None and not ANSWER["more"], "status_rc": rc,
+            "feed": os.path.exists(PATH)}
+    sys.stdout.buffer.write(b"RGT-WAIT " + json.dumps(head).encode("utf-8") + b"\n" + status)
+    sys.stdout.flush()
+
 def main():
+    hard_deadline(TIMEOUT + DEADLINE_SLACK_S, lambda: answer(b"", None))
     deadline = time.time() + TIMEOUT
     reader = Reader()
-    seen, cursor = backlog(reader)
-    out, more, woke = [], False, None
+    seen, ANSWER["cursor"] = backlog(reader)
+    out, given = ANSWER["events"], set()
     while True:
         for e in seen:
+            if e["id"] in given:
+                continue                  # in both files across a rotation: once
             if len(out) >= MAXN:
-                more = True
+                ANSWER["more"] = True
                 break
-            cursor = e["id"]
+            given.add(e["id"])
+            ANSWER["cursor"] = e["id"]
             if wanted(e):
                 out.append(e)
-                if woke is None and e.get("type") not in FOLLOW:
-                    woke = time.time()
+                if ANSWER["woke"] is None and e.get("type") not in FOLLOW:
+                    ANSWER["woke"] = time.time()
         now = time.time()
-        if more or now >= deadline or (woke is not None and now >= woke + BURST_S):
+        if ANSWER["more"] or now >= deadline or (ANSWER["woke"] is not None and now >= ANSWER["woke"] + BURST_S):
             break
         time.sleep(0.05)
         seen = reader.new()
@@ -164,17 +221,17 @@ def main():
     if RUN:
         cmd += ["--run", RUN]
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=STATUS_S)
         status, rc = p.stdout[:4 << 20], p.returncode
     except (OSError, subprocess.TimeoutExpired):
         status, rc = b"", None
-    head = {"events": out, "cursor": cursor or None, "more": more, "timed_out": woke is None and not more,
-            "status_rc": rc, "feed": os.path.exists(PATH)}
-    sys.stdout.buffer.write(b"RGT-WAIT " + json.dumps(head).encode("utf-8") + b"\n" + status)
-    sys.stdout.flush()
+    answer(status, rc)
 
 main()
 '''
+# Runs on the box: python3 (3.8+), stdlib only; args: cursor ("" = from now), run ("" = all),
+# timeout_s, max events.
+BOX_SCRIPT = SAFE_READ + BOX_BODY
 
 
 def box_wait(target: Target, run: str | None, cursor: str | None, timeout_s: float,
@@ -196,8 +253,8 @@ def box_wait(target: Target, run: str | None, cursor: str | None, timeout_s: flo
                           "reinstall the agent: rgt-client install %s" % target.host)
     head_end = out.find(b"\n", at)
     try:
-        head = json.loads(out[at + len(MARK):head_end].decode("utf-8", "replace"))
-    except ValueError:
+        head = box_json(out[at + len(MARK):head_end])
+    except ValueError:      # BadJSON: too deep, too big, not JSON
         head = None
     if not isinstance(head, dict) or not isinstance(head.get("events", []), list):
         raise ClientError("%s answered the wait with something that is not JSON" % target.host,
@@ -209,6 +266,6 @@ def box_wait(target: Target, run: str | None, cursor: str | None, timeout_s: flo
 
 def _status_doc(raw: bytes, host: str) -> dict[str, Any] | None:
     try:
-        return statusdata.validate(json.loads(raw.decode("utf-8", "replace")), host)
-    except (ValueError, RecursionError, ClientError):
+        return statusdata.validate(box_json(raw), host)
+    except (ValueError, ClientError):
         return None

@@ -43,3 +43,37 @@ def test_a_secret_in_an_error_never_reaches_notify_test_status_or_the_outbox(box
     texts += [(box.home / "daemon.log").read_text()]
     for text in texts:
         assert not any(p in text for p in TOKEN_PARTS), text[:2000]
+
+
+RELAY_PARTS = ("re1ayQ", "P4thZk", "T0kenW")
+BASE_PATHS = ["re1ayQP4thZk\r\nT0kenW", "re1ayQ\r\nP4thZkT0kenW", "re1ayQP4thZkT0kenW\r\n",
+              "re1ayQ\tP4thZk\nT0kenW", "re1ayQ%0D%0AP4thZkT0kenW\r"]
+
+
+@pytest.mark.parametrize("path", BASE_PATHS)
+@pytest.mark.parametrize("url", ["ntfy://127.0.0.1:{port}/topic-abc", "slack://T1/B1/XXXX", "json://127.0.0.1/hook"])
+def test_a_base_url_with_cr_lf_never_reaches_notify_test(box, receiver, url, path):
+    """The field repro: CR/LF in a relay base_url's path; the HTTP library refused it and quoted
+    the path up to the CR into last_error, notify-test and the outbox."""
+    base = "http://127.0.0.1:%d/%s" % (receiver.port, path)
+    out = box.agent("notify-set", stdin=json.dumps({"notify": [{"url": url.format(port=receiver.port),
+                                                                 "base_url": base}]}))
+    assert out.returncode == 0, out.stderr
+    out = box.agent("notify-test", "--json")
+    assert not any(p in out.stdout + out.stderr for p in RELAY_PARTS), out.stdout
+
+
+def test_a_base_url_with_cr_lf_never_reaches_status_the_outbox_or_the_log(box, receiver):
+    base = "http://127.0.0.1:%d/%s" % (receiver.port, BASE_PATHS[0])
+    out = box.agent("notify-set", stdin=json.dumps({"notify": [{"url": "ntfy://127.0.0.1:1/topic-abc",
+                                                                 "base_url": base}]}))
+    assert out.returncode == 0, out.stderr
+    box.start()
+    assert box.submit(job("r", box.workdir, {"name": "s", "run": "false"})).returncode == 0
+    box.wait_run("r")
+    wait_for(lambda: (box.status_file().get("notifications") or {}).get("last_error"), 20, "a failed send")
+    texts = [(box.home / "status.json").read_text(), box.agent("status", "--json").stdout,
+             box.agent("status").stdout, (box.home / "daemon.log").read_text()]
+    texts += [p.read_text() for p in (box.home / "outbox").rglob("*") if p.is_file()]
+    for text in texts:
+        assert not any(p in text for p in RELAY_PARTS), text[:2000]

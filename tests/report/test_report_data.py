@@ -6,6 +6,8 @@ import os
 import signal
 
 from boxagent.runlog.store import HistoryFile
+from rgt_client.report.data import normalise
+from rgt_client.report.page import render
 from tests.realbox import Box, job
 
 SECRET = "hunter2-not-for-reports"
@@ -90,3 +92,24 @@ def test_the_report_reads_the_verified_pull_the_box_recorded(box):
     from rgt_client.report import data
     html = render(data.normalise(_data(box, "v1")))
     assert "none recorded" not in html and "verified %s" % got["verified_at"] in html
+
+
+def test_a_six_second_run_at_default_settings_keeps_every_metric_value(box):
+    """The field repro: at the default sampling interval (10 s), a 6-second stage that printed
+    30 `loss=` values left none of them in report-data: the run ended between two samples and
+    its metrics were read only at a sample. The last readings are read at the stage's end."""
+    for name in ("RGT_SAMPLE_EVERY", "RGT_HISTORY_EVERY"):
+        box.env.pop(name, None)
+    box.daemon()
+    losses = ["%.3f" % (1.0 / (i + 1)) for i in range(30)]
+    script = "for v in %s; do echo loss=$v; sleep 0.2; done" % " ".join(losses)
+    stage = {"name": "train", "run": script, "metrics_pattern": "loss=(?P<loss>[0-9.]+)", "timeout": "1m"}
+    assert box.submit(job("short", box.workdir, stage)).returncode == 0
+    assert box.wait_run("short", timeout=30)["state"] == "succeeded"
+    doc = _data(box, "short")
+    got = [m["x"]["loss"] for m in doc["history"]["metrics"] if m.get("st") == "train"]
+    assert ["%.3f" % float(v) for v in got] == losses, doc["history"]["metrics"][:3]
+    norm = normalise(doc)
+    assert len([m for m in norm["history"]["metrics"] if m]) == 30
+    page = render(norm)
+    assert "loss (stage train)" in page and "every logged value (30)" in page
