@@ -86,8 +86,8 @@ _HUB_MISS = re.compile(r"couldn't connect to 'https|LocalEntryNotFoundError|cann
 # another format ("invalid load key", torch 2.6's "Weights only load failed").
 _CUT = re.compile(r"truncated|unexpected EOF|central directory|Ran out of input|file signature "
                   r"not found|PytorchStreamReader failed|incomplete|short read|eof = [0-9]+")
-_NET_GENERIC = re.compile(r"Connection refused|Connection reset|No route to host|timed out|"
-                          r"Network is unreachable|Broken pipe")
+_NET_GENERIC = re.compile(r"[Cc]onnection refused|[Cc]onnection reset|[Nn]o route to host|timed out|"
+                          r"[Nn]etwork is unreachable|[Bb]roken pipe|i/o timeout")
 
 
 def confidence_words(cause: Cause) -> str:

@@ -28,7 +28,7 @@ EMITTERS: Tuple[Tuple[str, str, str, str], ...] = (
     (r"Out of memory: Kill|oom-kill:|oom_kill_process|Memory cgroup out of memory|"
      r"invoked oom-killer", "kernel OOM killer", "host_memory",
      "linux mm/oom_kill.c (dump_header, oom_kill_process messages)"),
-    (r"\[Errno 12\]|Cannot allocate memory|ENOMEM", "errno ENOMEM", "host_memory",
+    (r"\[Errno 12\]|[Cc]annot allocate memory|ENOMEM", "errno ENOMEM", "host_memory",
      "errno(3): ENOMEM 12 'Cannot allocate memory'"),
     (r"(^|[^A-Za-z])(numpy\.core\._exceptions\.)?_?ArrayMemoryError|Unable to allocate [0-9.]+ "
      r"[KMGTP]i?B for an array", "numpy", "host_memory",
@@ -72,14 +72,15 @@ EMITTERS: Tuple[Tuple[str, str, str, str], ...] = (
 
 # The classes a rule gives these words, and the class each domain gives them instead.
 WORDS: Dict[str, Tuple[str, Tuple[str, ...], Dict[str, str]]] = {
-    "memory": (r"[Oo]ut of memory|OutOfMemory|Cannot allocate memory|MemoryError|"
+    # Go and libuv print the errno words lower-case (spelling.py): both first letters
+    "memory": (r"[Oo]ut of memory|OutOfMemory|[Cc]annot allocate memory|MemoryError|"
                r"can't allocate memory|not enough memory|bad_alloc|OOM when allocating|"
                r"Unable to allocate|low on memory|killed by signal: Killed",
                ("cuda_oom", "cgroup_oom", "code_error"),
                {"host_memory": "cgroup_oom", "gpu_memory": "cuda_oom"}),
-    "network": (r"Connection refused|Connection reset|Connection timed out|No route to host|"
-                r"Network is unreachable|Connection(Reset|Refused|Aborted)?Error|"
-                r"Connection closed by peer|Broken pipe|timed out",
+    "network": (r"[Cc]onnection refused|[Cc]onnection reset|[Cc]onnection timed out|"
+                r"[Nn]o route to host|[Nn]etwork is unreachable|Connection(Reset|Refused|Aborted)?Error|"
+                r"Connection closed by peer|[Bb]roken pipe|timed out|i/o timeout",
                 ("network_transient", "nccl", "code_error"),
                 {"collective": "nccl", "scheduler": "node_failure",
                  "download": "network_transient"}),
