@@ -1,0 +1,51 @@
+"""A GPU newer than the compiler that builds kernels for it at run time: ptxas, nvcc, NVRTC
+and the compilers that call them (Triton, torch.compile/Inductor, CuPy, JAX). Each names the
+architecture it does not know; the row matches every compute capability NVIDIA documents
+(sm_50 ... sm_90a, sm_100/100a/100f, sm_101, sm_103, sm_110, sm_120/120a, sm_121) and any
+later one, since the pattern reads the number, not a list.
+
+A PTX the DRIVER cannot JIT (`the provided PTX was compiled with an unsupported toolchain`)
+is the other direction: the driver is older than the toolkit that wrote the PTX."""
+from __future__ import annotations
+
+from boxagent.triage.vocab.table import lit, rx
+
+PTXAS = ("CUDA Toolkit 12.9 ptxas (\"ptxas fatal   : Value 'sm_XX' is not defined for option "
+         "'gpu-name'\"); CUDA C Programming Guide 12.9, Compute Capabilities table")
+NVCC = "CUDA Toolkit 12.9 nvcc (\"nvcc fatal   : Unsupported gpu architecture 'compute_XX'\")"
+NVRTC = ("CUDA Toolkit 12.9 NVRTC nvrtc.h NVRTC_ERROR_INVALID_OPTION, program log \"nvrtc: error: "
+         "invalid value for --gpu-architecture (-arch)\"")
+PTXVER = "CUDA Toolkit 12.9 ptxas (\"Unsupported .version X.Y; current version is 'A.B'\"), PTX ISA 8.8 release notes"
+TRITON = "Triton 3.3 python/triton/backends/nvidia/compiler.py (PTXASError, ptx_get_version)"
+RT = "CUDA Runtime API 12.9 driver_types.h cudaErrorUnsupportedPtxVersion / CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
+
+_ARCH = "the CUDA toolchain that compiles kernels at run time is older than this GPU: use a " \
+    "CUDA/Triton/torch build that knows its architecture (Blackwell sm_100/sm_120 need CUDA " \
+    "12.8+), or point TRITON_PTXAS_PATH at a newer ptxas"
+
+ROWS = (
+    rx("torch_arch_mismatch", r"Value '(sm|compute)_[0-9]+[af]?' is not defined for option "
+       r"'gpu-(name|architecture)'",
+       "ptxas fatal   : Value 'sm_120a' is not defined for option 'gpu-name'", PTXAS,
+       ("is not defined for option 'gpu-",), "ptxas")._replace(fix=_ARCH),
+    rx("torch_arch_mismatch", r"[Uu]nsupported gpu architecture '(sm|compute)_[0-9]+[af]?'",
+       "nvcc fatal   : Unsupported gpu architecture 'compute_121'", NVCC,
+       ("nsupported gpu architecture '",), "nvcc")._replace(fix=_ARCH),
+    lit("torch_arch_mismatch", "invalid value for --gpu-architecture",
+        "nvrtc: error: invalid value for --gpu-architecture (-arch)", NVRTC,
+        "nvrtc")._replace(fix=_ARCH),
+    rx("torch_arch_mismatch", r"PTX \.version [0-9.]+ does not support \.target sm_[0-9]+[af]?",
+       "ptxas /tmp/tmpx.ptx, line 5; error   : PTX .version 8.4 does not support .target sm_120a",
+       PTXVER, (" does not support .target sm_",), "ptxas")._replace(fix=_ARCH),
+    rx("torch_arch_mismatch", r"[Uu]nsupported \.version [0-9.]+; current version is",
+       "ptxas /tmp/tmpx.ptx, line 5; fatal   : Unsupported .version 8.7; current version is '8.4'",
+       PTXVER, ("nsupported .version ",), "ptxas")._replace(fix=_ARCH),
+    lit("driver_too_old", "the provided PTX was compiled with an unsupported toolchain",
+        "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.",
+        RT, "cuda"),
+    lit("driver_too_old", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+        "triton.runtime.errors: CUDA_ERROR_UNSUPPORTED_PTX_VERSION", RT, "cuda"),
+    lit("driver_too_old", "cudaErrorUnsupportedPtxVersion",
+        "cudaErrorUnsupportedPtxVersion: the provided PTX was compiled with an unsupported toolchain.",
+        RT, "cuda"),
+)
