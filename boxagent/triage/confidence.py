@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Optional, Tuple
 
-from boxagent.triage import emitters
+from boxagent.triage import emitters, runnerups
 
 Cause = Dict[str, Any]
 HIGH, MEDIUM, LOW = "high", "medium", "low"
@@ -72,7 +72,8 @@ _SPECIFIC_CODE = re.compile(r"SyntaxError|IndentationError|TabError|No module na
                             r"name|command not found|unrecognized arguments|arguments are "
                             r"required|can't open file|KeyError|NameError|AttributeError|"
                             r"TypeError|ImportError|ModuleNotFoundError|FileNotFoundError|"
-                            r"AssertionError|IndexError|ZeroDivisionError|shape|size mismatch")
+                            r"AssertionError|IndexError|ZeroDivisionError|shape|size mismatch|"
+                            r"device-side assert|Assertion `")
 _OOM_WORDS = re.compile(r"Out of memory: Kill|oom-kill|oom_kill_process|Memory cgroup out of "
                         r"memory|Exceeded job memory limit|exceeded memory limit|low on memory")
 # A collective that timed out or was aborted is often the symptom of another rank's failure
@@ -104,6 +105,8 @@ def calibrate(cause: Cause, facts: Dict[str, Any], decision: Any = None) -> Caus
     level, runner = cause.get("confidence"), cause.get("runner_up")
     if level is None:
         level, runner = _judge(cause, facts, decision)
+    elif level != HIGH and not runner and cause["class"] in ("code_error", "nonzero_exit"):
+        runner = _runner_up(cause, _said(cause), facts)     # a step judged it, named no other
     cause["confidence"] = level
     if level != HIGH and runner and runner != cause["class"]:
         cause["runner_up"] = runner
@@ -141,7 +144,9 @@ def _by_class(cls: str, line: str, cause: Cause, facts: Dict[str, Any]) -> Tuple
             return MEDIUM, "cgroup_oom"
         if fam == "network":
             return MEDIUM, "network_transient"
-        return (HIGH, None) if _SPECIFIC_CODE.search(line) else (MEDIUM, "nonzero_exit")
+        if _SPECIFIC_CODE.search(line) and not runnerups.pick("code_error", line, facts):
+            return HIGH, None
+        return MEDIUM, _runner_up(cause, line, facts)
     if cls == "disk_full":
         if any("of bytes used" in str(e) for e in cause.get("evidence") or []):
             return HIGH, None
@@ -171,13 +176,27 @@ def _without_line(cause: Cause, facts: Dict[str, Any]) -> Tuple[str, Optional[st
     cls = cause["class"]
     if cls == "code_error" and "command not found" in str(cause.get("summary")):
         return HIGH, None
-    if cls == "code_error":
-        return MEDIUM, "nonzero_exit"
     if cls == "killed":
         return MEDIUM, "preempted"
     if cls == "hangup":
         return HIGH, None
+    if cls in ("code_error", "nonzero_exit"):
+        return MEDIUM, _runner_up(cause, _said(cause), facts)
     return MEDIUM, None
+
+
+def _said(cause: Cause) -> str:
+    return "\n".join([str(cause.get("summary") or "")] + [str(e) for e in cause.get("evidence") or []])
+
+
+def _runner_up(cause: Cause, text: str, facts: Dict[str, Any]) -> Optional[str]:
+    """The class runnerups.py finds plausible beside the cause (its check set on the cause as
+    `tell_apart`), or None: no meaningless runner-up."""
+    found = runnerups.pick(cause["class"], text, facts)
+    if found is None:
+        return None
+    cause.setdefault("tell_apart", found[1])
+    return found[0]
 
 
 def said_oom(hit: Dict[str, Any]) -> bool:

@@ -117,7 +117,7 @@ def _native(f: Dict[str, Any]) -> Optional[Cause]:
         (["raised in the code at %s" % frame] if frame else []) + exit_ev(f)
     return make_cause("code_error", "crashed: %s (%s%s)" % (clip(text, 160), shape,
                                                           " in %s" % frame if frame else ""),
-                      ev, confidence="medium", runner_up="nonzero_exit")
+                      ev, confidence="medium")
 
 
 def _silent_full(f: Dict[str, Any], full: Any, d: Optional[E.Decision]) -> Cause:

@@ -25,8 +25,9 @@ ERRNOS = (
     ("disk_full", 28, "ENOSPC", "No space left on device", True, "StorageFull",
      ("There is not enough space on the disk",)),                  # ERROR_DISK_FULL (112)
     ("disk_full", 122, "EDQUOT", "Disk quota exceeded", True, "FilesystemQuotaExceeded", ()),
-    # an I/O error or a read-only remount on a full or failing volume: the box's facts decide
-    ("disk_full", 5, "EIO", "Input/output error", _S, None, ()),
+    # an I/O error on a full or failing volume, or a read-only remount: the box's facts decide
+    # (a full volume makes it disk_full), else the code's, with disk_full the runner-up
+    ("code_error", 5, "EIO", "Input/output error", _S, None, ()),
     ("code_error", 30, "EROFS", "Read-only file system", _S, "ReadOnlyFilesystem", ()),
     # host memory: a fork() or mmap() the kernel refused
     ("cgroup_oom", 12, "ENOMEM", "Cannot allocate memory", _S, "OutOfMemory", ()),
