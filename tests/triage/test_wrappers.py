@@ -74,3 +74,12 @@ def test_an_ordinary_assertion_stays_the_codes(tmp_path):
 ])
 def test_crlf_read_by_other_interpreters_is_crlf_script(tmp_path, line):
     assert _cause(tmp_path, line + "\n")["class"] == "crlf_script", line
+
+
+@pytest.mark.parametrize("line", ["epoch 3 loss=tensor(nan, device='cuda:0', grad_fn=<MeanBackward0>)",
+                                  "step 40 | loss: -inf | lr 1e-4"])
+def test_an_exit_zero_run_whose_loss_reads_nan_is_a_warning_not_a_failure(tmp_path, line):
+    p = tmp_path / "x.log"
+    p.write_text("step 1/10\n%s\ndone\n" % line, encoding="utf-8")
+    rep = report(str(p), 0, [], "python", None, probe_disks=False)
+    assert rep["cause"] is None and any("NaN" in w for w in rep["warnings"]), rep["warnings"]
