@@ -69,3 +69,24 @@ def test_the_new_sources_decide_their_class(tmp_path, line, cls):
 
 def test_docker_inspect_oomkilled_false_is_no_oom(tmp_path):
     assert _cls(tmp_path, '        "OOMKilled": false,') != "cgroup_oom"
+
+
+@pytest.mark.parametrize("text,cls", [
+    ("Error in library(data.table) : there is no package called 'data.table'\nExecution halted",
+     "code_error"),
+    ("Error: cannot allocate vector of size 7.5 Gb\nExecution halted", "cgroup_oom"),
+    ("ERROR: LoadError: Out of GPU memory trying to allocate 2.000 GiB", "cuda_oom"),
+    ("panic: runtime error: index out of range [3] with length 3\n\ngoroutine 1 [running]:",
+     "code_error"),
+    ("fatal error: runtime: out of memory", "cgroup_oom"),
+    ("thread 'main' panicked at src/main.rs:14:5:\ncalled `Result::unwrap()` on an `Err` value",
+     "code_error"),
+    ("memory allocation of 8589934592 bytes failed", "cgroup_oom"),
+    ("FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory",
+     "cgroup_oom"),
+    ("Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space", "cgroup_oom"),
+    ("RuntimeError: Rank 3: found NaN in local grad norm in backward pass before data-parallel "
+     "communication collective. Device: 3, node: n7", "divergence"),
+])
+def test_other_runtimes_words_decide_their_class(tmp_path, text, cls):
+    assert _cls(tmp_path, text) == cls
