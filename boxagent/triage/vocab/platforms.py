@@ -1,6 +1,6 @@
 """Time limits and stops of the platforms a job is launched from, other than Slurm: CI runners
 (GitHub Actions, Azure Pipelines, GitLab), Kubernetes Jobs and node shutdowns, serverless
-functions (Modal). Each is the platform's own verdict on why the job ended; the fix is in the
+functions (Modal), SkyPilot's managed jobs. Each is the platform's own verdict on why the job ended; the fix is in the
 platform's setting, not in the stage's `timeout`."""
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ AZP = ("Azure Pipelines agent 3.240 (\"The job running on agent %s ran longer th
 GITLAB = "GitLab Runner 17.0 common/build.go (\"execution took longer than %v seconds\")"
 K8S_JOB = ("Kubernetes 1.30 pkg/controller/job/job_controller.go (condition reason DeadlineExceeded, "
            "message \"Job was active longer than specified deadline\")")
+SKY = ("SkyPilot 0.9 sky/jobs/utils.py stream_logs_by_id (\"The job cluster is preempted or "
+       "failed.\" while it follows a managed job's log)")
 MODAL = "Modal client 0.64 modal/exception.py (FunctionTimeoutError, SandboxTimeoutError)"
 
 _LIMIT = ("the platform's time limit ended the job: raise it (GitHub Actions `timeout-minutes`, "
@@ -38,6 +40,9 @@ ROWS = (
     rx("timeout", r"(modal\.exception\.)?(FunctionTimeoutError|SandboxTimeoutError)",
        "modal.exception.FunctionTimeoutError: Task's current input in-1234 hit its timeout of 300s",
        MODAL, ("FunctionTimeoutError", "SandboxTimeoutError"), "modal")._replace(fix=_LIMIT),
+    # SkyPilot relays the cloud's preemption of a managed job's cluster (or its failure)
+    lit("preempted", "The job cluster is preempted or failed",
+        "The job cluster is preempted or failed.", SKY, "skypilot", False),
     # the runner machine went away (a spot runner reclaimed, a self-hosted runner stopped)
     lit("killed", "The runner has received a shutdown signal",
         "##[error]The runner has received a shutdown signal. This can happen when the runner "
