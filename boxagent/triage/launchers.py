@@ -46,6 +46,9 @@ REPORTS = (
     (r"RayTaskError(\([A-Za-z_.]*\))?|RayActorError|ActorDiedError|WorkerCrashedError|"
      r"The actor died unexpectedly|The worker died unexpectedly", "Ray",
      "ray 2.35 python/ray/exceptions.py (RayTaskError, ActorDiedError, WorkerCrashedError)"),
+    (r"Engine core initialization failed", "vLLM",
+     "vllm 0.8 vllm/v1/engine/core_client.py (\"Engine core initialization failed. See root cause "
+     "above.\")"),
     (r"Horovod detected that one or more processes exited with non-zero status", "horovodrun",
      "horovod 0.28 horovod/runner/gloo_run.py"),
     (r"ProcessRaisedException|Process [0-9]+ terminated with the following error",

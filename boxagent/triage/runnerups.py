@@ -65,6 +65,9 @@ RUNNER_UPS: Tuple[Tuple[str, str, str, str], ...] = (
     ("nonzero_exit", r"died unexpectedly|WorkerCrashedError|ActorDiedError|RayActorError",
      "cgroup_oom", "`dmesg -T | grep -i -e oom -e killed` on the worker's node and Ray's "
      "`raylet.out` ('killed due to memory pressure'): an OOM kill there means memory"),
+    ("nonzero_exit", r"Engine core initialization failed", "cuda_oom",
+     "`nvidia-smi` before it starts: another process holding GPU memory, or a "
+     "`gpu_memory_utilization` / `max_model_len` too large for the GPU, means memory"),
     ("nonzero_exit", r"crashed with SIG|native crash|access violation|0xC0000005",
      "code_error", "rerun with PYTHONFAULTHANDLER=1 (or `python -X faulthandler`) to see the frame; "
      "`dmesg -T | tail` names the library that crashed (an extension, libcuda, libnccl)"),

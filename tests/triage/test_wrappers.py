@@ -83,3 +83,13 @@ def test_an_exit_zero_run_whose_loss_reads_nan_is_a_warning_not_a_failure(tmp_pa
     p.write_text("step 1/10\n%s\ndone\n" % line, encoding="utf-8")
     rep = report(str(p), 0, [], "python", None, probe_disks=False)
     assert rep["cause"] is None and any("NaN" in w for w in rep["warnings"]), rep["warnings"]
+
+
+def test_vllms_engine_report_looks_through_to_the_root_cause_above(tmp_path):
+    text = (TB + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB\n" + TB +
+            "RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+            "proc(s): {}\n")
+    assert _cause(tmp_path, text)["class"] == "cuda_oom"
+    alone = _cause(tmp_path, TB + "RuntimeError: Engine core initialization failed. See root cause "
+                   "above. Failed core proc(s): {}\n")
+    assert alone["class"] == "nonzero_exit" and alone["runner_up"] == "cuda_oom", alone

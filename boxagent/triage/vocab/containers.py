@@ -66,6 +66,12 @@ ROWS = (
        "Message: The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, "
        "available: 9Gi.", K8S_EVICT, ("The node was low on resource: ", "ephemeral local storage",
                                        "local ephemeral storage limit"), "kubernetes"),
+    lit("disk_full", "The node had condition: [DiskPressure]",
+        "Warning  Evicted  kubelet  The node had condition: [DiskPressure].", K8S_EVICT,
+        "kubernetes"),
+    lit("cgroup_oom", "The node had condition: [MemoryPressure]",
+        "Warning  Evicted  kubelet  The node had condition: [MemoryPressure].", K8S_EVICT,
+        "kubernetes"),
     lit("preempted", "Pod was terminated in response to imminent node shutdown",
         "Message: Pod was terminated in response to imminent node shutdown.", K8S_SHUTDOWN,
         "kubernetes"),

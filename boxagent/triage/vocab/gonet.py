@@ -12,6 +12,9 @@ DNS = ("Go 1.22 src/net/net.go and dnsclient_unix.go (DNSError: errNoSuchHost \"
 HTTP = ("Go 1.22 src/net/http/transport.go (\"net/http: TLS handshake timeout\") and client.go "
         "(\"(Client.Timeout exceeded while awaiting headers)\")")
 
+CTX = ("Go 1.22 src/context/context.go (DeadlineExceeded: \"context deadline exceeded\") as "
+       "net/http's url.Error prints it (\"Get \\\"URL\\\": ...\")")
+
 _N = "network_transient"
 
 ROWS = (
@@ -30,6 +33,9 @@ ROWS = (
     lit(_N, "Client.Timeout exceeded while awaiting headers",
         "Get \"https://registry-1.docker.io/v2/\": net/http: request canceled while waiting for "
         "connection (Client.Timeout exceeded while awaiting headers)", HTTP, "go"),
+    rx(_N, r"(Get|Head|Post|Put) \"https?://[^\"]*\": context deadline exceeded",
+       "Error response from daemon: Get \"https://nvcr.io/v2/\": context deadline exceeded", CTX,
+       (": context deadline exceeded",), "go"),
     lit(_N, "request canceled while waiting for connection",
         "net/http: request canceled while waiting for connection", HTTP, "go"),
 )

@@ -17,6 +17,7 @@ K8S_JOB = ("Kubernetes 1.30 pkg/controller/job/job_controller.go (condition reas
            "message \"Job was active longer than specified deadline\")")
 SKY = ("SkyPilot 0.9 sky/jobs/utils.py stream_logs_by_id (\"The job cluster is preempted or "
        "failed.\" while it follows a managed job's log)")
+BATCH = "AWS Batch User Guide, Job states / statusReason (\"Host EC2 (instance %s) terminated.\"), 2024"
 MODAL = "Modal client 0.64 modal/exception.py (FunctionTimeoutError, SandboxTimeoutError)"
 
 _LIMIT = ("the platform's time limit ended the job: raise it (GitHub Actions `timeout-minutes`, "
@@ -40,6 +41,10 @@ ROWS = (
     rx("timeout", r"(modal\.exception\.)?(FunctionTimeoutError|SandboxTimeoutError)",
        "modal.exception.FunctionTimeoutError: Task's current input in-1234 hit its timeout of 300s",
        MODAL, ("FunctionTimeoutError", "SandboxTimeoutError"), "modal")._replace(fix=_LIMIT),
+    # AWS Batch's status reason when the (spot) instance under a job went away
+    rx("preempted", r"Host EC2 \(instance i-[0-9a-f]+\) terminated",
+       "statusReason: Host EC2 (instance i-0a1b2c3d4e5f67890) terminated.", BATCH,
+       ("Host EC2 (instance ",), "aws-batch", False),
     # SkyPilot relays the cloud's preemption of a managed job's cluster (or its failure)
     lit("preempted", "The job cluster is preempted or failed",
         "The job cluster is preempted or failed.", SKY, "skypilot", False),
