@@ -90,3 +90,20 @@ def test_docker_inspect_oomkilled_false_is_no_oom(tmp_path):
 ])
 def test_other_runtimes_words_decide_their_class(tmp_path, text, cls):
     assert _cls(tmp_path, text) == cls
+
+
+@pytest.mark.parametrize("text", [
+    "pulling manifest\nError: pull model manifest: file does not exist",
+    "time=\"2024-06-01T10:00:00Z\" level=fatal msg=\"failed to mount overlay: invalid argument\"",
+    "docker: Error response from daemon: unknown or invalid runtime name: nvidia.",
+])
+def test_a_tools_own_error_line_is_read_when_no_rule_names_it(tmp_path, text):
+    p = tmp_path / "x.log"
+    p.write_text(text + "\n", encoding="utf-8")
+    c = report(str(p), 1, [], "python", None, probe_disks=False)["cause"]
+    assert c["class"] == "code_error" and c["confidence"] == "medium", c
+    assert text.splitlines()[-1].split(": ")[-1][:20] in c["summary"]
+
+
+def test_a_go_child_killed_by_sigkill_is_read_like_bashs_killed(tmp_path):
+    assert _cls(tmp_path, "Error: llama runner process has terminated: signal: killed") == "cgroup_oom"

@@ -14,6 +14,8 @@ JULIA = ("Julia 1.10 base/client.jl (\"ERROR: \" + showerror; LoadError wraps an
 CUDAJL = "CUDA.jl 5.4 src/pool.jl OutOfGPUMemoryError (\"Out of GPU memory trying to allocate %s\")"
 GO_RT = ("Go 1.22 src/runtime/panic.go (\"panic: \", \"fatal error: \"), runtime/mem_linux.go / "
          "malloc.go (\"runtime: out of memory: cannot allocate %d-byte block\", throw(\"out of memory\"))")
+GO_EXEC = ("Go 1.22 src/os/exec_posix.go ProcessState.String (\"signal: \" + the signal's name, "
+           "syscall zerrors_linux_amd64.go signals table: 9 \"killed\")")
 RUST = ("Rust 1.79 library/std/src/panicking.rs (\"thread '%s' panicked at %s:\"), library/std/src/"
         "alloc.rs default_alloc_error_hook (\"memory allocation of %d bytes failed\")")
 V8 = ("V8 12.4 src/heap/heap.cc / Node.js 20 src/node_errors.cc (\"FATAL ERROR: Reached heap limit "
@@ -44,6 +46,10 @@ ROWS = (
     rx("cgroup_oom", r"runtime: out of memory: cannot allocate|^fatal error: (runtime: )?out of memory",
        "fatal error: runtime: out of memory", GO_RT, ("runtime: out of memory", "fatal error: out of memory"),
        "go"),
+    # a child a Go program ran, SIGKILLed (os/exec's ExitError): like bash's "Killed", most
+    # often the OOM killer; the box's counter decides
+    rx("cgroup_oom", r"signal: killed\b", "Error: llama runner process has terminated: signal: killed",
+       GO_EXEC, ("signal: killed",), "go", False),
     rx("code_error", r"thread '[^']*' panicked at ", "thread 'main' panicked at src/main.rs:14:5:",
        RUST, ("' panicked at ",), "rust"),
     rx("cgroup_oom", r"memory allocation of [0-9]+ bytes failed", "memory allocation of 8589934592 "
