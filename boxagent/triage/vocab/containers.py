@@ -23,12 +23,16 @@ K8S_SHUTDOWN = ("Kubernetes 1.30 pkg/kubelet/nodeshutdown/nodeshutdown_manager_l
 HUB = "Docker Hub docs, Usage and limits (toomanyrequests: \"You have reached your pull rate limit\"), 2024"
 MOBY_DIST = ("moby 24.0 distribution/errors.go (\"pull access denied for %s, repository does not "
              "exist or may require 'docker login'\")")
+SMI = "NVIDIA driver 550 nvidia-smi (\"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver\")"
 COMPOSE = "docker compose 2.27 (\"<service> exited with code 137\": 128 + SIGKILL)"
 
 _S = False
 TOOLKIT_FIX = ("the GPU is not reachable from the container: install the NVIDIA Container Toolkit on "
                "the host (`nvidia-ctk runtime configure --runtime=docker`, restart docker) and run "
                "with `--gpus all`; check `nvidia-smi` on the host")
+NOT_LOADED_FIX = ("the NVIDIA driver is not loaded where the job runs (a kernel updated without its "
+                  "module, or a container started without the GPU): `nvidia-smi` on the host; "
+                  "reload or reinstall the driver, or rent another box")
 MISMATCH_FIX = ("the loaded NVIDIA kernel module and the user-space driver library differ (a driver "
                 "upgraded without a reboot): reboot the host, or reload the nvidia modules")
 
@@ -47,6 +51,10 @@ ROWS = (
         "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot "
         "open shared object file: no such file or directory: unknown", NVCLI,
         "nvidia-container-toolkit", _S)._replace(fix=TOOLKIT_FIX),
+    lit("driver_too_old", "couldn't communicate with the NVIDIA driver",
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that "
+        "the latest NVIDIA driver is installed and running.", SMI, "nvidia-smi",
+        _S)._replace(fix=NOT_LOADED_FIX),
     lit("code_error", "could not select device driver",
         "docker: Error response from daemon: could not select device driver \"\" with capabilities: "
         "[[gpu]].", MOBY, "docker", _S)._replace(fix=TOOLKIT_FIX),

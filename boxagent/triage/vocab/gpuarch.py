@@ -17,6 +17,10 @@ NVRTC = ("CUDA Toolkit 12.9 NVRTC nvrtc.h NVRTC_ERROR_INVALID_OPTION, program lo
          "invalid value for --gpu-architecture (-arch)\"")
 PTXVER = "CUDA Toolkit 12.9 ptxas (\"Unsupported .version X.Y; current version is 'A.B'\"), PTX ISA 8.8 release notes"
 TRITON = "Triton 3.3 python/triton/backends/nvidia/compiler.py (PTXASError, ptx_get_version)"
+FA = ("flash-attention 2.6 csrc/flash_attn/flash_api.cpp (TORCH_CHECK(is_sm8x || is_sm90, "
+      "\"FlashAttention only supports Ampere GPUs or newer.\"))")
+TRITON_FP8 = ("Triton 3.0 python/triton/language/semantic.py (\"type fp8e4nv not supported in this "
+              "architecture. The supported fp8 dtypes are ...\")")
 RT = "CUDA Runtime API 12.9 driver_types.h cudaErrorUnsupportedPtxVersion / CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
 
 _ARCH = "the CUDA toolchain that compiles kernels at run time is older than this GPU: use a " \
@@ -40,6 +44,12 @@ ROWS = (
     rx("torch_arch_mismatch", r"[Uu]nsupported \.version [0-9.]+; current version is",
        "ptxas /tmp/tmpx.ptx, line 5; fatal   : Unsupported .version 8.7; current version is '8.4'",
        PTXVER, ("nsupported .version ",), "ptxas")._replace(fix=_ARCH),
+    # a GPU too OLD for a kernel library's build
+    lit("torch_arch_mismatch", "FlashAttention only supports Ampere GPUs or newer",
+        "RuntimeError: FlashAttention only supports Ampere GPUs or newer.", FA, "flash-attn"),
+    rx("torch_arch_mismatch", r"type fp8e4(nv|b15) not supported in this architecture",
+       "ValueError: type fp8e4nv not supported in this architecture. The supported fp8 dtypes are "
+       "('fp8e4b15', 'fp8e5')", TRITON_FP8, ("not supported in this architecture",), "triton"),
     lit("driver_too_old", "the provided PTX was compiled with an unsupported toolchain",
         "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.",
         RT, "cuda"),
