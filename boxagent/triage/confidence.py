@@ -152,7 +152,12 @@ def _by_class(cls: str, line: str, cause: Cause, facts: Dict[str, Any]) -> Tuple
             return HIGH, None
         return MEDIUM, "inodes_full"
     if cls == "cgroup_oom":
-        return (HIGH, None) if _OOM_WORDS.search(line) else (LOW, "killed")
+        if _OOM_WORDS.search(line):
+            return HIGH, None
+        who = emitters.emitter_of(line)
+        if who is not None and who[1] == "host_memory":
+            return MEDIUM, "cuda_oom"    # the process said it ran out: nobody killed it
+        return LOW, "killed"
     if cls == "network_transient" and _NET_GENERIC.search(line) and \
             not emitters.emitter_of(line) and _distributed(facts):
         return MEDIUM, "nccl"

@@ -107,3 +107,20 @@ def test_a_tools_own_error_line_is_read_when_no_rule_names_it(tmp_path, text):
 
 def test_a_go_child_killed_by_sigkill_is_read_like_bashs_killed(tmp_path):
     assert _cls(tmp_path, "Error: llama runner process has terminated: signal: killed") == "cgroup_oom"
+
+
+def test_dataloader_workers_out_of_shared_memory_is_memory_with_the_shm_fix(tmp_path):
+    p = tmp_path / "x.log"
+    p.write_text("ERROR: Unexpected bus error encountered in worker. This might be caused by "
+                 "insufficient shared memory (shm).\n", encoding="utf-8")
+    c = report(str(p), 1, [], "python", None, probe_disks=False)["cause"]
+    assert c["class"] == "cgroup_oom" and "--shm-size" in c["remediation"], c
+    assert c["confidence"] == "medium" and c["runner_up"] != "killed"
+
+
+@pytest.mark.parametrize("crash", ["*** SIGSEGV (@0x8) received by PID 4321 (TID 0x7f00) from PID 8; "
+                                   "stack trace: ***", "Bus error (core dumped)"])
+def test_a_native_crash_line_is_looked_through_to_the_error_before_it(tmp_path, crash):
+    text = ("node1:9:9 [0] NCCL WARN Cuda failure 'out of memory'\n"
+            "#0 0x7f in ncclAllReduce () from /usr/lib/libnccl.so.2\n" + crash)
+    assert _cls(tmp_path, text, 139) == "cuda_oom"
