@@ -46,6 +46,14 @@ REPORTS = (
     (r"RayTaskError(\([A-Za-z_.]*\))?|RayActorError|ActorDiedError|WorkerCrashedError|"
      r"The actor died unexpectedly|The worker died unexpectedly", "Ray",
      "ray 2.35 python/ray/exceptions.py (RayTaskError, ActorDiedError, WorkerCrashedError)"),
+    # CI runners and build tools reporting a step's or a recipe's non-zero exit
+    (r"Process completed with exit code [0-9]+", "GitHub Actions",
+     "actions/runner src/Runner.Worker/Handlers/ScriptHandler.cs"),
+    (r"(Bash|Script|PowerShell) (exited with code|failed with exit code)", "Azure Pipelines",
+     "microsoft/azure-pipelines-tasks BashV3/CmdLineV2 (\"Bash exited with code '%s'.\")"),
+    (r"Job failed: exit (code|status) [0-9]+", "GitLab Runner", "gitlab-runner common/build.go"),
+    (r"make(\[[0-9]+\])?: \*\*\* .*Error [0-9]+", "make", "GNU make 4.4 src/job.c (\"*** [%s] Error %d\")"),
+    (r"ninja: build stopped: subcommand failed", "ninja", "ninja 1.12 src/ninja.cc"),
     (r"Engine core initialization failed", "vLLM",
      "vllm 0.8 vllm/v1/engine/core_client.py (\"Engine core initialization failed. See root cause "
      "above.\")"),

@@ -12,7 +12,9 @@ A tail may hold an error no rule names, in a shape an engineer still reads at a 
   - an error glued to a progress bar (`100%|####| 50/50 [00:02<00:00]ValueError: bad`);
   - last, a tool's own error line near the end: `Error: …`, `ERROR: …`, `fatal: …`, Go's
     logrus `level=fatal msg=…`, docker's `Error response from daemon: …` (Go CLIs built on
-    cobra, the container tools, R and Julia print their failure so, with no traceback).
+    cobra, the container tools, R and Julia print their failure so, with no traceback), CMake's
+    and a compiler's (`kernel.cu(12): error: …`, `x.c:3:5: error: …`); a launcher's or a CI
+    runner's report of the exit (`Process completed with exit code 1`) is none.
 
 native_error(lines) -> (index, the error text, shape) or None. innermost_frame(lines, index)
 -> "eval.py:9 in main" (the frame nearest above the exception line). missing_command(lines)
@@ -95,7 +97,9 @@ def _headless_exception(lines: List[str]) -> Optional[Found]:
 
 _TOOL_ERROR = re.compile(r"^(?:Error|ERROR|error|FATAL|Fatal|fatal)(?:\[[^\]]*\])?: +\S|"
                          r"(?:^|\s)level=(?:error|fatal) |Error response from daemon: |"
-                         r"^\[(?:ERROR|FATAL)\] +\S")
+                         r"^\[(?:ERROR|FATAL)\] +\S|^CMake Error|"
+                         # a compiler's (gcc, clang, nvcc) own error line
+                         r"^\S+(:[0-9]+(:[0-9]+)?:|\([0-9]+\):) (fatal )?error: ")
 _TOOL_TAIL = 10         # non-empty lines from the end: an older error line is not the failure
 
 

@@ -124,3 +124,12 @@ def test_a_native_crash_line_is_looked_through_to_the_error_before_it(tmp_path, 
     text = ("node1:9:9 [0] NCCL WARN Cuda failure 'out of memory'\n"
             "#0 0x7f in ncclAllReduce () from /usr/lib/libnccl.so.2\n" + crash)
     assert _cls(tmp_path, text, 139) == "cuda_oom"
+
+
+def test_a_ci_runners_report_is_not_the_error_the_compiler_line_is(tmp_path):
+    p = tmp_path / "x.log"
+    p.write_text("building flash-attn\ncsrc/flash_api.cu(41): error: identifier \"cutlass\" is "
+                 "undefined\nninja: build stopped: subcommand failed.\n##[error]Process completed "
+                 "with exit code 1.\n", encoding="utf-8")
+    c = report(str(p), 1, [], "python", None, probe_disks=False)["cause"]
+    assert c["class"] == "code_error" and "identifier" in c["summary"], c
