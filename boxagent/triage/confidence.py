@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Optional, Tuple
 
-from boxagent.triage import emitters, runnerups
+from boxagent.triage import emitters, runnerups, vocab
 
 Cause = Dict[str, Any]
 HIGH, MEDIUM, LOW = "high", "medium", "low"
@@ -132,7 +132,16 @@ def _judge(cause: Cause, facts: Dict[str, Any], decision: Any) -> Tuple[str, Opt
     line = str(hit.get("line") or "")
     if hit.get("emitter"):
         return MEDIUM, hit.get("was")
-    return _by_class(cls, line, cause, facts)
+    level, runner = _by_class(cls, line, cause, facts)
+    if level == HIGH and _suggestive(line, cls):
+        return MEDIUM, runner      # the row's words have another common cause (its source says)
+    return level, runner
+
+
+def _suggestive(line: str, cls: str) -> bool:
+    """Whether the vocabulary row that gave the line its class is marked suggestive only."""
+    row = vocab.row_for(line, cls)
+    return row is not None and not row.definitive
 
 
 def _by_class(cls: str, line: str, cause: Cause, facts: Dict[str, Any]) -> Tuple[str, Optional[str]]:

@@ -49,3 +49,14 @@ def test_a_generic_crash_never_names_nonzero_exit_as_its_runner_up(tmp_path):
     c = _cause(tmp_path, TB + "RuntimeError: one of the variables needed for gradient computation "
                "has been modified by an inplace operation\n")
     assert c["class"] == "code_error" and c.get("runner_up") != "nonzero_exit", c
+
+
+def test_words_their_source_marks_suggestive_are_never_high(tmp_path):
+    for line, cls in (("The job cluster is preempted or failed.", "preempted"),
+                      ("nvidia-container-cli: initialization error: nvml error: driver not loaded: "
+                       "unknown", "driver_too_old")):
+        c = _cause(tmp_path, line + "\n")
+        assert c["class"] == cls and c["confidence"] == "medium", c
+    c = _cause(tmp_path, "nvidia-container-cli: requirement error: unsatisfied condition: "
+               "cuda>=12.8, please update your driver to a newer version\n")
+    assert c["class"] == "driver_too_old" and c["confidence"] == "high", c
