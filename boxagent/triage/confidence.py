@@ -120,9 +120,12 @@ def calibrate(cause: Cause, facts: Dict[str, Any], decision: Any = None) -> Caus
 
 def _judge(cause: Cause, facts: Dict[str, Any], decision: Any) -> Tuple[str, Optional[str]]:
     cls = cause["class"]
-    if cause.get("decided_by_fact") or cls in FACT_CLASSES:
-        return HIGH, None
     hit = decision.hit if decision is not None and decision.hit.get("class") == cls else None
+    if cause.get("decided_by_fact"):
+        return HIGH, None
+    if cls in FACT_CLASSES:      # a platform's own line can still be a suggestive row
+        return (MEDIUM, None) if hit is not None and _suggestive(str(hit.get("line") or ""), cls) \
+            else (HIGH, None)
     if hit is None:
         return _without_line(cause, facts)
     if hit.get("source", "builtin") != "builtin":

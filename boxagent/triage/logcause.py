@@ -51,7 +51,9 @@ def log_cause(f: Dict[str, Any], d: E.Decision, prefix: str = "",
     summary = SUMMARY.get(cls, cls)
     if hit.get("emitter") and cls == "cgroup_oom":
         summary = "host memory ran out: %s" % clip(strip_prefixes(hit.get("line", "")), 140)
-    elif cls == "code_error" or cls not in SUMMARY or hit.get("source") != "builtin":
+    elif cls == "code_error" or cls not in SUMMARY or hit.get("source") != "builtin" or \
+            ("Slurm" in SUMMARY[cls] and "slurm" not in hit.get("line", "").lower()):
+        # (a time limit or a preemption another platform reports is not Slurm's)
         summary = "%s: %s" % ("crashed" if cls == "code_error" else cls,
                               clip(strip_prefixes(hit.get("line", "")), 160))
     remediation = hit.get("remediation") if cls == hit["class"] else None
