@@ -74,6 +74,9 @@ RUNNER_UPS: Tuple[Tuple[str, str, str, str], ...] = (
     ("nonzero_exit", _REPORT, "code_error",
      "the child's own error went where this log does not reach: read the failed rank's output "
      "(`torchrun --redirects 3 --tee 3`, the launcher's per-rank log files) or its stderr"),
+    ("nonzero_exit", r"exited with code 124\b", "timeout",
+     "coreutils `timeout` exits 124 when it killed the command at its limit: check whether the "
+     "stage runs under `timeout N` (or a wrapper that uses it)"),
     ("nonzero_exit", _PLAIN, "code_error",
      "read the log's last lines (`rgt-client logs`): an error in words no rule knows is most often "
      "the job's own; a log that stops without one means its stderr went elsewhere"),

@@ -60,3 +60,8 @@ def test_words_their_source_marks_suggestive_are_never_high(tmp_path):
     c = _cause(tmp_path, "nvidia-container-cli: requirement error: unsatisfied condition: "
                "cuda>=12.8, please update your driver to a newer version\n")
     assert c["class"] == "driver_too_old" and c["confidence"] == "high", c
+
+
+def test_exit_124_names_a_timeout_wrapper_as_runner_up(tmp_path):
+    c = _cause(tmp_path, "step 3/100\n", exit_code=124)
+    assert c["class"] == "nonzero_exit" and c["runner_up"] == "timeout", c

@@ -21,6 +21,9 @@ FA = ("flash-attention 2.6 csrc/flash_attn/flash_api.cpp (TORCH_CHECK(is_sm8x ||
       "\"FlashAttention only supports Ampere GPUs or newer.\"))")
 TRITON_FP8 = ("Triton 3.0 python/triton/language/semantic.py (\"type fp8e4nv not supported in this "
               "architecture. The supported fp8 dtypes are ...\")")
+HIP = ("ROCm 6.1 HIP runtime hip_code_object.cpp / hip_fatbin.cpp (\"hipErrorNoBinaryForGpu: Unable to "
+       "find code object for all current devices!\")")
+MPS = "PyTorch 2.4 aten/src/ATen/mps/MPSAllocator.mm (\"MPS backend out of memory (MPS allocated: %s, ...)\")"
 RT = "CUDA Runtime API 12.9 driver_types.h cudaErrorUnsupportedPtxVersion / CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
 
 _ARCH = "the CUDA toolchain that compiles kernels at run time is older than this GPU: use a " \
@@ -44,6 +47,14 @@ ROWS = (
     rx("torch_arch_mismatch", r"[Uu]nsupported \.version [0-9.]+; current version is",
        "ptxas /tmp/tmpx.ptx, line 5; fatal   : Unsupported .version 8.7; current version is '8.4'",
        PTXVER, ("nsupported .version ",), "ptxas")._replace(fix=_ARCH),
+    # Apple's GPU (MPS) running out of its memory is device memory too
+    lit("cuda_oom", "MPS backend out of memory",
+        "RuntimeError: MPS backend out of memory (MPS allocated: 17.78 GB, other allocations: 1.06 "
+        "GB, max allowed: 18.13 GB). Tried to allocate 256.00 MB on private pool.", MPS, "torch"),
+    # ROCm's "no kernel image": the build has no code object for this GPU's gfx target
+    lit("torch_arch_mismatch", "hipErrorNoBinaryForGpu",
+        "\"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\"", HIP,
+        "hip")._replace(fix=_ARCH),
     # a GPU too OLD for a kernel library's build
     lit("torch_arch_mismatch", "FlashAttention only supports Ampere GPUs or newer",
         "RuntimeError: FlashAttention only supports Ampere GPUs or newer.", FA, "flash-attn"),
