@@ -75,10 +75,24 @@ def launcher_of(line: str) -> Optional[str]:
     return None
 
 
+# A wrapper that names the type of the exception it carries, not its words:
+# `RayTaskError(OutOfMemoryError)` is torch's CUDA OOM or any other OutOfMemoryError; the
+# inner exception's own line, printed below it, decides (a row matching the bare type name
+# on the wrapper's line must not).
+_CARRIER = re.compile(r"RayTaskError\([A-Za-z_.]+\)|ProcessRaisedException")
+
+
 def reread(h: Hit) -> Hit:
     """A launcher's report of its failed child, tagged `wrapper` whatever rule matched it."""
-    if h.get("tag") or h.get("source", "builtin") != "builtin" or h.get("class") != "code_error":
+    if h.get("tag") or h.get("source", "builtin") != "builtin":
         return h
+    if h.get("class") != "code_error":
+        line = str(h.get("line") or "")
+        if not _CARRIER.search(line):
+            return h
+        out = dict(h, tag="wrapper", launcher=launcher_of(line), was=h.get("class"))
+        out["class"] = "code_error"
+        return out
     who = launcher_of(str(h.get("line") or ""))
     return dict(h, tag="wrapper", launcher=who) if who else h
 

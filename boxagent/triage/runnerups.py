@@ -65,6 +65,11 @@ RUNNER_UPS: Tuple[Tuple[str, str, str, str], ...] = (
     ("nonzero_exit", r"died unexpectedly|WorkerCrashedError|ActorDiedError|RayActorError",
      "cgroup_oom", "`dmesg -T | grep -i -e oom -e killed` on the worker's node and Ray's "
      "`raylet.out` ('killed due to memory pressure'): an OOM kill there means memory"),
+    # a wrapper that carries an OutOfMemoryError by its type name alone (Ray's memory monitor
+    # raises its own OutOfMemoryError unwrapped: a wrapped one is the task's, torch's CUDA OOM)
+    ("nonzero_exit", r"\(OutOfMemoryError\)", "cuda_oom",
+     "`nvidia-smi` while it runs and the worker's own log (`ray logs worker-*`): CUDA out of "
+     "memory there means the GPU"),
     ("nonzero_exit", r"Engine core initialization failed", "cuda_oom",
      "`nvidia-smi` before it starts: another process holding GPU memory, or a "
      "`gpu_memory_utilization` / `max_model_len` too large for the GPU, means memory"),

@@ -93,3 +93,17 @@ def test_vllms_engine_report_looks_through_to_the_root_cause_above(tmp_path):
     alone = _cause(tmp_path, TB + "RuntimeError: Engine core initialization failed. See root cause "
                    "above. Failed core proc(s): {}\n")
     assert alone["class"] == "nonzero_exit" and alone["runner_up"] == "cuda_oom", alone
+
+
+def test_a_ray_wrapper_naming_only_the_type_never_decides_over_the_inner_line(tmp_path):
+    text = ("ray.exceptions.RayTaskError(OutOfMemoryError): ray::f() (pid=9, ip=10.0.0.5)\n" + TB +
+            "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\n")
+    assert _cause(tmp_path, text)["class"] == "cgroup_oom"
+    alone = _cause(tmp_path, "ray.exceptions.RayTaskError(OutOfMemoryError): ray::f() (pid=9)\n")
+    assert alone["class"] == "nonzero_exit" and alone["runner_up"] == "cuda_oom", alone
+
+
+def test_kubernetes_oomkilled_is_the_oom_killers_own_word(tmp_path):
+    c = _cause(tmp_path, "    State:          Terminated\n      Reason:       OOMKilled\n"
+               "      Exit Code:    137\n", exit_code=137)
+    assert c["class"] == "cgroup_oom" and c["confidence"] == "high", c
