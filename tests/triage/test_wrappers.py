@@ -107,3 +107,10 @@ def test_kubernetes_oomkilled_is_the_oom_killers_own_word(tmp_path):
     c = _cause(tmp_path, "    State:          Terminated\n      Reason:       OOMKilled\n"
                "      Exit Code:    137\n", exit_code=137)
     assert c["class"] == "cgroup_oom" and c["confidence"] == "high", c
+
+
+@pytest.mark.parametrize("prefix", ["[1,0]<stderr>:", "##[error]", "trainer-1  | ", "3: "])
+def test_launchers_and_platforms_line_prefixes_do_not_hide_the_exception(tmp_path, prefix):
+    text = "".join(prefix + l + "\n" for l in TB.splitlines()) + prefix + "KeyError: 'label'\n"
+    c = _cause(tmp_path, text)
+    assert c["class"] == "code_error" and "KeyError" in c["summary"], c
