@@ -49,7 +49,8 @@ def log_cause(f: Dict[str, Any], d: E.Decision, prefix: str = "",
     elif isinstance(f.get("exit_code"), int):
         ev.append("exit code %d" % f["exit_code"])
     summary = SUMMARY.get(cls, cls)
-    if hit.get("emitter") and cls == "cgroup_oom":
+    if cls == "cgroup_oom" and (hit.get("emitter") or host_memory_exception(hit)):
+        # the process said it ran out (numpy, the JVM, V8, R): nobody killed it
         summary = "host memory ran out: %s" % clip(strip_prefixes(hit.get("line", "")), 140)
     elif cls == "code_error" or cls not in SUMMARY or hit.get("source") != "builtin" or \
             ("Slurm" in SUMMARY[cls] and "slurm" not in hit.get("line", "").lower()):
