@@ -24,6 +24,9 @@ HUB = "Docker Hub docs, Usage and limits (toomanyrequests: \"You have reached yo
 MOBY_DIST = ("moby 24.0 distribution/errors.go (\"pull access denied for %s, repository does not "
              "exist or may require 'docker login'\")")
 SMI = "NVIDIA driver 550 nvidia-smi (\"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver\")"
+NGC = ("NVIDIA NGC containers 25.01 /opt/nvidia/entrypoint.d/50-gpu-driver-check.sh (\"ERROR: This "
+       "container was built for NVIDIA Driver Release %s or later, but version %s was detected and "
+       "compatibility mode is UNAVAILABLE.\")")
 COMPOSE = "docker compose 2.27 (\"<service> exited with code 137\": 128 + SIGKILL)"
 
 _S = False
@@ -41,6 +44,9 @@ ROWS = (
        "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4, please update "
        "your driver to a newer version, or use an earlier cuda container: unknown", NVCLI,
        ("unsatisfied condition: cuda",), "nvidia-container-toolkit"),
+    rx("driver_too_old", r"This container was built for NVIDIA Driver Release [0-9.]+ or later",
+       "ERROR: This container was built for NVIDIA Driver Release 570.86 or later, but", NGC,
+       ("This container was built for NVIDIA Driver Release",), "ngc"),
     rx("driver_too_old", r"[Dd]river/library version mismatch",
        "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: "
        "unknown", NVML, ("river/library version mismatch",), "nvml")._replace(fix=MISMATCH_FIX),
