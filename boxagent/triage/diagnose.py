@@ -7,7 +7,8 @@ torchrun's report of a failed rank: looked through to log line 9"); `confidence`
 sure (confidence.py), with the runner-up class and the check that tells them apart.
 
 Before any step, each log hit is read with its emitter (emitters.py: "out of memory" from a
-host-RAM emitter is host memory) and a launcher's report is marked as one (launchers.py).
+host-RAM emitter is host memory), with its payload (payload.py: an exception carrying NaN is
+divergence) and a launcher's report is marked as one (launchers.py).
 
 The precedence (first that applies wins; each step names its deciding evidence first):
   1. cancelled                      the user asked
