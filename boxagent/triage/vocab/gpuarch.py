@@ -24,8 +24,13 @@ TRITON_FP8 = ("Triton 3.0 python/triton/language/semantic.py (\"type fp8e4nv not
 HIP = ("ROCm 6.1 HIP runtime hip_code_object.cpp / hip_fatbin.cpp (\"hipErrorNoBinaryForGpu: Unable to "
        "find code object for all current devices!\")")
 MPS = "PyTorch 2.4 aten/src/ATen/mps/MPSAllocator.mm (\"MPS backend out of memory (MPS allocated: %s, ...)\")"
+TE = ("Transformer Engine 1.9 transformer_engine/pytorch/fp8.py check_fp8_support (\"Device compute "
+      "capability 8.9 or higher required for FP8 execution.\")")
 RT = "CUDA Runtime API 12.9 driver_types.h cudaErrorUnsupportedPtxVersion / CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
 
+OLD_GPU_FIX = ("this GPU is older than the kernel library needs (FlashAttention and bfloat16: Ampere "
+               "sm_80+; FP8: sm_89+): rent a GPU that has it, or turn the feature off "
+               "(attn_implementation=\"sdpa\", float16 / `--dtype half` instead of bfloat16 or FP8)")
 _ARCH = "the CUDA toolchain that compiles kernels at run time is older than this GPU: use a " \
     "CUDA/Triton/torch build that knows its architecture (Blackwell sm_100/sm_120 need CUDA " \
     "12.8+), or point TRITON_PTXAS_PATH at a newer ptxas"
@@ -56,11 +61,16 @@ ROWS = (
         "\"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\"", HIP,
         "hip")._replace(fix=_ARCH),
     # a GPU too OLD for a kernel library's build
+    rx("torch_arch_mismatch", r"[Dd]evice compute capability [0-9.]+ or higher required for FP8",
+       "AssertionError: Device compute capability 8.9 or higher required for FP8 execution.", TE,
+       ("compute capability ",), "transformer-engine")._replace(fix=OLD_GPU_FIX),
     lit("torch_arch_mismatch", "FlashAttention only supports Ampere GPUs or newer",
-        "RuntimeError: FlashAttention only supports Ampere GPUs or newer.", FA, "flash-attn"),
+        "RuntimeError: FlashAttention only supports Ampere GPUs or newer.", FA,
+        "flash-attn")._replace(fix=OLD_GPU_FIX),
     rx("torch_arch_mismatch", r"type fp8e4(nv|b15) not supported in this architecture",
        "ValueError: type fp8e4nv not supported in this architecture. The supported fp8 dtypes are "
-       "('fp8e4b15', 'fp8e5')", TRITON_FP8, ("not supported in this architecture",), "triton"),
+       "('fp8e4b15', 'fp8e5')", TRITON_FP8, ("not supported in this architecture",),
+       "triton")._replace(fix=OLD_GPU_FIX),
     lit("driver_too_old", "the provided PTX was compiled with an unsupported toolchain",
         "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.",
         RT, "cuda"),

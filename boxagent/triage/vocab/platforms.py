@@ -18,6 +18,8 @@ K8S_JOB = ("Kubernetes 1.30 pkg/controller/job/job_controller.go (condition reas
 SKY = ("SkyPilot 0.9 sky/jobs/utils.py stream_logs_by_id (\"The job cluster is preempted or "
        "failed.\" while it follows a managed job's log)")
 BATCH = "AWS Batch User Guide, Job states / statusReason (\"Host EC2 (instance %s) terminated.\"), 2024"
+VERTEX = ("Google Cloud Vertex AI custom training troubleshooting docs (\"The replica %s ran "
+          "out-of-memory and exited with a non-zero status of 9(SIGKILL).\"), 2024")
 MODAL = "Modal client 0.64 modal/exception.py (FunctionTimeoutError, SandboxTimeoutError)"
 
 _LIMIT = ("the platform's time limit ended the job: raise it (GitHub Actions `timeout-minutes`, "
@@ -41,6 +43,10 @@ ROWS = (
     rx("timeout", r"(modal\.exception\.)?(FunctionTimeoutError|SandboxTimeoutError)",
        "modal.exception.FunctionTimeoutError: Task's current input in-1234 hit its timeout of 300s",
        MODAL, ("FunctionTimeoutError", "SandboxTimeoutError"), "modal")._replace(fix=_LIMIT),
+    # Vertex AI / AI Platform Training's verdict on a replica the OOM killer took
+    rx("cgroup_oom", r"ran out-of-memory and exited with a non-zero status",
+       "The replica workerpool0-0 ran out-of-memory and exited with a non-zero status of 9(SIGKILL).",
+       VERTEX, ("ran out-of-memory and exited",), "vertex-ai"),
     # AWS Batch's status reason when the (spot) instance under a job went away
     rx("preempted", r"Host EC2 \(instance i-[0-9a-f]+\) terminated",
        "statusReason: Host EC2 (instance i-0a1b2c3d4e5f67890) terminated.", BATCH,

@@ -6,6 +6,7 @@ built for another GPU is torch_arch_mismatch, and a loader that ran out of devic
 cuda_oom."""
 from __future__ import annotations
 
+from boxagent.triage.vocab.gpuarch import OLD_GPU_FIX
 from boxagent.triage.vocab.table import lit, rx
 
 LLAMA = ("llama.cpp b3600 src/llama.cpp / src/llama-model-loader.cpp (\"tensor '%s' data is not "
@@ -64,7 +65,7 @@ ROWS = (
     rx("torch_arch_mismatch", r"Bfloat16 is only supported on GPUs with compute capability of at "
        r"least 8\.0", "ValueError: Bfloat16 is only supported on GPUs with compute capability of at "
        "least 8.0. Your Tesla T4 GPU has compute capability 7.5.", VLLM,
-       ("Bfloat16 is only supported on GPUs",), "vllm"),
+       ("Bfloat16 is only supported on GPUs",), "vllm")._replace(fix=OLD_GPU_FIX),
     lit("code_error", "The engine plan file is not compatible with this version of TensorRT",
         "[TRT] [E] 6: The engine plan file is not compatible with this version of TensorRT, "
         "expecting library version 10.0.1.6 got 9.2.0.5, please rebuild.", TRT, "tensorrt"),
