@@ -75,6 +75,9 @@ def _cuts(lit: bytes) -> Dict[int, bytes]:
     return out
 
 
+_EXC_TAIL = re.compile(rb"[a-z0-9_]{1,3}(Error|Exception)")
+
+
 def cut_literals(literals: Iterable[bytes]) -> Tuple[bytes, ...]:
     """One suffix per literal, their first bytes few and rare (a greedy weighted set cover)."""
     cuts = dict((lit, _cuts(lit)) for lit in set(literals) if lit)
@@ -87,9 +90,16 @@ def cut_literals(literals: Iterable[bytes]) -> Tuple[bytes, ...]:
         best = max(count, key=lambda b: (count[b] / (PASS_COST + _weight(b)), -b))
         chosen.append(best)
         todo = set(lit for lit in todo if best not in cuts[lit])
+    # a byte chosen early whose literals all got another chosen byte later is a wasted pass
+    for b in list(chosen):
+        if all(any(o in cuts[lit] for o in chosen if o != b) for lit in cuts):
+            chosen.remove(b)
     out = []
     for lit, c in cuts.items():
-        b = min((b for b in c if b in chosen), key=lambda b: (_weight(b), -len(c[b])))
+        # a cut a few letters before the end of an exception's name last: "AttributeError:"
+        # cut to "uteError:" finds every `MeanAbsoluteError: 0.4` of a metrics line
+        b = min((b for b in c if b in chosen), key=lambda b: (
+            _EXC_TAIL.match(c[b]) is not None, _weight(b), -len(c[b])))
         out.append(c[b])
     return minimal_anchors(out)
 

@@ -191,9 +191,10 @@ BUILTIN_RULES = [
         "etected inf", "loss scale already at minimum"]),
     # loss=nan in a progress line: a warning (training may recover); the crash it causes is
     # what fails the stage.
-    _r("divergence", r"[Ll]oss(=| = |: |': |\": | )(nan|NaN|inf)\b|grad_norm(=|: |': )(nan|inf)\b",
-       _W, keywords=[p + v for p in ("oss=", "oss = ", "oss: ", "oss': ", "oss\": ", "oss ")
-                     for v in ("nan", "NaN", "inf")] +
+    # (also a tensor printed as the value, `loss=tensor(nan, device='cuda:0')`, and -inf)
+    _r("divergence", r"[Ll]oss(=| = |: |': |\": | )(tensor\()?-?(nan|NaN|inf)\b|grad_norm(=|: |': )(nan|inf)\b",
+       _W, keywords=[p + t + v for p in ("oss=", "oss = ", "oss: ", "oss': ", "oss\": ", "oss ")
+                     for t in ("", "tensor(", "-", "tensor(-") for v in ("nan", "NaN", "inf")] +
        ["grad_norm" + p + v for p in ("=", ": ", "': ") for v in ("nan", "inf")]),
     # fp16 overflow skips are normal while the loss scale calibrates (65536 -> 8192); a scale
     # pushed below 10 means nearly every step overflows: the run is diverging.
@@ -218,10 +219,15 @@ BUILTIN_RULES = [
        keywords=["ChildFailedError", "CalledProcessError: Command", "terminated with exit code",
                  "failed (exitcode: "]),
     # How a process died, printed after (or instead of) the error that killed it.
+    # (bash's words for SIGBUS/SIGILL/SIGFPE, and glog's failure-signal handler in TF, XLA and
+    # torch's C++: "*** SIGSEGV (@0x8) received by PID 4321 (TID 0x7f..) ...; stack trace: ***")
     _r("code_error", r"Segmentation fault|terminate called (after throwing|without an active "
-       r"exception)|Aborted \(core dumped\)|Fatal Python error: ", tag="crash",
+       r"exception)|Aborted \(core dumped\)|Fatal Python error: |(Bus error|Illegal instruction|"
+       r"Floating point exception) \(core dumped\)|\*\*\* SIG[A-Z]+ \(@0x[0-9a-f]+\) received by PID",
+       tag="crash",
        keywords=["Segmentation fault", "terminate called", "Aborted (core dumped)",
-                 "Fatal Python error: "]),
+                 "Fatal Python error: ", "Bus error (core dumped)", "Illegal instruction (core dumped)",
+                 "Floating point exception (core dumped)", ") received by PID"]),
     # torch's boilerplate after it ("Compile with `TORCH_USE_CUDA_DSA` to enable device-side
     # assertions.") is no error: on a real H100 it was the deciding line of a device assert.
     _r("code_error", r"CUDA error: device-side assert triggered|\.cuh?:[0-9]+: .*Assertion `.*` failed",

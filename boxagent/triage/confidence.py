@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Optional, Tuple
 
-from boxagent.triage import emitters
+from boxagent.triage import emitters, runnerups, vocab
 
 Cause = Dict[str, Any]
 HIGH, MEDIUM, LOW = "high", "medium", "low"
@@ -72,9 +72,12 @@ _SPECIFIC_CODE = re.compile(r"SyntaxError|IndentationError|TabError|No module na
                             r"name|command not found|unrecognized arguments|arguments are "
                             r"required|can't open file|KeyError|NameError|AttributeError|"
                             r"TypeError|ImportError|ModuleNotFoundError|FileNotFoundError|"
-                            r"AssertionError|IndexError|ZeroDivisionError|shape|size mismatch")
+                            r"AssertionError|IndexError|ZeroDivisionError|shape|size mismatch|"
+                            r"device-side assert|Assertion `")
 _OOM_WORDS = re.compile(r"Out of memory: Kill|oom-kill|oom_kill_process|Memory cgroup out of "
-                        r"memory|Exceeded job memory limit|exceeded memory limit|low on memory")
+                        r"memory|Exceeded job memory limit|exceeded memory limit|low on memory|"
+                        r"OOMKilled|low on resource: \[?memory|condition: \[MemoryPressure|"
+                        r"ran out-of-memory and exited")
 # A collective that timed out or was aborted is often the symptom of another rank's failure
 # (an OOM, an exception, ranks doing different work) that this log does not show.
 _COLLECTIVE_SYMPTOM = re.compile(r"[Ww]atchdog|timed out|[Tt]imeout|was aborted|DistBackendError")
@@ -86,8 +89,8 @@ _HUB_MISS = re.compile(r"couldn't connect to 'https|LocalEntryNotFoundError|cann
 # another format ("invalid load key", torch 2.6's "Weights only load failed").
 _CUT = re.compile(r"truncated|unexpected EOF|central directory|Ran out of input|file signature "
                   r"not found|PytorchStreamReader failed|incomplete|short read|eof = [0-9]+")
-_NET_GENERIC = re.compile(r"Connection refused|Connection reset|No route to host|timed out|"
-                          r"Network is unreachable|Broken pipe")
+_NET_GENERIC = re.compile(r"[Cc]onnection refused|[Cc]onnection reset|[Nn]o route to host|timed out|"
+                          r"[Nn]etwork is unreachable|[Bb]roken pipe|i/o timeout")
 
 
 def confidence_words(cause: Cause) -> str:
@@ -104,6 +107,8 @@ def calibrate(cause: Cause, facts: Dict[str, Any], decision: Any = None) -> Caus
     level, runner = cause.get("confidence"), cause.get("runner_up")
     if level is None:
         level, runner = _judge(cause, facts, decision)
+    elif level != HIGH and not runner and cause["class"] in ("code_error", "nonzero_exit"):
+        runner = _runner_up(cause, _said(cause), facts)     # a step judged it, named no other
     cause["confidence"] = level
     if level != HIGH and runner and runner != cause["class"]:
         cause["runner_up"] = runner
@@ -117,9 +122,12 @@ def calibrate(cause: Cause, facts: Dict[str, Any], decision: Any = None) -> Caus
 
 def _judge(cause: Cause, facts: Dict[str, Any], decision: Any) -> Tuple[str, Optional[str]]:
     cls = cause["class"]
-    if cause.get("decided_by_fact") or cls in FACT_CLASSES:
-        return HIGH, None
     hit = decision.hit if decision is not None and decision.hit.get("class") == cls else None
+    if cause.get("decided_by_fact"):
+        return HIGH, None
+    if cls in FACT_CLASSES:      # a platform's own line can still be a suggestive row
+        return (MEDIUM, None) if hit is not None and _suggestive(str(hit.get("line") or ""), cls) \
+            else (HIGH, None)
     if hit is None:
         return _without_line(cause, facts)
     if hit.get("source", "builtin") != "builtin":
@@ -129,7 +137,16 @@ def _judge(cause: Cause, facts: Dict[str, Any], decision: Any) -> Tuple[str, Opt
     line = str(hit.get("line") or "")
     if hit.get("emitter"):
         return MEDIUM, hit.get("was")
-    return _by_class(cls, line, cause, facts)
+    level, runner = _by_class(cls, line, cause, facts)
+    if level == HIGH and _suggestive(line, cls):
+        return MEDIUM, runner      # the row's words have another common cause (its source says)
+    return level, runner
+
+
+def _suggestive(line: str, cls: str) -> bool:
+    """Whether the vocabulary row that gave the line its class is marked suggestive only."""
+    row = vocab.row_for(line, cls)
+    return row is not None and not row.definitive
 
 
 def _by_class(cls: str, line: str, cause: Cause, facts: Dict[str, Any]) -> Tuple[str, Optional[str]]:
@@ -141,13 +158,20 @@ def _by_class(cls: str, line: str, cause: Cause, facts: Dict[str, Any]) -> Tuple
             return MEDIUM, "cgroup_oom"
         if fam == "network":
             return MEDIUM, "network_transient"
-        return (HIGH, None) if _SPECIFIC_CODE.search(line) else (MEDIUM, "nonzero_exit")
+        if _SPECIFIC_CODE.search(line) and not runnerups.pick("code_error", line, facts):
+            return HIGH, None
+        return MEDIUM, _runner_up(cause, line, facts)
     if cls == "disk_full":
         if any("of bytes used" in str(e) for e in cause.get("evidence") or []):
             return HIGH, None
         return MEDIUM, "inodes_full"
     if cls == "cgroup_oom":
-        return (HIGH, None) if _OOM_WORDS.search(line) else (LOW, "killed")
+        if _OOM_WORDS.search(line):
+            return HIGH, None
+        who = emitters.emitter_of(line)
+        if who is not None and who[1] == "host_memory":
+            return MEDIUM, "cuda_oom"    # the process said it ran out: nobody killed it
+        return LOW, "killed"
     if cls == "network_transient" and _NET_GENERIC.search(line) and \
             not emitters.emitter_of(line) and _distributed(facts):
         return MEDIUM, "nccl"
@@ -171,13 +195,27 @@ def _without_line(cause: Cause, facts: Dict[str, Any]) -> Tuple[str, Optional[st
     cls = cause["class"]
     if cls == "code_error" and "command not found" in str(cause.get("summary")):
         return HIGH, None
-    if cls == "code_error":
-        return MEDIUM, "nonzero_exit"
     if cls == "killed":
         return MEDIUM, "preempted"
     if cls == "hangup":
         return HIGH, None
+    if cls in ("code_error", "nonzero_exit"):
+        return MEDIUM, _runner_up(cause, _said(cause), facts)
     return MEDIUM, None
+
+
+def _said(cause: Cause) -> str:
+    return "\n".join([str(cause.get("summary") or "")] + [str(e) for e in cause.get("evidence") or []])
+
+
+def _runner_up(cause: Cause, text: str, facts: Dict[str, Any]) -> Optional[str]:
+    """The class runnerups.py finds plausible beside the cause (its check set on the cause as
+    `tell_apart`), or None: no meaningless runner-up."""
+    found = runnerups.pick(cause["class"], text, facts)
+    if found is None:
+        return None
+    cause.setdefault("tell_apart", found[1])
+    return found[0]
 
 
 def said_oom(hit: Dict[str, Any]) -> bool:

@@ -28,7 +28,7 @@ EMITTERS: Tuple[Tuple[str, str, str, str], ...] = (
     (r"Out of memory: Kill|oom-kill:|oom_kill_process|Memory cgroup out of memory|"
      r"invoked oom-killer", "kernel OOM killer", "host_memory",
      "linux mm/oom_kill.c (dump_header, oom_kill_process messages)"),
-    (r"\[Errno 12\]|Cannot allocate memory|ENOMEM", "errno ENOMEM", "host_memory",
+    (r"\[Errno 12\]|[Cc]annot allocate memory|ENOMEM", "errno ENOMEM", "host_memory",
      "errno(3): ENOMEM 12 'Cannot allocate memory'"),
     (r"(^|[^A-Za-z])(numpy\.core\._exceptions\.)?_?ArrayMemoryError|Unable to allocate [0-9.]+ "
      r"[KMGTP]i?B for an array", "numpy", "host_memory",
@@ -47,6 +47,12 @@ EMITTERS: Tuple[Tuple[str, str, str, str], ...] = (
     (r"device:CPU:[0-9]|by allocator (cpu|mklcpu)|allocator=cpu", "TensorFlow CPU allocator",
      "host_memory", "tensorflow core/framework/allocator ('OOM when allocating tensor ... on "
      "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu')"),
+    (r"insufficient shared memory \(shm\)|out of shared memory", "/dev/shm (shared memory)",
+     "host_memory", "pytorch torch/csrc/DataLoader.cpp, torch/utils/data/dataloader.py"),
+    (r"java\.lang\.OutOfMemoryError|JavaScript heap out of memory|cannot allocate vector of size|"
+     r"memory allocation of [0-9]+ bytes failed|runtime: out of memory", "a language runtime's heap",
+     "host_memory", "OpenJDK 21 java.lang.OutOfMemoryError; V8 12.4 heap limit; R 4.4 memory.c; "
+     "Rust 1.79 alloc error hook; Go 1.22 runtime"),
     (r"(^|[^A-Za-z])MemoryError(:|$)", "Python MemoryError", "host_memory",
      "python docs library/exceptions.html#MemoryError"),
     # GPU memory
@@ -72,14 +78,15 @@ EMITTERS: Tuple[Tuple[str, str, str, str], ...] = (
 
 # The classes a rule gives these words, and the class each domain gives them instead.
 WORDS: Dict[str, Tuple[str, Tuple[str, ...], Dict[str, str]]] = {
-    "memory": (r"[Oo]ut of memory|OutOfMemory|Cannot allocate memory|MemoryError|"
+    # Go and libuv print the errno words lower-case (spelling.py): both first letters
+    "memory": (r"[Oo]ut of memory|OutOfMemory|[Cc]annot allocate memory|MemoryError|"
                r"can't allocate memory|not enough memory|bad_alloc|OOM when allocating|"
                r"Unable to allocate|low on memory|killed by signal: Killed",
                ("cuda_oom", "cgroup_oom", "code_error"),
                {"host_memory": "cgroup_oom", "gpu_memory": "cuda_oom"}),
-    "network": (r"Connection refused|Connection reset|Connection timed out|No route to host|"
-                r"Network is unreachable|Connection(Reset|Refused|Aborted)?Error|"
-                r"Connection closed by peer|Broken pipe|timed out",
+    "network": (r"[Cc]onnection refused|[Cc]onnection reset|[Cc]onnection timed out|"
+                r"[Nn]o route to host|[Nn]etwork is unreachable|Connection(Reset|Refused|Aborted)?Error|"
+                r"Connection closed by peer|[Bb]roken pipe|timed out|i/o timeout",
                 ("network_transient", "nccl", "code_error"),
                 {"collective": "nccl", "scheduler": "node_failure",
                  "download": "network_transient"}),

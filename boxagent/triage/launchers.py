@@ -42,6 +42,25 @@ REPORTS = (
      "slurm src/srun/srun_job.c"),
     (r"FailedJobError: Job \(task=[0-9]+\) failed", "submitit",
      "facebookincubator/submitit submitit/core/utils.py FailedJobError"),
+    # wrappers that carry a worker's failure: the inner error, when the log has it, decides
+    (r"RayTaskError(\([A-Za-z_.]*\))?|RayActorError|ActorDiedError|WorkerCrashedError|"
+     r"The actor died unexpectedly|The worker died unexpectedly", "Ray",
+     "ray 2.35 python/ray/exceptions.py (RayTaskError, ActorDiedError, WorkerCrashedError)"),
+    # CI runners and build tools reporting a step's or a recipe's non-zero exit
+    (r"Process completed with exit code [0-9]+", "GitHub Actions",
+     "actions/runner src/Runner.Worker/Handlers/ScriptHandler.cs"),
+    (r"(Bash|Script|PowerShell) (exited with code|failed with exit code)", "Azure Pipelines",
+     "microsoft/azure-pipelines-tasks BashV3/CmdLineV2 (\"Bash exited with code '%s'.\")"),
+    (r"Job failed: exit (code|status) [0-9]+", "GitLab Runner", "gitlab-runner common/build.go"),
+    (r"make(\[[0-9]+\])?: \*\*\* .*Error [0-9]+", "make", "GNU make 4.4 src/job.c (\"*** [%s] Error %d\")"),
+    (r"ninja: build stopped: subcommand failed", "ninja", "ninja 1.12 src/ninja.cc"),
+    (r"Engine core initialization failed", "vLLM",
+     "vllm 0.8 vllm/v1/engine/core_client.py (\"Engine core initialization failed. See root cause "
+     "above.\")"),
+    (r"Horovod detected that one or more processes exited with non-zero status", "horovodrun",
+     "horovod 0.28 horovod/runner/gloo_run.py"),
+    (r"ProcessRaisedException|Process [0-9]+ terminated with the following error",
+     "torch.multiprocessing.spawn", "pytorch torch/multiprocessing/spawn.py ProcessRaisedException"),
 )
 _REPORTS = tuple((re.compile(p), who) for p, who, _ in REPORTS)
 _ROOT_HEAD = re.compile(r"Root Cause \(first observed failure\)")
@@ -56,10 +75,24 @@ def launcher_of(line: str) -> Optional[str]:
     return None
 
 
+# A wrapper that names the type of the exception it carries, not its words:
+# `RayTaskError(OutOfMemoryError)` is torch's CUDA OOM or any other OutOfMemoryError; the
+# inner exception's own line, printed below it, decides (a row matching the bare type name
+# on the wrapper's line must not).
+_CARRIER = re.compile(r"RayTaskError\([A-Za-z_.]+\)|ProcessRaisedException")
+
+
 def reread(h: Hit) -> Hit:
     """A launcher's report of its failed child, tagged `wrapper` whatever rule matched it."""
-    if h.get("tag") or h.get("source", "builtin") != "builtin" or h.get("class") != "code_error":
+    if h.get("tag") or h.get("source", "builtin") != "builtin":
         return h
+    if h.get("class") != "code_error":
+        line = str(h.get("line") or "")
+        if not _CARRIER.search(line):
+            return h
+        out = dict(h, tag="wrapper", launcher=launcher_of(line), was=h.get("class"))
+        out["class"] = "code_error"
+        return out
     who = launcher_of(str(h.get("line") or ""))
     return dict(h, tag="wrapper", launcher=who) if who else h
 

@@ -49,9 +49,12 @@ def log_cause(f: Dict[str, Any], d: E.Decision, prefix: str = "",
     elif isinstance(f.get("exit_code"), int):
         ev.append("exit code %d" % f["exit_code"])
     summary = SUMMARY.get(cls, cls)
-    if hit.get("emitter") and cls == "cgroup_oom":
+    if cls == "cgroup_oom" and (hit.get("emitter") or host_memory_exception(hit)):
+        # the process said it ran out (numpy, the JVM, V8, R): nobody killed it
         summary = "host memory ran out: %s" % clip(strip_prefixes(hit.get("line", "")), 140)
-    elif cls == "code_error" or cls not in SUMMARY or hit.get("source") != "builtin":
+    elif cls == "code_error" or cls not in SUMMARY or hit.get("source") != "builtin" or \
+            ("Slurm" in SUMMARY[cls] and "slurm" not in hit.get("line", "").lower()):
+        # (a time limit or a preemption another platform reports is not Slurm's)
         summary = "%s: %s" % ("crashed" if cls == "code_error" else cls,
                               clip(strip_prefixes(hit.get("line", "")), 160))
     remediation = hit.get("remediation") if cls == hit["class"] else None
@@ -117,7 +120,7 @@ def _native(f: Dict[str, Any]) -> Optional[Cause]:
         (["raised in the code at %s" % frame] if frame else []) + exit_ev(f)
     return make_cause("code_error", "crashed: %s (%s%s)" % (clip(text, 160), shape,
                                                           " in %s" % frame if frame else ""),
-                      ev, confidence="medium", runner_up="nonzero_exit")
+                      ev, confidence="medium")
 
 
 def _silent_full(f: Dict[str, Any], full: Any, d: Optional[E.Decision]) -> Cause:

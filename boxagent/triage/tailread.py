@@ -9,7 +9,12 @@ A tail may hold an error no rule names, in a shape an engineer still reads at a 
     kernel's `Loss.cu:242: nll_loss_forward...: block: [0,0,0], thread: [5,0,0] Assertion `t
     >= 0 && t < n_classes` failed.`, Lua's `lua: train.lua:57: assertion failed!` followed by
     `stack traceback:` (lua.c's msghandler);
-  - an error glued to a progress bar (`100%|####| 50/50 [00:02<00:00]ValueError: bad`).
+  - an error glued to a progress bar (`100%|####| 50/50 [00:02<00:00]ValueError: bad`);
+  - last, a tool's own error line near the end: `Error: …`, `ERROR: …`, `fatal: …`, Go's
+    logrus `level=fatal msg=…`, docker's `Error response from daemon: …` (Go CLIs built on
+    cobra, the container tools, R and Julia print their failure so, with no traceback), CMake's
+    and a compiler's (`kernel.cu(12): error: …`, `x.c:3:5: error: …`); a launcher's or a CI
+    runner's report of the exit (`Process completed with exit code 1`) is none.
 
 native_error(lines) -> (index, the error text, shape) or None. innermost_frame(lines, index)
 -> "eval.py:9 in main" (the frame nearest above the exception line). missing_command(lines)
@@ -44,7 +49,8 @@ def _clean(line: str) -> str:
 
 def native_error(lines: List[str]) -> Optional[Found]:
     """The last error of a shape above in `lines` (a log's last lines), or None."""
-    for find in (_cpp_exception, _assertion, _lua_error, _headless_exception, _glued_exception):
+    for find in (_cpp_exception, _assertion, _lua_error, _headless_exception, _glued_exception,
+                 _tool_error):
         found = find(lines)
         if found is not None:
             return found
@@ -86,6 +92,28 @@ def _headless_exception(lines: List[str]) -> Optional[Found]:
         if _EXC.match(text) and launcher_of(text) is None and \
                 any(_FRAME.match(_clean(x)) for x in lines[max(0, i - 4):i]):
             return i, text, "traceback"
+    return None
+
+
+_TOOL_ERROR = re.compile(r"^(?:Error|ERROR|error|FATAL|Fatal|fatal)(?:\[[^\]]*\])?: +\S|"
+                         r"(?:^|\s)level=(?:error|fatal) |Error response from daemon: |"
+                         r"^\[(?:ERROR|FATAL)\] +\S|^CMake Error|"
+                         # a compiler's (gcc, clang, nvcc) own error line
+                         r"^\S+(:[0-9]+(:[0-9]+)?:|\([0-9]+\):) (fatal )?error: ")
+_TOOL_TAIL = 10         # non-empty lines from the end: an older error line is not the failure
+
+
+def _tool_error(lines: List[str]) -> Optional[Found]:
+    seen = 0
+    for i in range(len(lines) - 1, -1, -1):
+        text = _clean(lines[i]).strip()
+        if not text:
+            continue
+        seen += 1
+        if seen > _TOOL_TAIL:
+            return None
+        if _TOOL_ERROR.search(text) and launcher_of(text) is None:
+            return i, text, "a tool's error line"
     return None
 
 

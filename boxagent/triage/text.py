@@ -40,6 +40,10 @@ _PREFIX = re.compile(
     r"|(?:DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|FATAL)(?::[A-Za-z0-9_.]+:|\b)"
     r"|\([^()\n]*pid=[0-9]+[^()\n]*\)"                       # ray workers: (Worker pid=12)
     r"|#[0-9]+ [0-9]+\.[0-9]+"                                # docker buildkit steps
+    r"|<(?:stderr|stdout)>:"                                  # mpirun/horovodrun --tag-output
+    r"|##\[[a-z]+\]"                                          # CI logging commands: ##[error]
+    r"|[a-z0-9][a-z0-9_.-]*-[0-9]+ +\| "                       # docker compose: trainer-1  |
+    r"|[0-9]{1,5}: (?=[A-Za-z_\[])"                           # srun --label: 3: KeyError
     r"|[A-Za-z0-9_.<>-]+:[A-Za-z0-9_.<>-]+:[0-9]+ - "          # loguru's module:function:line -
     r"|[-|:>\u2502\u2503]+")                                 # separators, rich box edges
 _BAR_END = re.compile(r"[0-9:]+<[0-9:?]+,? *[^\]\n]*\]")        # tqdm: [00:02<00:03, 1.2it/s]

@@ -22,6 +22,8 @@ from boxagent.triage.vocab import (cloud, cuda, cxx, errno, files, frameworks, h
                                    kernel, nccl, sched, torch)
 from boxagent.triage.vocab import (allocators, cuda11, h5py2, jobs, launchers, libc, nccl_net,
                                    pysocket, ray, shells, xid)
+from boxagent.triage.vocab import (containers, gonet, gpuarch, langs, nonfinite, platforms,
+                                   rayexc, secondhand, serving, shm)
 from boxagent.triage.vocab.table import Row
 
 # name -> module; the order is only the order rows are listed in
@@ -31,6 +33,11 @@ TABLES: Tuple[Tuple[str, ModuleType], ...] = (("cuda", cuda), ("nccl", nccl), ("
 TABLES += (("allocators", allocators), ("ray", ray), ("nccl_net", nccl_net), ("jobs", jobs),
            ("shells", shells), ("h5py2", h5py2), ("cuda11", cuda11), ("libc", libc),
            ("pysocket", pysocket), ("xid", xid), ("launchers", launchers))
+# read from the sources of the ecosystems a rented box also meets: Go tools, container
+# runtimes, run-time kernel compilers, serving runtimes, CI/serverless platforms, Ray
+TABLES += (("gonet", gonet), ("containers", containers), ("gpuarch", gpuarch),
+           ("serving", serving), ("platforms", platforms), ("rayexc", rayexc),
+           ("secondhand", secondhand), ("nonfinite", nonfinite), ("langs", langs), ("shm", shm))
 
 # Field cases held out for this process (comma-separated paths under tests/triage/field/):
 # set by the scorer's leave-one-ecosystem-out for the fold it scores; unset, every row is on.
