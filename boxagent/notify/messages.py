@@ -128,7 +128,21 @@ def _cause_parts(cause: Dict[str, Any]) -> List[Part]:
     ev = [("\u2022 " + _line(e)) for e in (cause.get("evidence") or [])[:8]]
     if ev:
         parts.append(Part("evidence", ev, "Evidence:"))
+    like = similar_line(cause)
+    if like:
+        parts.append(Part("note", [like]))
     return parts
+
+
+def similar_line(cause: Dict[str, Any]) -> Optional[str]:
+    """"Like: pytorch/pytorch#123 (cuda_oom, similarity 0.62): why" - the nearest known case."""
+    near = cause.get("similar")
+    first = near[0] if isinstance(near, list) and near and isinstance(near[0], dict) else None
+    if first is None:
+        return None
+    score = first.get("score")
+    sim = ", similarity %.2f" % score if isinstance(score, (int, float)) and 0 <= score <= 1 else ""
+    return _line("Like: %s (%s%s): %s" % (first.get("source"), first.get("class"), sim, first.get("why")))
 
 
 def _sub(obj: Any, key: str) -> Dict[str, Any]:

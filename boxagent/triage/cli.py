@@ -222,6 +222,12 @@ def _render_outcome(rep: Dict[str, Any]) -> List[str]:
         if cause.get("evidence"):
             out.append("  evidence:")
             out += ["    - %s" % e for e in cause["evidence"]]
+        if cause.get("similar"):
+            out.append("  like these known failures (a hint, not a verdict):")
+            out += ["    - %s (%s, similarity %.2f): %s%s" % (
+                n["source"], n["class"], n["score"], n["why"], "; fixed by: %s" % n["fix"]
+                if n.get("fix") else "") + ("  <%s>" % n["url"] if n.get("url") else "")
+                for n in cause["similar"]]
     elif rep.get("exit_code") == 0:
         out.append("outcome: exit 0" + ("" if rep.get("warnings") else ", no warnings"))
     else:

@@ -37,6 +37,8 @@ The precedence (first that applies wins; each step names its deciding evidence f
                                     from the filesystems (or the log's own `df`)
  11. exit 0 but: fail_pattern, expect missing, success_pattern missing
  12. nonzero_exit                   nothing more specific is known
+ then the known failures (known/advice.py), unless a rule is certain: the nearest cases as
+ evidence, their class where no rule named one (confidence low), a runner-up
 
 facts keys (all optional):
   exit_code, signal (int or name), kind (run|wait), timed_out, cancelled, preempted,
@@ -73,6 +75,7 @@ from boxagent.triage import logcause
 from boxagent.slurm import states as slurm_states
 from boxagent.triage.builtin_rules import REMEDIATION, SLURM_REMEDIATION
 from boxagent.triage.causes import NATIVE_CRASH, Cause, exit_ev, make_cause as _cause, tail_ev
+from boxagent.triage.known.advice import advise
 from boxagent.triage.success import fast_spec, success_warnings  # noqa: F401 (re-export)
 
 
@@ -91,11 +94,9 @@ def diagnose(facts: Dict[str, Any]) -> Cause:
     steps: List[Callable[[Dict[str, Any]], Optional[Cause]]] = [
         _cancelled, _preflight, _slurm, _machine_restart, _preempted, _gpu_hardware, _timeout,
         _oom_counter, _spawn_error, _vanished, _signalled, _from_log, _exit_zero]
-    for step in steps:
-        cause = step(facts)
-        if cause is not None:
-            return gpufacts.annotate(_explained(_in_box_words(cause, facts), facts), facts)
-    return gpufacts.annotate(_explained(_in_box_words(_nonzero(facts), facts), facts), facts)
+    cause = next((c for c in (step(facts) for step in steps) if c is not None), None) or _nonzero(facts)
+    # the known failures last: evidence, and a class where no rule named one (known/advice.py)
+    return advise(gpufacts.annotate(_explained(_in_box_words(cause, facts), facts), facts), facts)
 
 
 def _explained(cause: Cause, f: Dict[str, Any]) -> Cause:

@@ -192,10 +192,15 @@ def pynvml_source() -> Path:
     return Path(spec.origin)
 
 
+# Package data the agent reads with pkgutil.get_data (pyproject's package-data says the same
+# for a wheel): the known-failure index triage searches (boxagent/triage/known/).
+PACKAGE_DATA = ("*.py", "*.json.z")
+
+
 def _entries() -> list[tuple[str, bytes]]:
     src = agent_source_dir()
     files = []
-    for path in sorted(src.rglob("*.py")):
+    for path in sorted(p for pattern in PACKAGE_DATA for p in src.rglob(pattern)):
         rel = path.relative_to(src)
         if "__pycache__" in rel.parts:
             continue

@@ -39,7 +39,27 @@ def cause(c: Any, policy: Policy) -> dict[str, Any] | None:
                             else line(runner, policy))
     if c.get("tell_apart") is not None:
         out["tell_apart"] = line(c.get("tell_apart"), policy)
+    out["similar"] = similar(c.get("similar"), policy)
     return {k: v for k, v in out.items() if v not in (None, [])}
+
+
+SIMILAR_SHOWN = 3
+
+
+def similar(items: Any, policy: Policy) -> list[dict[str, Any]]:
+    """The nearest known failures the box names (box text like the rest: made safe, bounded):
+    a hint for the model, never a verdict."""
+    out = []
+    for n in (items if isinstance(items, list) else [])[:SIMILAR_SHOWN]:
+        if not isinstance(n, dict):
+            continue
+        score = n.get("score")
+        good = isinstance(score, (int, float)) and not isinstance(score, bool) and 0 <= score <= 1
+        item = {"source": line(n.get("source"), policy, 120), "url": line(n.get("url"), policy, 200),
+                "class": line(n.get("class"), policy, 80), "why": line(n.get("why"), policy, 200),
+                "fix": line(n.get("fix"), policy, 300), "score": round(float(score), 2) if good else None}
+        out.append({k: v for k, v in item.items() if v is not None})
+    return out
 
 
 def _progress(p: Any) -> dict[str, Any] | None:

@@ -112,6 +112,11 @@ def stage_lines(st: Stage, live: bool = True, run_state: Any = None) -> list[str
             lines += wrapped("      decided by: ", decided, QUOTE_CLIP)
         for ev in evidence:
             lines += wrapped("      evidence: ", ev, QUOTE_CLIP)
+        near = cause.get("similar") or []
+        if near:                    # the nearest known failure: a hint, not a verdict
+            n = near[0]
+            lines += wrapped("      like:  ", "%s (%s, similarity %.2f): %s" % (
+                s(n.get("source")), s(n.get("class")), n.get("score") or 0.0, s(n.get("why"))), QUOTE_CLIP)
         over = cause.get("overruled") or []
         for note in over[:2]:
             lines += wrapped("      overruled: ", s(note), QUOTE_CLIP)

@@ -27,7 +27,8 @@ _PROGRESS = {"done": "n", "total": "n", "fraction": "n", "eta_s": "n", "last_lin
              "age_s": "n"}
 _CAUSE = {"class": "s", "summary": "s", "remediation": "s", "retryable": "b", "evidence": ["s"],
           "decided_by": "s", "overruled": ["s"], "confidence": "s", "runner_up": "s", "tell_apart": "s",
-          "decided_by_fact": "s"}
+          "decided_by_fact": "s",
+          "similar": [{"source": "s", "url": "s", "class": "s", "why": "s", "fix": "s", "score": "n"}]}
 _STAGE = {"name": "s", "kind": "s", "state": "s", "attempt": "i", "exit_code": "i", "duration_s": "n",
           "log": "s", "progress": _PROGRESS, "cause": _CAUSE, "warnings": ["s"], "metrics": {"*": "m"},
           "slurm_job_id": "s", "slurm_state": "s", "slurm_waiting": {"text": "s", "blocked": "b"}}
@@ -70,7 +71,8 @@ Progress = TypedDict("Progress", {"done": "float | None", "total": "float | None
 Cause = TypedDict("Cause", {"class": "str | None", "summary": "str | None", "remediation": "str | None",
                             "retryable": "bool | None", "evidence": "list[str] | None", "decided_by": "str | None",
                             "overruled": "list[str] | None", "confidence": "str | None", "runner_up": "str | None",
-                            "tell_apart": "str | None", "decided_by_fact": "str | None"}, total=False)
+                            "tell_apart": "str | None", "decided_by_fact": "str | None",
+                            "similar": "list[dict[str, Any]] | None"}, total=False)
 SlurmWaiting = TypedDict("SlurmWaiting", {"text": "str | None", "blocked": "bool | None"}, total=False)
 Stage = TypedDict("Stage", {"name": "str | None", "kind": "str | None", "state": "str | None",
                             "attempt": "int | None", "exit_code": "int | None", "duration_s": "float | None",

@@ -88,7 +88,7 @@ def test_every_field_the_client_checks_is_in_the_schema_with_its_type():
 
 def test_the_cause_fields_the_triage_writes_are_in_the_schema_and_the_check():
     cause = SCHEMA["$defs"]["cause"]["properties"]
-    for key in ("decided_by", "overruled", "confidence", "runner_up", "tell_apart", "decided_by_fact"):
+    for key in ("decided_by", "overruled", "confidence", "runner_up", "tell_apart", "decided_by_fact", "similar"):
         assert key in cause and key in statusdata.SHAPE["runs"][0]["stages"][0]["cause"], key
     assert set(cause["confidence"]["enum"]) >= {"high", "medium", "low"}
 
@@ -179,7 +179,9 @@ def _rich_status() -> Dict[str, Any]:
     failed["stages"][0]["cause"].update(
         decided_by="oom_kill 0 -> 1", overruled=["line 4: RuntimeError (code_error)"] * 3,
         confidence="medium", runner_up="code_error", tell_apart="look at dmesg", decided_by_fact="oom_kill",
-        retryable=False)
+        retryable=False, similar=[{"source": "pytorch/pytorch#1", "url": "https://github.com/pytorch/pytorch/issues/1",
+                                   "class": "cgroup_oom", "why": "a worker killed", "fix": "fewer workers",
+                                   "score": 0.62}])
     failed["stages"][0].update(warnings=["loss became NaN"], exit_code=137, log="logs/train.log",
                                metrics={"loss": "nan", "acc": 0.5})
     running = copy.deepcopy(RUNNING)
@@ -255,6 +257,12 @@ def test_a_cause_with_five_overruled_notes_in_an_object_is_a_malformed_status_no
     ("decided_by", ["a", "list"], "cause.decided_by: expected a string"),
     ("overruled", ["one", 2], "cause.overruled[1]: expected a string"),
     ("confidence", 0.9, "cause.confidence: expected a string"),
+    # the nearest known failures a box names: each field typed before a renderer draws it
+    ("similar", {"source": "x"}, "cause.similar: expected a list"),
+    ("similar", [{"source": "x", "score": "0.9"}], "cause.similar[0].score: expected a finite number"),
+    ("similar", [{"source": "x", "score": float("inf")}], "cause.similar[0].score: expected a finite number"),
+    ("similar", [{"source": ["x"], "score": 0.5}], "cause.similar[0].source: expected a string"),
+    ("similar", ["like pytorch#1"], "cause.similar[0]: expected an object"),
 ])
 def test_a_cause_note_of_the_wrong_type_is_named(field, value, named):
     failed = copy.deepcopy(FAILED)

@@ -109,3 +109,17 @@ def test_hosts_are_parsed_and_checked():
     for bad in ("-oProxyCommand=x", "a b", "a;b", "$(x)"):
         with pytest.raises(ClientError):
             parse_hosts([bad])
+
+
+def test_diagnose_hands_the_model_the_nearest_known_failures_bounded():
+    from rgt_client.mcp import summary
+    from rgt_client.mcp.safety import Policy
+    near = {"source": "pytorch/pytorch#1", "url": "https://github.com/pytorch/pytorch/issues/1",
+            "class": "cuda_oom", "why": "a batch too big", "fix": "smaller batch", "score": 0.62}
+    c = summary.cause({"class": "cuda_oom", "summary": "x", "similar": [near] * 5 + [{"score": True}]},
+                      Policy(hosts=["b"], secrets={"hf_" + "S" * 20}))
+    assert c is not None and c["similar"] == [near] * 3
+    odd = summary.cause({"class": "x", "similar": [{"source": "hf_" + "S" * 20, "score": 7}, "s"]},
+                        Policy(hosts=["b"], secrets={"hf_" + "S" * 20}))
+    assert odd is not None and odd["similar"] == [{"source": odd["similar"][0]["source"]}]
+    assert "hf_SSSS" not in odd["similar"][0]["source"]

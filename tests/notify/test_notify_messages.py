@@ -108,3 +108,17 @@ def test_repeat_note_and_info_without_footer():
     ev2 = {"type": "gpu_throttle", "severity": "warning", "summary": "GPU 0 thermal slowdown", "key": "k"}
     text2 = render_event(ev2, "b", repeated=4, since="2025-01-01T10:02:00Z").plain()
     assert "(repeated 4\u00d7 since 2025-01-01T10:02:00Z)" in text2
+
+
+def test_the_nearest_known_failure_is_one_line_dropped_before_the_remediation():
+    near = [{"source": "pytorch/pytorch#8976", "url": "https://github.com/pytorch/pytorch/issues/8976",
+             "class": "cgroup_oom", "why": "a DataLoader worker killed while materialising a batch",
+             "fix": "fewer workers", "score": 0.61}] * 3
+    event = dict(_failed(["epoch 3", "Killed"]), cause=dict(CAUSE, similar=near))
+    text = render_event(event, "box1").plain()
+    like = [ln for ln in text.splitlines() if ln.startswith("Like: ")]
+    assert like == ["Like: pytorch/pytorch#8976 (cgroup_oom, similarity 0.61): a DataLoader worker "
+                    "killed while materialising a batch"]
+    small = render_event(dict(event, last_lines=["x" * 300] * 20), "box1").fit(250).plain()
+    assert "What to do:" in small and "Like: " not in small     # a hint goes before the fix does
+    assert "Like: " not in render_event(_failed(["Killed"]), "box1").plain()

@@ -16,6 +16,11 @@ against (added = "wave1-2"), so a rule fitted to one case cannot lift the held-o
     confidently wrong         failure cases whose cause says confidence "high" (a cause without
                               the field counts as high) and whose class is wrong, over all
                               failure cases (innocent runs and warning cases excluded)
+    nonzero_exit, no runner-up  failure cases answered `nonzero_exit` with no runner-up, over
+                              all failure cases: the answer that tells a person nothing
+    decided by retrieval      failure cases whose class the known failures gave (no rule named
+                              one), and how many of those are right; retrieval is scored
+                              leave-one-source-out (score.triage_case)
 """
 from __future__ import annotations
 
@@ -50,6 +55,17 @@ def is_failure_case(case: Dict[str, Any]) -> bool:
 def confidently_wrong(result: Dict[str, Any]) -> bool:
     return (is_failure_case(result) and not result["right"] and result.get("got") != "none"
             and result.get("confidence", HIGH) == HIGH)
+
+
+def bare_nonzero_exit(result: Dict[str, Any]) -> bool:
+    """A failure answered `nonzero_exit` with no runner-up: the answer that tells a person
+    nothing."""
+    return result.get("got") == "nonzero_exit" and not result.get("runner_up")
+
+
+def _share(hit: List[Dict[str, Any]], of: List[Dict[str, Any]]) -> Dict[str, Any]:
+    return {"cases": len(hit), "failure_cases": len(of), "rate": len(hit) / len(of) if of else None,
+            "files": [r["file"] for r in hit]}
 
 
 def _tally(results: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
@@ -124,6 +140,9 @@ def figures(results: List[Dict[str, Any]]) -> Dict[str, Any]:
                               "files": [r["file"] for r in wrong_high]},
         "innocent_called_failed": {"cases": sum(1 for r in innocent if not r["right"]),
                                    "innocent_cases": len(innocent)},
+        "bare_nonzero_exit": _share([r for r in failures if bare_nonzero_exit(r)], failures),
+        "decided_by_retrieval": {"cases": sum(1 for r in failures if r.get("by_retrieval")),
+                                 "right": sum(1 for r in failures if r.get("by_retrieval") and r["right"])},
         "by_ecosystem": eco,
         "by_source": src,
         "by_class": precision_recall(results),
@@ -173,6 +192,11 @@ def render_headline(f: Dict[str, Any]) -> List[str]:
             cw["cases"], cw["failure_cases"], _pct(cw["rate"])),
         "  innocent runs called failed %d of %d" % (
             f["innocent_called_failed"]["cases"], f["innocent_called_failed"]["innocent_cases"]),
+        "  nonzero_exit, no runner-up %d of %d failure cases (%s)" % (
+            f["bare_nonzero_exit"]["cases"], f["bare_nonzero_exit"]["failure_cases"],
+            _pct(f["bare_nonzero_exit"]["rate"])),
+        "  decided by retrieval       %d failure cases, %d right (known failures, leave-one-source-out)" % (
+            f["decided_by_retrieval"]["cases"], f["decided_by_retrieval"]["right"]),
         ""]
 
 

@@ -43,6 +43,7 @@ except ImportError:  # Python 3.10: the dev extra installs tomli
 
 from boxagent.triage import diagnose, success_warnings
 from boxagent.triage.cli import report
+from boxagent.triage.known import index as known
 from tests.triage.field import figures as F
 from tests.triage.field import loeo
 
@@ -101,7 +102,16 @@ def split_cases(cases: List[Dict[str, Any]], split: Optional[str]) -> List[Dict[
 def triage_case(case: Dict[str, Any]) -> Dict[str, Any]:
     """The triage report of one case, as `rgt-agent triage LOG --exit-code N --json` has it; a
     captured case that recorded the box's own facts (the cgroup's oom_kill counter, statvfs)
-    is judged with them too, as the daemon judges a stage that ends on the box."""
+    is judged with them too, as the daemon judges a stage that ends on the box.
+
+    Leave-one-source-out for the known failures the agent ships (boxagent/triage/known/): the
+    case is triaged with its own thread hidden from the index (itself, every case of the same
+    `source`, and the vocabulary rows found through them), so no case retrieves itself."""
+    with known.excluding([str(case.get("source") or "")]):
+        return _triage_case(case)
+
+
+def _triage_case(case: Dict[str, Any]) -> Dict[str, Any]:
     rep = report(case["path"], case["exit_code"], [], "auto", None, probe_disks=False)
     if "oom_kill_delta" not in case and "disk_path" not in case:
         return rep
@@ -124,7 +134,8 @@ def box_facts(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def judge(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:
-    """{right, got, evidence, summary, warnings, confidence} for one case and its report."""
+    """{right, got, evidence, summary, warnings, confidence, runner_up, by_retrieval} for one
+    case and its report (by_retrieval: the known failures, not a rule, gave the class)."""
     cause = rep.get("cause")
     warnings = list(rep.get("warnings") or [])
     got = cause["class"] if cause else INNOCENT
@@ -138,7 +149,9 @@ def judge(case: Dict[str, Any], rep: Dict[str, Any]) -> Dict[str, Any]:
             "summary": cause.get("summary", "") if cause else "", "warnings": warnings,
             # a cause without the field is taken at its word: high (the confidently-wrong
             # figure must not improve because an engine says nothing about its confidence)
-            "confidence": str(cause.get("confidence") or "high") if cause else ""}
+            "confidence": str(cause.get("confidence") or "high") if cause else "",
+            "runner_up": str(cause.get("runner_up") or "") if cause else "",
+            "by_retrieval": bool(cause) and str(cause.get("decided_by") or "").startswith("retrieval")}
 
 
 def score(index_paths: Optional[Iterable[Path]] = None, split: Optional[str] = None,
