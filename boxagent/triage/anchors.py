@@ -90,6 +90,10 @@ def cut_literals(literals: Iterable[bytes]) -> Tuple[bytes, ...]:
         best = max(count, key=lambda b: (count[b] / (PASS_COST + _weight(b)), -b))
         chosen.append(best)
         todo = set(lit for lit in todo if best not in cuts[lit])
+    # a byte chosen early whose literals all got another chosen byte later is a wasted pass
+    for b in list(chosen):
+        if all(any(o in cuts[lit] for o in chosen if o != b) for lit in cuts):
+            chosen.remove(b)
     out = []
     for lit, c in cuts.items():
         # a cut a few letters before the end of an exception's name last: "AttributeError:"

@@ -71,7 +71,7 @@ from typing import Any, Callable, Dict, List, Optional
 from boxagent.health import xidcatalog
 from boxagent.triage import confidence, emitters, gpufacts, launchers, tailread
 from boxagent.triage import evidence as E
-from boxagent.triage import logcause
+from boxagent.triage import logcause, payload, runnerups
 from boxagent.slurm import states as slurm_states
 from boxagent.triage.builtin_rules import REMEDIATION, SLURM_REMEDIATION
 from boxagent.triage.causes import NATIVE_CRASH, Cause, exit_ev, make_cause as _cause, tail_ev
@@ -84,8 +84,9 @@ def reread_hits(facts: Dict[str, Any]) -> Dict[str, Any]:
     """The facts with each hit read by its emitter (with the lines that continue its message)
     and its launcher."""
     lines = [str(x) for x in facts.get("last_lines") or []]
-    hits = [launchers.reread(emitters.reread(h, tailread.continuation(lines, h.get("line"))))
-            if isinstance(h, dict) else h for h in facts.get("hits") or []]
+    hits = [launchers.reread(payload.reread(emitters.reread(h, tailread.continuation(
+        lines, h.get("line"))), runnerups.detail(str(h.get("line") or ""), facts)))
+        if isinstance(h, dict) else h for h in facts.get("hits") or []]
     return dict(facts, hits=hits)
 
 

@@ -47,6 +47,10 @@ EMITTERS: Tuple[Tuple[str, str, str, str], ...] = (
     (r"device:CPU:[0-9]|by allocator (cpu|mklcpu)|allocator=cpu", "TensorFlow CPU allocator",
      "host_memory", "tensorflow core/framework/allocator ('OOM when allocating tensor ... on "
      "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu')"),
+    (r"java\.lang\.OutOfMemoryError|JavaScript heap out of memory|cannot allocate vector of size|"
+     r"memory allocation of [0-9]+ bytes failed|runtime: out of memory", "a language runtime's heap",
+     "host_memory", "OpenJDK 21 java.lang.OutOfMemoryError; V8 12.4 heap limit; R 4.4 memory.c; "
+     "Rust 1.79 alloc error hook; Go 1.22 runtime"),
     (r"(^|[^A-Za-z])MemoryError(:|$)", "Python MemoryError", "host_memory",
      "python docs library/exceptions.html#MemoryError"),
     # GPU memory

@@ -42,6 +42,14 @@ REPORTS = (
      "slurm src/srun/srun_job.c"),
     (r"FailedJobError: Job \(task=[0-9]+\) failed", "submitit",
      "facebookincubator/submitit submitit/core/utils.py FailedJobError"),
+    # wrappers that carry a worker's failure: the inner error, when the log has it, decides
+    (r"RayTaskError(\([A-Za-z_.]*\))?|RayActorError|ActorDiedError|WorkerCrashedError|"
+     r"The actor died unexpectedly|The worker died unexpectedly", "Ray",
+     "ray 2.35 python/ray/exceptions.py (RayTaskError, ActorDiedError, WorkerCrashedError)"),
+    (r"Horovod detected that one or more processes exited with non-zero status", "horovodrun",
+     "horovod 0.28 horovod/runner/gloo_run.py"),
+    (r"ProcessRaisedException|Process [0-9]+ terminated with the following error",
+     "torch.multiprocessing.spawn", "pytorch torch/multiprocessing/spawn.py ProcessRaisedException"),
 )
 _REPORTS = tuple((re.compile(p), who) for p, who, _ in REPORTS)
 _ROOT_HEAD = re.compile(r"Root Cause \(first observed failure\)")

@@ -56,6 +56,11 @@ EXPLAINS: Tuple[Tuple[str, Optional[str], str, Optional[str], str, bool], ...] =
      "a dependency whose download failed cannot be imported", False),
     ("network_transient", r"pip|conda|Downloading|Collecting", "code_error", _IMPORT,
      "a dependency whose download failed cannot be imported", False),
+    # NCCL relays the CUDA error it hit: "Cuda failure 2 'out of memory'" in its WARN line,
+    # then "unhandled cuda error" from every collective after it
+    ("*", r"Cuda failure|cuda failure|CUDA error", "nccl", r"unhandled cuda error|"
+     r"ncclUnhandledCudaError|Call to CUDA function failed",
+     "NCCL reports the CUDA failure it hit: the CUDA error it relayed decides", False),
     ("cgroup_oom", None, "code_error", r"DataLoader worker|exited unexpectedly|"
      r"BrokenProcessPool|terminated abruptly|Broken pipe|ConnectionResetError",
      "a worker the OOM killer took leaves its peers with a broken pipe", False),

@@ -62,6 +62,9 @@ RUNNER_UPS: Tuple[Tuple[str, str, str, str], ...] = (
      "`nvidia-smi` while it runs: memory at the limit means the GPU"),
     ("code_error", _HOST_MEM, "cgroup_oom",
      "`free -g` and `dmesg -T | grep -i oom`: host RAM at its limit means memory, not the code"),
+    ("nonzero_exit", r"died unexpectedly|WorkerCrashedError|ActorDiedError|RayActorError",
+     "cgroup_oom", "`dmesg -T | grep -i -e oom -e killed` on the worker's node and Ray's "
+     "`raylet.out` ('killed due to memory pressure'): an OOM kill there means memory"),
     ("nonzero_exit", r"crashed with SIG|native crash|access violation|0xC0000005",
      "code_error", "rerun with PYTHONFAULTHANDLER=1 (or `python -X faulthandler`) to see the frame; "
      "`dmesg -T | tail` names the library that crashed (an extension, libcuda, libnccl)"),

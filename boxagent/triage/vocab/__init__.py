@@ -22,7 +22,8 @@ from boxagent.triage.vocab import (cloud, cuda, cxx, errno, files, frameworks, h
                                    kernel, nccl, sched, torch)
 from boxagent.triage.vocab import (allocators, cuda11, h5py2, jobs, launchers, libc, nccl_net,
                                    pysocket, ray, shells, xid)
-from boxagent.triage.vocab import (containers, gonet, gpuarch, platforms, rayexc, serving)
+from boxagent.triage.vocab import (containers, gonet, gpuarch, langs, nonfinite, platforms,
+                                   rayexc, secondhand, serving)
 from boxagent.triage.vocab.table import Row
 
 # name -> module; the order is only the order rows are listed in
@@ -35,7 +36,8 @@ TABLES += (("allocators", allocators), ("ray", ray), ("nccl_net", nccl_net), ("j
 # read from the sources of the ecosystems a rented box also meets: Go tools, container
 # runtimes, run-time kernel compilers, serving runtimes, CI/serverless platforms, Ray
 TABLES += (("gonet", gonet), ("containers", containers), ("gpuarch", gpuarch),
-           ("serving", serving), ("platforms", platforms), ("rayexc", rayexc))
+           ("serving", serving), ("platforms", platforms), ("rayexc", rayexc),
+           ("secondhand", secondhand), ("nonfinite", nonfinite), ("langs", langs))
 
 # Field cases held out for this process (comma-separated paths under tests/triage/field/):
 # set by the scorer's leave-one-ecosystem-out for the fold it scores; unset, every row is on.

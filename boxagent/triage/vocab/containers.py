@@ -20,6 +20,9 @@ K8S_EVICT = ("Kubernetes 1.30 pkg/kubelet/eviction/helpers.go (nodeLowMessageFmt
              "resource: %v. \", podEphemeralStorageMessageFmt, containerEphemeralStorageMessageFmt)")
 K8S_SHUTDOWN = ("Kubernetes 1.30 pkg/kubelet/nodeshutdown/nodeshutdown_manager_linux.go "
                 "(nodeShutdownMessage \"Pod was terminated in response to imminent node shutdown.\")")
+HUB = "Docker Hub docs, Usage and limits (toomanyrequests: \"You have reached your pull rate limit\"), 2024"
+MOBY_DIST = ("moby 24.0 distribution/errors.go (\"pull access denied for %s, repository does not "
+             "exist or may require 'docker login'\")")
 COMPOSE = "docker compose 2.27 (\"<service> exited with code 137\": 128 + SIGKILL)"
 
 _S = False
@@ -66,6 +69,15 @@ ROWS = (
     lit("preempted", "Pod was terminated in response to imminent node shutdown",
         "Message: Pod was terminated in response to imminent node shutdown.", K8S_SHUTDOWN,
         "kubernetes"),
+    # a registry refusing: a rate limit passes, a name that does not exist does not
+    lit("network_transient", "You have reached your pull rate limit",
+        "Error response from daemon: toomanyrequests: You have reached your pull rate limit. You "
+        "may increase the limit by authenticating and upgrading: https://www.docker.com/increase-"
+        "rate-limit", HUB, "docker"),
+    rx("code_error", r"pull access denied for [^ ,]+, repository does not exist",
+       "docker: Error response from daemon: pull access denied for mycorp/trainer, repository does "
+       "not exist or may require 'docker login': denied: requested access to the resource is "
+       "denied.", MOBY_DIST, ("pull access denied for ",), "docker"),
     rx("cgroup_oom", r"exited with code 137", "trainer-1 exited with code 137", COMPOSE,
        ("exited with code 137",), "docker", _S),
 )
