@@ -57,7 +57,8 @@ def similar(items: Any, policy: Policy) -> list[dict[str, Any]]:
         good = isinstance(score, (int, float)) and not isinstance(score, bool) and 0 <= score <= 1
         item = {"source": line(n.get("source"), policy, 120), "url": line(n.get("url"), policy, 200),
                 "class": line(n.get("class"), policy, 80), "why": line(n.get("why"), policy, 200),
-                "fix": line(n.get("fix"), policy, 300), "score": round(float(score), 2) if good else None}
+                "fix": line(n.get("fix"), policy, 300),
+                "score": round(float(score), 2) if good and isinstance(score, (int, float)) else None}
         out.append({k: v for k, v in item.items() if v is not None})
     return out
 

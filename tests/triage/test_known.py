@@ -182,7 +182,7 @@ def test_the_index_is_never_read_when_a_rule_is_certain(monkeypatch):
                         "hits": [{"class": "cuda_oom", "severity": "critical", "line_no": 1, "source": "builtin",
                                   "line": "torch.OutOfMemoryError: CUDA out of memory."}]})
     assert certain["confidence"] == "high" and "similar" not in certain and reads == []
-    diagnose(_facts("something went wrong somewhere"))       # no rule: the index is read
+    diagnose(_facts("something failed somewhere"))       # no rule: the index is read
     assert reads == [1]
 
 

@@ -23,9 +23,11 @@ run that succeeded (diagnose() is only asked about failures).
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from boxagent.triage.builtin_rules import REMEDIATION, SUMMARY
+from boxagent.triage.causes import NATIVE_CRASH
 from boxagent.triage.confidence import TELL_APART
 from boxagent.triage.text import clip
 
@@ -69,18 +71,28 @@ CHECK = {
                     "means a native crash or a kill, not this class",
 }
 Near = List[Tuple[Any, float]]
+# A tail is searched only when a line of it reads like a failure in any library's words: the
+# words of a quiet log ("copying shards") are the job's own, and a known case that shares one
+# of them ("Loading checkpoint shards", then "Killed") says nothing about it.
+_ERRORISH = re.compile(r"(?i)error|exception|fail|fatal|abort|killed|panic|traceback|denied|"
+                       r"refused|unable|cannot|can't|could not|invalid|exhausted|timed? ?out|"
+                       r"not found|no such|out of memory|segmentation|assert|terminate|"
+                       r"exit(ed)? (with )?(code|status)|errno|no space|unreachable|reset by|"
+                       r"\boom|oomkill|\bxid\b|\bnan\b|crash|died|sig(kill|segv|abrt|bus|term)")
 
 
 def advise(cause: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
     if cause.get("confidence") == "high" or cause.get("decided_by_fact") or facts.get("spawn_error"):
         return cause
     text = query_text(facts)
-    if not text.strip():
+    if not _ERRORISH.search(text):      # a quiet tail: its words are the job's, not a failure's
         return cause
     from boxagent.triage.known import index          # read only here: never for a certain cause
     wider = index.search(text, WIDER)
     near = wider[:NEAREST]           # the best by BM25 vote, weak ones too: they dilute
-    shown = sorted((ds for ds in near if ds[1] >= FLOOR), key=lambda ds: -ds[1])[:SHOWN]
+    # an innocent run is no example of a failure: it dilutes the vote, it is never shown
+    shown = sorted((ds for ds in wider if ds[1] >= FLOOR and ds[0].cls != "none"),
+                   key=lambda ds: -ds[1])[:SHOWN]
     if not shown:
         return cause
     cause["similar"] = [entry(d, s) for d, s in shown]
@@ -99,9 +111,12 @@ def advise(cause: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def undecided(cause: Dict[str, Any]) -> bool:
-    """No rule named the failure: a bare nonzero_exit, or a crash whose runner-up is nonzero_exit."""
-    return cause["class"] == "nonzero_exit" or (
-        cause["class"] == "code_error" and cause.get("runner_up") in (None, "nonzero_exit"))
+    """No rule named the failure: a bare nonzero_exit, or a crash whose runner-up is nonzero_exit.
+    A native crash (a crash line or signal, `Segmentation fault`) is a rule's answer: how the
+    process died; "like a case that segfaulted after an OOM" is a runner-up, never the cause."""
+    if cause["class"] == "nonzero_exit":
+        return cause.get("remediation") != NATIVE_CRASH
+    return cause["class"] == "code_error" and cause.get("runner_up") in (None, "nonzero_exit")
 
 
 def query_text(facts: Dict[str, Any]) -> str:
@@ -118,8 +133,7 @@ def query_text(facts: Dict[str, Any]) -> str:
 
 def tally(near: Near) -> Dict[str, Tuple[float, float, int]]:
     """{class: (share of the neighbours' weight, its best similarity, neighbours)}: the weight
-    is the similarity; innocent and weak neighbours weigh in the whole, for no class of theirs
-    that cannot be a cause."""
+    is the similarity; innocent neighbours weigh in the whole, for no class."""
     total = sum(s for _, s in near) or 1.0
     out: Dict[str, Tuple[float, float, int]] = {}
     for d, s in near:
@@ -140,7 +154,8 @@ def _decider(votes: Dict[str, Tuple[float, float, int]]) -> Optional[str]:
 
 
 def _best(near: Near, cls: str) -> Tuple[Any, float]:
-    return next((d, s) for d, s in near if d.cls == cls)
+    """The most similar neighbour of the class."""
+    return max(((d, s) for d, s in near if d.cls == cls), key=lambda ds: ds[1])
 
 
 def like(ds: Tuple[Any, float]) -> str:
@@ -164,7 +179,10 @@ def _evidence(cause: Dict[str, Any], near: Near) -> None:
         clip(d.source or d.key, 120), d.cls, clip(d.why, 160),
         ", fixed by: %s" % clip(fix, 90) if fix else "", s)
     ev = list(cause.get("evidence") or [])
-    cause["evidence"] = (ev[:1] + [line] + ev[1:])[:12]
+    if str(cause.get("decided_by", "")).startswith("retrieval"):
+        cause["evidence"] = ([line] + ev)[:12]          # what decided comes first
+    else:
+        cause["evidence"] = (ev[:11] + [line])          # what supports it comes after
 
 
 def _runner_up(cause: Dict[str, Any], votes: Dict[str, Tuple[float, float, int]]) -> None:

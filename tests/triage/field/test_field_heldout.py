@@ -20,14 +20,18 @@ from tests.triage.field import score as S
 # confidently wrong 0.231). The issue's goals are a leave-one-ecosystem-out accuracy of at
 # least 0.92 and at most 0.03 confidently wrong: raise these floors as the engine gets there,
 # never lower them.
-HELD_OUT_LOEO_MEAN = 0.95     # mean over ecosystems of the held-out accuracy (0.957)
-HELD_OUT_POOLED = 0.95        # all held-out cases together (0.958)
-HELD_OUT_LOSO_POOLED = 0.95   # held-out cases from repositories never developed against (0.957)
-CONFIDENTLY_WRONG_MAX = 0.04  # of all failure cases (0.036)
-# The same with each ecosystem scored without the vocabulary rows only its own cases led to
-# (loeo.py): what the rows read from sources bring to ecosystems they were not looked up for.
-MECHANICAL_LOEO_MEAN = 0.80   # (0.804)
-MECHANICAL_LOEO_POOLED = 0.85  # (0.854)
+# With the known failures the agent ships (boxagent/triage/known/), each case scored with its
+# own thread hidden from the index (score.triage_case): 0.982, 0.972, 0.973, 0.
+HELD_OUT_LOEO_MEAN = 0.97     # mean over ecosystems of the held-out accuracy (0.982)
+HELD_OUT_POOLED = 0.97        # all held-out cases together (0.972)
+HELD_OUT_LOSO_POOLED = 0.97   # held-out cases from repositories never developed against (0.973)
+CONFIDENTLY_WRONG_MAX = 0.02  # of all failure cases (0.0)
+# The same with each ecosystem scored without the vocabulary rows only its own cases led to,
+# and with its cases hidden from the known-failure index (loeo.py): what the rows read from
+# sources and the other ecosystems' cases bring to an ecosystem they were not looked up for.
+# Rules alone: 0.82 / 0.868 (184 of 212); with retrieval: 0.883 / 0.910 (193 of 212).
+MECHANICAL_LOEO_MEAN = 0.88   # (0.883)
+MECHANICAL_LOEO_POOLED = 0.91  # (0.910)
 
 MIN_CASES, MIN_ECOSYSTEMS, MIN_INNOCENT, MIN_PER_CLASS = 300, 15, 30, 8
 # classes the field has plenty of; the rare ones (preempted, node_failure, killed ...) are in
