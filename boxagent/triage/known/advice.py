@@ -116,7 +116,10 @@ def undecided(cause: Dict[str, Any]) -> bool:
     process died; "like a case that segfaulted after an OOM" is a runner-up, never the cause."""
     if cause["class"] == "nonzero_exit":
         return cause.get("remediation") != NATIVE_CRASH
-    return cause["class"] == "code_error" and cause.get("runner_up") in (None, "nonzero_exit")
+    # a row with a remediation of its own ("the image holds the driver files the toolkit
+    # mounts") named the failure: that is a rule's answer, not a bare crash
+    return cause["class"] == "code_error" and cause.get("runner_up") in (None, "nonzero_exit") \
+        and cause.get("remediation") in (None, REMEDIATION["code_error"])
 
 
 def query_text(facts: Dict[str, Any]) -> str:
