@@ -25,7 +25,7 @@ from boxagent.triage.vocab import (allocators, cuda11, h5py2, jobs, launchers, l
 from boxagent.triage.vocab import (containers, gonet, gpuarch, langs, nonfinite, platforms,
                                    rayexc, secondhand, serving)
 from boxagent.triage.vocab import (cortex, dotnet, goexec, libcurl, megatron_log, nvcli_mount,
-                                   ort_arena, runc, sbatch, skypilot, xla)
+                                   ort_arena, runc, sbatch, skypilot, trt_memory, xla)
 from boxagent.triage.vocab.table import Row
 
 # name -> module; the order is only the order rows are listed in
@@ -42,11 +42,11 @@ TABLES += (("gonet", gonet), ("containers", containers), ("gpuarch", gpuarch),
            ("secondhand", secondhand), ("nonfinite", nonfinite), ("langs", langs))
 # read from the sources that wave-4 field cases missed: XLA/LLVM's compilers, Go's os/exec,
 # .NET's HttpClient (the CI runners), SkyPilot, runc, the NVIDIA hook's mount step, Cortex,
-# ONNX Runtime's arena, Megatron's training log, sbatch, libcurl
+# ONNX Runtime's arena, TensorRT(-LLM)'s memory, Megatron's training log, sbatch, libcurl
 TABLES += (("xla", xla), ("goexec", goexec), ("dotnet", dotnet), ("skypilot", skypilot),
            ("runc", runc), ("nvcli_mount", nvcli_mount), ("cortex", cortex),
            ("ort_arena", ort_arena), ("megatron_log", megatron_log), ("sbatch", sbatch),
-           ("libcurl", libcurl))
+           ("libcurl", libcurl), ("trt_memory", trt_memory))
 
 # Field cases held out for this process (comma-separated paths under tests/triage/field/):
 # set by the scorer's leave-one-ecosystem-out for the fold it scores; unset, every row is on.
