@@ -72,7 +72,7 @@ from typing import Any, Callable, Dict, List, Optional
 from boxagent.health import xidcatalog
 from boxagent.triage import confidence, emitters, gpufacts, launchers, tailread
 from boxagent.triage import evidence as E
-from boxagent.triage import logcause, payload, runnerups
+from boxagent.triage import logcause, payload, runnerups, senders
 from boxagent.slurm import states as slurm_states
 from boxagent.triage.builtin_rules import REMEDIATION, SLURM_REMEDIATION
 from boxagent.triage.causes import NATIVE_CRASH, Cause, exit_ev, make_cause as _cause, tail_ev
@@ -321,8 +321,9 @@ def _signalled(f: Dict[str, Any]) -> Optional[Cause]:
                       [how or "SIGHUP"] + ([E.hit_line(hit)] if hit else []))
     if sig == "SIGKILL":
         d = E.decide(f)
-        if d is not None and d.kind == "error" and d.hit["class"] in ("killed", "hangup"):
-            return _log_cause(f, d)            # the log says who: a person, a launcher
+        if d is not None and d.kind == "error" and (d.hit["class"] in ("killed", "hangup")
+                                                    or senders.names_sender(d.hit)):
+            return _log_cause(f, d)            # the log says who: a person, a launcher, the kubelet
         hit = E.top_hit(f, ("cgroup_oom",))
         return _killed_line(f, hit, "killed", d if hit is not None and d is not None
                             and d.hit is hit else None)

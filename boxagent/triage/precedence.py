@@ -44,6 +44,10 @@ EXPLAINS: Tuple[Tuple[str, Optional[str], str, Optional[str], str, bool], ...] =
      "a driver too old for this CUDA makes every later CUDA call fail", False),
     ("torch_arch_mismatch", None, "*", _CUDA_CALL,
      "a torch without kernels for this GPU makes every later CUDA call fail", False),
+    # TensorRT refuses an engine built for another GPU, and the code that wanted it fails on
+    # the missing engine (`assert self.engine is not None`, a None deserialized)
+    ("torch_arch_mismatch", r"engine plan file", "code_error", None,
+     "an engine TensorRT refused to load leaves the code that uses it without one", False),
     ("disk_full", None, "truncated_checkpoint", None,
      "a write cut short by a full disk leaves the file truncated", False),
     ("disk_full", None, "code_error", _WRITE, "a full disk makes later writes fail", False),

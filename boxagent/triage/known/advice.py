@@ -121,8 +121,11 @@ def undecided(cause: Dict[str, Any]) -> bool:
     GPUs' ECC errors.)"""
     if cause["class"] == "nonzero_exit":
         return cause.get("remediation") != NATIVE_CRASH
+    # a row with a remediation of its own ("the image holds the driver files the toolkit
+    # mounts") named the failure: that is a rule's answer, not a bare crash
     return cause["class"] == "code_error" and cause.get("runner_up") in (None, "nonzero_exit") \
-        and not str(cause.get("decided_by") or "").startswith("log line")
+        and not str(cause.get("decided_by") or "").startswith("log line") \
+        and cause.get("remediation") in (None, REMEDIATION["code_error"])
 
 
 def query_text(facts: Dict[str, Any]) -> str:

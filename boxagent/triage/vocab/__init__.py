@@ -24,6 +24,8 @@ from boxagent.triage.vocab import (allocators, cuda11, h5py2, jobs, launchers, l
                                    pysocket, ray, shells, xid)
 from boxagent.triage.vocab import (containers, gonet, gpuarch, langs, nonfinite, platforms,
                                    rayexc, secondhand, serving, shm)
+from boxagent.triage.vocab import (cortex, dotnet, goexec, libcurl, megatron_log, nvcli_mount,
+                                   ort_arena, runc, sbatch, skypilot, trt_memory, xla)
 from boxagent.triage.vocab.table import Row
 
 # name -> module; the order is only the order rows are listed in
@@ -38,6 +40,13 @@ TABLES += (("allocators", allocators), ("ray", ray), ("nccl_net", nccl_net), ("j
 TABLES += (("gonet", gonet), ("containers", containers), ("gpuarch", gpuarch),
            ("serving", serving), ("platforms", platforms), ("rayexc", rayexc),
            ("secondhand", secondhand), ("nonfinite", nonfinite), ("langs", langs), ("shm", shm))
+# read from the sources that wave-4 field cases missed: XLA/LLVM's compilers, Go's os/exec,
+# .NET's HttpClient (the CI runners), SkyPilot, runc, the NVIDIA hook's mount step, Cortex,
+# ONNX Runtime's arena, TensorRT(-LLM)'s memory, Megatron's training log, sbatch, libcurl
+TABLES += (("xla", xla), ("goexec", goexec), ("dotnet", dotnet), ("skypilot", skypilot),
+           ("runc", runc), ("nvcli_mount", nvcli_mount), ("cortex", cortex),
+           ("ort_arena", ort_arena), ("megatron_log", megatron_log), ("sbatch", sbatch),
+           ("libcurl", libcurl), ("trt_memory", trt_memory))
 
 # Field cases held out for this process (comma-separated paths under tests/triage/field/):
 # set by the scorer's leave-one-ecosystem-out for the fold it scores; unset, every row is on.

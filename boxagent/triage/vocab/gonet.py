@@ -4,7 +4,9 @@ the Hugging Face and S3 clients written in Go): `dial tcp 1.2.3.4:443: i/o timeo
 (`connect: connection refused`) are errno's rows, in Go's lower-case spelling."""
 from __future__ import annotations
 
-from boxagent.triage.vocab.table import lit, rx
+from typing import Tuple
+
+from boxagent.triage.vocab.table import Row, found_via, lit, rx
 
 POLL = "Go 1.22 src/internal/poll/fd.go (ErrDeadlineExceeded: \"i/o timeout\")"
 DNS = ("Go 1.22 src/net/net.go and dnsclient_unix.go (DNSError: errNoSuchHost \"no such host\", "
@@ -17,7 +19,7 @@ CTX = ("Go 1.22 src/context/context.go (DeadlineExceeded: \"context deadline exc
 
 _N = "network_transient"
 
-ROWS = (
+ROWS: Tuple[Row, ...] = (
     rx(_N, r"(dial|read|write) (tcp|udp)[46]? [^ ]*: i/o timeout",
        "Error response from daemon: Get \"https://registry-1.docker.io/v2/\": dial tcp "
        "54.236.113.205:443: i/o timeout", POLL, (": i/o timeout",), "go"),
@@ -38,4 +40,16 @@ ROWS = (
        (": context deadline exceeded",), "go"),
     lit(_N, "request canceled while waiting for connection",
         "net/http: request canceled while waiting for connection", HTTP, "go"),
+)
+
+# An OpError without an address (the dial timed out while it was still resolving the name):
+# Go prints the op and the network only.
+OPERR = ("Go 1.22 src/net/net.go (*OpError).Error (op + \" \" + net, then \" \" + Addr only when "
+         "Addr != nil, then \": \" + Err)")
+
+ROWS += found_via(
+    ("wave4/cases/network_transient/kube-scheduler-sim-136-docker-go-mod-download-io-timeout.log",),
+    rx(_N, r"(dial|read|write) (tcp|udp)[46]?: i/o timeout",
+       "go: github.com/golang/mock@v1.4.4: Get \"https://proxy.golang.org/github.com/golang/mock/"
+       "@v/v1.4.4.mod\": dial tcp: i/o timeout", OPERR, (": i/o timeout",), "go"),
 )

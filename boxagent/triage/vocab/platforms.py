@@ -4,7 +4,9 @@ functions (Modal), SkyPilot's managed jobs. Each is the platform's own verdict o
 platform's setting, not in the stage's `timeout`."""
 from __future__ import annotations
 
-from boxagent.triage.vocab.table import lit, rx
+from typing import Tuple
+
+from boxagent.triage.vocab.table import Row, found_via, lit, rx
 
 GHA = ("GitHub Actions runner 2.317 src/Runner.Worker/JobRunner.cs and docs \"Workflow syntax: "
        "jobs.<job_id>.timeout-minutes\" (\"The job running on runner %s has exceeded the maximum "
@@ -26,7 +28,7 @@ _LIMIT = ("the platform's time limit ended the job: raise it (GitHub Actions `ti
           "Azure `timeoutInMinutes`, GitLab `timeout`, Kubernetes `activeDeadlineSeconds`, Modal "
           "`timeout=`) or checkpoint and resume in several runs")
 
-ROWS = (
+ROWS: Tuple[Row, ...] = (
     rx("timeout", r"has exceeded the maximum execution time of [0-9]+ minutes",
        "##[error]The job running on runner GitHub Actions 3 has exceeded the maximum execution "
        "time of 360 minutes.", GHA, ("has exceeded the maximum execution time",),
@@ -62,4 +64,27 @@ ROWS = (
     rx("node_failure", r"We stopped hearing from agent", "##[error]We stopped hearing from agent "
        "Azure Pipelines 5. Verify the agent machine is running and has a healthy network "
        "connection.", AZP, ("We stopped hearing from agent",), "azure-pipelines", False),
+)
+
+# The service's own limit on the free tier's hosted agents (60 minutes whatever the job's
+# timeoutInMinutes), and Modal's per-input execution timeout as its server words it: both end the
+# job at the platform's limit.
+AZP_FREE = ("Azure DevOps docs, \"Configure and pay for parallel jobs\" (2024: a free-tier "
+            "Microsoft-hosted job runs at most 60 minutes) and the service's message \"The job "
+            "exceeded the maximum allowed time of %s and was stopped.\"")
+MODAL_INPUT = ("Modal docs, Guide \"Timeouts\" (2024: execution timeout, default 300 s, per input; "
+               "the input is cancelled with \"Task's current input %s hit its timeout of %ds\"), "
+               "modal client 0.64 modal/functions.py")
+
+ROWS += found_via(
+    ("wave4/cases/timeout/b-azure-pipelines-yaml-227-free-tier-one-hour.log",),
+    rx("timeout", r"The job exceeded the maximum allowed time of [0-9:]+",
+       "##[error]The job exceeded the maximum allowed time of 01:00:00 and was stopped.", AZP_FREE,
+       ("exceeded the maximum allowed time of",), "azure-pipelines")._replace(fix=_LIMIT),
+) + found_via(
+    ("wave4/cases/timeout/b-smol-developer-29-modal-inputs-hit-300s.log",
+     "wave4/cases/timeout/b-kernelbot-496-modal-default-300s-cancelled.log"),
+    rx("timeout", r"current input .* hit its timeout of [0-9.]+s",
+       "Task's current input in-01J2ABCD hit its timeout of 300s", MODAL_INPUT,
+       ("hit its timeout of ",), "modal")._replace(fix=_LIMIT),
 )

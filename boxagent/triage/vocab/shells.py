@@ -21,3 +21,16 @@ ROWS = found_via(
        "dos2unix or similar to fix it.", FISH,
        ("The file uses Windows line endings", "The file uses windows line endings"), "fish"),
 )
+
+# bash names a command or file whose name ends in the script's CR ("ci/run.sh\\r: No such file
+# or directory"); a terminal or a log viewer shows that CR as a line break, so the message's
+# tail stands alone at the start of a line: ": No such file or directory", ": command not found".
+BASH_CR = ("bash 5.2 execute_cmd.c (\"%s: command not found\"), shell.c / general.c file_error "
+           "(\"%s: %s\" with strerror); the CR that ends the name returns the cursor")
+
+ROWS += found_via(
+    ("wave4/cases/crlf_script/b-runner-images-14319-windows-bash-crlf.log",),
+    rx("crlf_script", r"^: (No such file or directory|command not found)$",
+       ": command not found", BASH_CR, (": No such file or directory", ": command not found"),
+       "bash"),
+)

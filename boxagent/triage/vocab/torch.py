@@ -4,7 +4,9 @@ stack's NCCL watchdog and rendezvous errors. Older eras' wordings (THC, torch < 
 old images still print them."""
 from __future__ import annotations
 
-from boxagent.triage.vocab.table import lit, rx
+from typing import Tuple
+
+from boxagent.triage.vocab.table import Row, found_via, lit, rx
 
 ALLOC = "PyTorch 2.4 c10/cuda/CUDACachingAllocator.cpp (\"CUDA out of memory. Tried to allocate\")"
 OOM_T = "PyTorch 2.4 torch/__init__.py torch.OutOfMemoryError (torch.cuda.OutOfMemoryError before 2.5)"
@@ -23,7 +25,7 @@ RDZV = "PyTorch 2.4 torch/distributed/elastic/rendezvous/api.py"
 
 _S = False
 
-ROWS = (
+ROWS: Tuple[Row, ...] = (
     lit("cuda_oom", "CUDA out of memory", "torch.OutOfMemoryError: CUDA out of memory. Tried to "
         "allocate 20.00 MiB", ALLOC, "torch"),
     lit("cuda_oom", "OutOfMemoryError", "torch.cuda.OutOfMemoryError: CUDA out of memory.", OOM_T,
@@ -77,4 +79,17 @@ ROWS = (
         "RendezvousTimeoutError", RDZV, "torch"),
     lit("nccl", "RendezvousConnectionError", "torch.distributed.elastic.rendezvous.api."
         "RendezvousConnectionError: The connection to the C10d store has failed.", RDZV, "torch"),
+)
+
+# The caching allocator's refusal under a per-process memory fraction
+# (torch.cuda.set_per_process_memory_fraction, which serving runtimes such as TGI set): its
+# own words, without "CUDA out of memory".
+ALLOC_FRACTION = ("PyTorch 2.0 c10/cuda/CUDACachingAllocator.cpp malloc (\"Allocation on device %d "
+                  "would exceed allowed memory. (out of memory)\\nCurrently allocated     : %s\")")
+
+ROWS += found_via(
+    ("wave4/cases/cuda_oom/tgi-563-router-panic-unable-to-warmup-out-of-memory.log",),
+    rx("cuda_oom", r"Allocation on device [0-9]+ would exceed allowed memory",
+       "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of "
+       "memory)", ALLOC_FRACTION, ("would exceed allowed memory",), "torch"),
 )
