@@ -149,7 +149,9 @@ def test_innocent_neighbours_decide_nothing(monkeypatch):
     monkeypatch.setattr(K, "_LOADED", [K.Index([_doc("f%d" % i, "none", "training finished, all good")
                                                 for i in range(5)])])
     cause = diagnose(_facts("training finished, all good, exit code 1"))
-    assert cause["class"] == "nonzero_exit" and not cause.get("runner_up")
+    # the rules' own runner-up for a bare exit (code_error) stays; innocents give none
+    assert cause["class"] == "nonzero_exit" and cause.get("runner_up") in (None, "code_error")
+    assert not str(cause.get("decided_by") or "").startswith("retrieval")
     assert "similar" not in cause and not any(e.startswith("like ") for e in cause["evidence"])
 
 

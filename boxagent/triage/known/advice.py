@@ -42,6 +42,10 @@ AGREE = 3            # or at least this many of the nearest five are of it,
 AGREE_SHARE = 0.75   # ... holding this share of the weight,
 AGREE_FLOOR = FLOOR  # ... the best of them at least this similar
 RUNNER = 0.15        # a runner-up's best neighbour is at least this similar
+# A class is given only for a tail with this many distinct words: a one-line log such as
+# docker inspect's `"OOMKilled": false` is wholly "like" a Kubernetes OOMKilled case, yet says
+# nothing of the failure; its neighbours are still shown, and may give the runner-up.
+DECIDE_TERMS = 8
 # What no log resembles: facts of the stage, or no failure at all.
 NO_VOTE = frozenset(("none", "nonzero_exit", "cancelled", "preflight_failed", "machine_restart",
                      "expect_missing", "success_pattern_missing"))
@@ -99,7 +103,7 @@ def advise(cause: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
     cause["similar"] = [entry(d, s) for d, s in shown]
     votes = tally(near)
     winner = _decider(votes)
-    if winner is not None and winner != cause["class"] and undecided(cause):
+    if winner is not None and winner != cause["class"] and undecided(cause) and _said_enough(text):
         cause = _decided(cause, winner, votes, near)
     elif winner is not None and winner != cause["class"]:
         cause.setdefault("overruled", []).append(
@@ -120,12 +124,23 @@ def undecided(cause: Dict[str, Any]) -> bool:
     prints the same hints under every CUDA error: a device-side assert's neighbours are failing
     GPUs' ECC errors.)"""
     if cause["class"] == "nonzero_exit":
-        return cause.get("remediation") != NATIVE_CRASH
+        # a launcher's report of how its child ended ("failed (exitcode: 1)") is the rules'
+        # answer too: the neighbours' ChildFailedErrors ended -9, and the tokens drop the number
+        return cause.get("remediation") != NATIVE_CRASH and \
+            not str(cause.get("decided_by") or "").startswith("log line")
+    # a tool's own error line read when no row named it (confidence medium) is a rule's answer
+    if cause.get("confidence") == "medium":
+        return False
     # a row with a remediation of its own ("the image holds the driver files the toolkit
     # mounts") named the failure: that is a rule's answer, not a bare crash
     return cause["class"] == "code_error" and cause.get("runner_up") in (None, "nonzero_exit") \
         and not str(cause.get("decided_by") or "").startswith("log line") \
         and cause.get("remediation") in (None, REMEDIATION["code_error"])
+
+
+def _said_enough(text: str) -> bool:
+    from boxagent.triage.known.tokens import counts
+    return len(counts(text)) >= DECIDE_TERMS
 
 
 def query_text(facts: Dict[str, Any]) -> str:

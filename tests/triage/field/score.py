@@ -66,8 +66,10 @@ CASE_KEYS = ("file", "class", "exit_code", "source", "url", "why")
 
 
 def default_indexes() -> List[Path]:
-    """The field index, and the captured ones when they exist."""
-    return [p for p in (INDEX, CAPTURED_INDEX, CAPTURED_LIBS_INDEX) if p.is_file()]
+    """The field index, the captured ones when they exist, and the later waves' sets
+    (wave4/*.toml: ecosystems the first corpus barely had)."""
+    return [p for p in (INDEX, CAPTURED_INDEX, CAPTURED_LIBS_INDEX) if p.is_file()] + \
+        sorted((HERE / "wave4").glob("*.toml"))
 
 
 def load_cases(index_paths: Optional[Iterable[Path]] = None) -> List[Dict[str, Any]]:

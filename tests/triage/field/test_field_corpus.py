@@ -59,8 +59,8 @@ def _field_keys_problems(where: str, case: Dict[str, Any]) -> List[str]:
     out = []
     if not isinstance(case.get("ecosystem"), str) or not case["ecosystem"].strip():
         out.append("%s: ecosystem is missing or empty" % where)
-    if case.get("added") not in (F.DEVELOPED, F.HELD_OUT):
-        out.append("%s: added %r is not %r or %r" % (where, case.get("added"), F.DEVELOPED, F.HELD_OUT))
+    if case.get("added") not in (F.DEVELOPED,) + F.BLIND_WAVES:
+        out.append("%s: added %r is not one of %r" % (where, case.get("added"), (F.DEVELOPED,) + F.BLIND_WAVES))
     if not str(case.get("url", "")).startswith("https://"):
         out.append("%s: url is not an https address" % where)
     return out
