@@ -24,7 +24,7 @@ from rgt_client.textsafe import safe, safe_line
 from rgt_client.box.transport import Target, run_python
 
 __all__ = ["ClientError", "Target", "exitcodes", "safe", "safe_line", "target", "fetch_status",
-           "submit", "run_verb", "agent_logs", "load_job", "pull_and_verify", "write_report",
+           "submit", "run_verb", "agent_logs", "load_job", "pull_and_verify", "render_report",
            "explain_profile", "install_agent", "box_script", "find_run", "validate_status",
            "event_wait", "WAIT_SCRIPT", "WAIT_MARK", "WAIT_MAX_EVENTS"]
 
@@ -75,11 +75,14 @@ def agent_logs(t: Target, run: str, stage: str | None, lines: int) -> bytes:
     return ans.stdout
 
 
-def load_job(job: str) -> dict[str, Any]:
-    """A job given as a path to TOML/JSON, or as TOML text: validated by the agent's validator."""
+def load_job(job: str, project: Any) -> dict[str, Any]:
+    """A job given as TOML text, or as the path of a .toml file inside the project (one line
+    without `=` that looks like a path: no TOML job is that). A file is read by the project's rules (localfs.py) and
+    never quoted back in an error."""
     text = job.strip()
-    if "\n" not in text and (text.endswith((".toml", ".json")) or os.path.sep in text) and "=" not in text:
-        return jobfile.load_job(os.path.expanduser(text))
+    if "\n" not in text and "=" not in text and ("/" in text or text.endswith((".toml", ".json"))
+                                               or text.startswith(("~", "."))):
+        return jobfile.load_quietly(project.read_job(text), "job file %s" % safe_line(text)[:200])
     with tempfile.TemporaryDirectory(prefix="rgt-mcp-") as d:
         path = os.path.join(d, "job.toml")
         with open(path, "w", encoding="utf-8") as fh:
@@ -116,9 +119,11 @@ def default_pull_dest(host: str, run: str) -> str:
     return default_dest(host, run)
 
 
-def write_report(t: Target, run: str, out: str | None) -> str:
-    from rgt_client.report.cmd import write_report as do_write
-    return do_write(t, run, out)
+def render_report(t: Target, run: str) -> str:
+    """The run's one-file HTML report, as `report` renders it (not written anywhere)."""
+    from rgt_client.report.cmd import fetch
+    from rgt_client.report.page import render
+    return render(fetch(t, run), None)
 
 
 def explain_profile(name: str) -> dict[str, Any]:

@@ -7,7 +7,8 @@ stack than their bytes), every field the client uses has its type and range (a h
 negative size, a non-string path or a sha256 that is not hex is named, never an internal
 KeyError/OverflowError), and every path is a plain relative path that stays inside DEST: no
 `..`, no absolute path, no NUL, no backslash, no rgt name, no duplicate, nothing below another
-entry (a file under a symlink entry would be written through the link).
+entry (a file under a symlink entry would be written through the link), nothing hidden (a
+`.git/hooks/` file is code that runs).
 """
 from __future__ import annotations
 
@@ -159,8 +160,11 @@ def bad_path(p: Any) -> Optional[str]:
         return "an empty, `.` or `..` component (paths must stay inside DEST)"
     if len(raw) > MAX_PATH_BYTES or len(parts) > MAX_DEPTH or any(len(os.fsencode(s)) > MAX_NAME_BYTES for s in parts):
         return "longer or deeper than a file system allows"
-    if parts[0] in (META_DIR, VERIFIED_NAME) or RSYNC_PARTIAL in parts:
+    if parts[0] == VERIFIED_NAME:
         return "one of rgt's own names in DEST"
+    # `.git/hooks/post-commit` in a manifest once ran box code at the next commit in DEST
+    if any(s.startswith(".") for s in parts):
+        return "a hidden path (rgt never writes one: .git, .env, .ssh...; exclude it in the job's artifacts)"
     return None
 
 

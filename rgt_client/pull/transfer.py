@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, Optional
 from boxagent.api import dumps
 from rgt_client import exitcodes
 from rgt_client.box import transport
-from rgt_client.pull import manifest_check
+from rgt_client.pull import manifest_check, owned
 from rgt_client.box.bounded import AgentStream
 from rgt_client.pull.destdir import Blocked, Dest
 from rgt_client.errors import ClientError
@@ -155,8 +155,9 @@ def _unchanged(d: Dest, dest: str, info: PullInfo, check_load: bool, workers: Op
 def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: bool = False,
          method: str = "auto", bwlimit_kbps: Optional[int] = None, progress: Optional[Progress] = None,
          check_load: bool = False, workers: Optional[int] = None,
-         on_info: Optional[Callable[[PullInfo, str], None]] = None) -> PullResult:
-    """Fetch the manifest, copy exactly its files into dest, verify; never deletes anything."""
+         on_info: Optional[Callable[[PullInfo, str], None]] = None, keep_mode: bool = False) -> PullResult:
+    """Fetch the manifest, copy exactly its files into dest, verify; never deletes anything and
+    never replaces a file that no earlier pull of this run wrote (owned.py)."""
     t0 = time.monotonic()
     if target.host.startswith("-"):  # would reach ssh and rsync as an option, not a host
         raise ClientError("%r is not a host" % target.host, "name an ssh destination or `local`",
@@ -172,6 +173,9 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
         try:
             # before a byte moves: a manifest path under a symlink in DEST (an earlier pull's)
             check_parents(d, target.host, [f["path"] for f in m["files"]] + [s["path"] for s in m.get("symlinks") or []])
+            record = owned.load(d)
+            owned.check(d, target.host, run, m, record)
+            owned.save(d, target.host, run, m, record)
             save_meta(d, target, info, how, time.time())
             again = _unchanged(d, dest, info, check_load, workers)
             if again is not None:     # re-pull of an unchanged run: no copy, no more round trips
@@ -181,7 +185,7 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
             if on_info:
                 on_info(info, how)
             if how == "rsync":
-                moved, known = rsync_pull(target, info.head, m, d, progress, bwlimit_kbps, here or "rsync")
+                moved, known = rsync_pull(target, info.head, m, d, progress, bwlimit_kbps, here or "rsync", keep_mode)
             else:
                 moved, known = stream_pull(target, run, m, d, progress, bwlimit_kbps)
         except Blocked as b:
