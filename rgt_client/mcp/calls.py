@@ -8,6 +8,7 @@ logs, pull + verify, report, profiles, install), returning data, raising ClientE
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from typing import Any, Callable
 
@@ -126,20 +127,40 @@ def render_report(t: Target, run: str) -> str:
     return render(fetch(t, run), None)
 
 
+PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
 def explain_profile(name: str) -> dict[str, Any]:
-    """A shipped profile (or a profile file), validated, and `install`'s first-contact text."""
+    """A shipped profile by name (never a file: the name comes from a model), validated, and
+    `install`'s first-contact text."""
     from rgt_client.profiles.catalog import checkpoint_advice, first_contact, list_profiles, load_profile
     if name == "list":
         return {"profiles": list_profiles()}
+    if not PROFILE_NAME.match(name) or name not in list_profiles():
+        raise ClientError("no shipped platform profile named %s" % safe_line(name)[:80],
+                          "explain_platform(profile=\"list\") names them", exitcodes.USAGE)
     p = load_profile(name)
     return {"profile": p, "text": first_contact(p), "checkpoints": checkpoint_advice(p)}
 
 
-def install_agent(t: Target, price: str | None, notify_file: str | None) -> dict[str, Any]:
+def install_agent(t: Target, price: str | None, notify_file: str | None, project: Any) -> dict[str, Any]:
+    """`install`; a notify file only from inside the project (it is read here and its secrets go
+    to the box), never quoted back in an error."""
     from rgt_client.cost.flags import cost_patch
     from rgt_client.install.bootstrap import InstallOptions, install
     patch = cost_patch(price=price)
-    rep = install(t, InstallOptions(notify_file=notify_file, cost=patch))
+    text = ""
+    if notify_file is not None:
+        notify_file, raw = project.open_toml(notify_file, "notify file", "name a notify .toml file inside "
+                                             "the project (not hidden), or install from a shell")
+        text = raw.decode("utf-8", "replace")
+    try:
+        rep = install(t, InstallOptions(notify_file=notify_file, cost=patch))
+    except ClientError as exc:
+        if not text:
+            raise
+        raise ClientError(jobfile.unquote(exc.message, text), jobfile.unquote(exc.hint or "", text),
+                          exc.code) from None
     return {"sha256": rep.sha256, "profile": rep.profile.get("name"), "profile_reason": rep.profile_reason,
             "warnings": list(rep.warnings), "start": rep.start, "upload_s": round(rep.upload_s, 3),
             "start_s": round(rep.start_s, 3)}

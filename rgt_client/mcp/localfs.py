@@ -48,13 +48,20 @@ class Project:
         return cls(root)
 
     def read_job(self, path: str) -> bytes:
-        """The bytes of a job file inside the project; ClientError for anything else. The error
+        return self.read_toml(path, "job file", "pass the job as TOML text, or a .toml file inside %s "
+                              "(not hidden)" % self.root)
+
+    def read_toml(self, path: str, what: str, hint: str) -> bytes:
+        """The bytes of a .toml file inside the project; ClientError for anything else. The error
         names the path the model gave and why, never what the file holds."""
-        what = "job file"
-        hint = "pass the job as TOML text, or a .toml file inside %s (not hidden)" % self.root
+        _full, data = self.open_toml(path, what, hint)
+        return data
+
+    def open_toml(self, path: str, what: str, hint: str) -> tuple[str, bytes]:
+        """(its real path, its bytes) of a .toml file inside the project."""
         rel = self._relative(path, what, hint)
         if not rel.endswith(".toml"):
-            raise _refuse(what, path, "a job file is a .toml file", hint)
+            raise _refuse(what, path, "expected a .toml file", hint)
         full = os.path.join(self.root, rel)
         real = os.path.realpath(full)
         if self._relative_real(real) is None:
@@ -74,7 +81,7 @@ class Project:
             os.close(fd)
         if len(data) > MAX_JOB_BYTES:
             raise _refuse(what, path, "over the %d bytes a job may have" % MAX_JOB_BYTES, hint)
-        return data
+        return real, data
 
     def _relative(self, path: str, what: str, hint: str) -> str:
         """path relative to the project, as given (before any symlink): inside, no hidden part."""

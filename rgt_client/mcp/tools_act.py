@@ -64,14 +64,14 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
     @server.tool(annotations=CREATE)
     async def install_agent(host: Host, price: Annotated[str | None, Field(description="What the box costs per "
                                                                             "hour, e.g. 2.49", max_length=32)] = None,
-                            notify: Annotated[str | None, Field(description="Path of a notification TOML "
-                                                                "file on this machine", max_length=4096)] = None
+                            notify: Annotated[str | None, Field(description="Path of a notification .toml "
+                                                                "file inside the project folder", max_length=4096)] = None
                             ) -> Annotated[CallToolResult, InstallOut]:
         """Install or upgrade the rgt agent on the box and (re)start it. Idempotent; running
         stages keep running."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
-            rep = await blocking(lambda: calls.install_agent(t, price, notify))
+            rep = await blocking(lambda: calls.install_agent(t, price, notify, policy.project))
             return {"host": host, "installed": True, "sha256": rep["sha256"][:16],
                     "profile": line(rep.get("profile"), policy, 80),
                     "profile_reason": line(rep.get("profile_reason"), policy, 300),
