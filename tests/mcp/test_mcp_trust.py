@@ -54,8 +54,8 @@ def test_claim_a_tool_reads_a_job_file_only_inside_the_project_never_hidden_neve
         server, world, job):
     before = world.snapshot()
     res = server.call("submit_job", host="local", job=job)
-    assert "Error: job file" in error_text(res)
     assert_nothing_secret(res)
+    assert "Error: job file" in error_text(res)
     assert world.snapshot() == before
     assert not [c for c in world.box.calls() if c["key"] == "submit"]
 
@@ -80,12 +80,12 @@ def test_claim_every_result_error_results_included_is_redacted(server):
 def test_claim_explain_platform_and_install_read_no_file_outside_the_project(server, world):
     for profile in ("~/.netrc", "/etc/shadow", "../.pgpass", str(world.home / ".aws" / "credentials")):
         res = server.call("explain_platform", profile=profile)
-        assert "no shipped platform profile" in error_text(res)
         assert_nothing_secret(res)
+        assert "no shipped platform profile" in error_text(res)
     for notify in ("~/.netrc", "../.git-credentials", ".env", "notify.toml"):
         res = server.call("install_agent", host="local", notify=notify)
-        error_text(res)
         assert_nothing_secret(res)
+        error_text(res)
 
 
 # -- local writes --------------------------------------------------------------------------------
