@@ -59,8 +59,8 @@ def unquote(message: str, text: str) -> str:
     """message with every word that also occurs in the file's text shown as `…`, except the
     job format's own key names: what the validator echoes ("got 'hunter2'", "unknown key
     AKIA...") never leaves."""
-    from boxagent.engine import jobspec
-    known = set(jobspec.TOP_KEYS + jobspec.STAGE_KEYS + jobspec.WAIT_KEYS + jobspec.RULE_KEYS) | {
+    from boxagent.api import job_key_names
+    known = set(job_key_names()) | {
         "include", "exclude", "stage", "stages", "job", "line", "column", "TOML", "JSON", "expected"}
     return _WORD.sub(lambda m: m.group(0) if m.group(0) in known or m.group(0) not in text else "…", message)
 
