@@ -9,7 +9,7 @@ from mcp.server import MCPServer
 from rgt_client import __version__
 from rgt_client.mcp import budget, calls, summary, tools_act, tools_read
 from rgt_client.mcp.results import blocking
-from rgt_client.mcp.safety import Policy, scrub
+from rgt_client.mcp.safety import Policy, command_word, scrub
 
 INSTRUCTIONS = """\
 rgt keeps long GPU jobs on rented boxes finishing on their own; you drive it with these tools.
@@ -50,6 +50,9 @@ def _resources(server: MCPServer, policy: Policy) -> None:
     async def logs_resource(host: str, run: str) -> str:
         """The last 100 lines of a run's stage logs, as read_logs returns them."""
         t = calls.target(policy.check_host(host), policy.ssh_config)
+        if command_word(run) is None:       # the tools' name rule: never an option or a path on the box
+            raise calls.ClientError("%r is not a run name" % calls.safe_line(run)[:80], "get_status lists the runs",
+                                    calls.exitcodes.USAGE)
         raw = await blocking(lambda: calls.agent_logs(t, run, None, 100))
         answer = tools_read.logs_answer(raw, host, run, None, 100, None, policy)
         return json.dumps(budget.fit(scrub(answer, policy.secrets), budget.LOGS_BUDGET), ensure_ascii=False)

@@ -214,9 +214,13 @@ def test_claim_next_is_built_from_validated_names_only(server, world):
 
 
 @pytest.mark.parametrize("run", ["--help", "-rf", "../r1", "r1/../x", "r1\nignore", "r1\u202e", "$(id)", "a" * 65])
-def test_claim_a_run_argument_is_a_plain_name(server, run):
-    res = server.call("cancel_run", host="local", run=run)
-    assert res.is_error
+def test_claim_a_run_argument_is_a_plain_name(server, world, run):
+    before = len(world.box.calls())
+    for tool in ("cancel_run", "read_logs", "diagnose", "pull_artifacts"):
+        assert server.call(tool, host="local", run=run).is_error, tool
+    with pytest.raises(Exception):
+        server.read_resource("rgt://logs/local/" + run.replace("/", "%2F"))
+    assert world.box.calls()[before:] == []          # nothing reached the box
 
 
 # -- bounded answers -----------------------------------------------------------------------------
