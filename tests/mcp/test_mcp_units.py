@@ -111,3 +111,18 @@ def test_hosts_are_parsed_and_checked():
     for bad in ("-oProxyCommand=x", "a b", "a;b", "$(x)"):
         with pytest.raises(ClientError):
             parse_hosts([bad])
+
+
+def test_an_answer_over_budget_is_cut_and_says_what_it_left_out():
+    from rgt_client.mcp.budget import fit, size
+    data = {"host": "gpu1", "runs": [{"name": "r%d" % i, "note": "x" * 200} for i in range(1000)],
+            "alerts": [{"summary": "y" * 5000}], "next": "rgt-client status gpu1"}
+    out = fit(data, 16 * 1024)
+    assert size(out) <= 16 * 1024 and out["next"] == "rgt-client status gpu1"
+    kept = len(out["runs"])
+    assert 0 < kept < 1000 and out["left_out"]["items"]["runs"] == 1000 - kept
+    assert "get_status" in out["left_out"]["how"]
+    small = {"host": "gpu1", "runs": []}
+    assert fit(dict(small)) == small                       # within budget: untouched, no left_out
+    huge_text = fit({"text": "z" * 100000}, 4096)
+    assert size(huge_text) <= 4096 and huge_text["text"].endswith("…[cut]")
