@@ -152,10 +152,25 @@ def _unchanged(d: Dest, dest: str, info: PullInfo, check_load: bool, workers: Op
     return res if res.ok else None
 
 
+def check_links_inside(m: Dict[str, Any], host: str) -> None:
+    """Refuse a manifest symlink whose target leaves DEST (absolute, or climbing out with `..`).
+    For a caller that may not leave a door out of its folder (the MCP server: a model told to
+    read `rgt-pulls/…/data/id_rsa` must not reach ~/.ssh through a link the box chose)."""
+    for s in m.get("symlinks") or []:
+        target = s["target"]
+        where = os.path.normpath(os.path.join(os.path.dirname(s["path"]), target))
+        if target.startswith("/") or where == os.pardir or where.startswith(os.pardir + os.sep):
+            raise ClientError("the manifest from %s has a symlink %s -> %s that leaves the pull's folder; refused"
+                              % (host, safe_line(s["path"])[:200], safe_line(target)[:200]),
+                              "pull it from a shell (`rgt-client pull` records such links, never following "
+                              "them), or drop the link from the job's artifacts", exitcodes.USAGE)
+
+
 def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: bool = False,
          method: str = "auto", bwlimit_kbps: Optional[int] = None, progress: Optional[Progress] = None,
          check_load: bool = False, workers: Optional[int] = None,
-         on_info: Optional[Callable[[PullInfo, str], None]] = None, keep_mode: bool = False) -> PullResult:
+         on_info: Optional[Callable[[PullInfo, str], None]] = None, keep_mode: bool = False,
+         links_inside: bool = False) -> PullResult:
     """Fetch the manifest, copy exactly its files into dest, verify; never deletes anything and
     never replaces a file that no earlier pull of this run wrote (owned.py)."""
     t0 = time.monotonic()
@@ -166,6 +181,8 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise ClientError("%s exists and is not a directory" % dest, "name another DEST", exitcodes.USAGE)
     info = fetch_info(target, run, force)
+    if links_inside:
+        check_links_inside(info.manifest, target.host)
     here = local_rsync()
     how = choose_method(method, remote_rsync(info.head) if not target.is_local else here, here)
     m = info.manifest

@@ -5,6 +5,7 @@ nothing outside rgt's own folders changed, and every answer fits its budget."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -37,6 +38,14 @@ def manifest_case(files, links=None):
     return plan
 
 
+def links_out_case(box):
+    """Real links on the box (so rsync would recreate them): one absolute, one climbing out."""
+    for name, target in (("data", "/root/.ssh"), ("up", "../../../..")):
+        if not os.path.lexists(box.work / name):
+            os.symlink(target, box.work / name)
+    box.pull_info("r1", box.manifest({"ok.txt": b"x"}, links={"data": "/root/.ssh", "up": "../../../.."}))
+
+
 TEXTS = {
     "injected-run-name": {"runs": [failed("r1\n" + INJECT)]},
     "osc52-and-clear-screen-in-name": {"runs": [failed("r1" + ESC)]},
@@ -64,6 +73,7 @@ TEXTS = {
     "manifest-escape": {"pull": manifest_case({"../../escape.txt": b"x"})},
     "manifest-absolute": {"pull": manifest_case({"/etc/cron.d/x": b"x"})},
     "manifest-symlink-to-ssh": {"pull": manifest_case({"ok.txt": b"x"}, links={".ssh": "/root/.ssh"})},
+    "manifest-symlink-out": {"pull": lambda box: links_out_case(box)},
     "manifest-package-and-conftest": {"pull": manifest_case({"src/pkg/__init__.py": b"import os\n",
                                                              "tests/conftest.py": b"import os\n"})},
     "pull-header-escapes": {"pull_head": {"run_state": "succeeded" + ESC, "host": INJECT + ESC}},
@@ -155,5 +165,7 @@ def test_a_hostile_box_text_reaches_the_model_as_bounded_escaped_data(server, wo
     pulled = world.project / "rgt-pulls" / "local" / "r1"
     hidden = [p for p in pulled.rglob(".*") if p.relative_to(pulled).parts[0] != ".rgt"]
     assert not hidden, hidden             # rgt's own .rgt/ is the one hidden name a pull writes
+    links_out = [p for p in pulled.rglob("*") if p.is_symlink() and not os.path.realpath(p).startswith(str(pulled))]
+    assert not links_out, links_out
     asked = {c["key"] for c in world.box.calls()}
     assert not asked & {"cancel", "resume", "submit"}, asked

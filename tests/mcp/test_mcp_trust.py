@@ -152,6 +152,16 @@ def test_claim_no_manifest_path_may_be_hidden(server, world, tmp_path, path):
     assert world.snapshot() == before
 
 
+def test_claim_a_pull_through_mcp_makes_no_symlink_out_of_its_folder(server, world):
+    os.symlink(str(world.home / ".ssh"), world.box.work / "keys")
+    m = world.box.manifest({"ok.txt": b"x"}, links={"keys": str(world.home / ".ssh")})
+    m["run"] = "links"
+    world.box.pull_info("links", m)
+    res = server.call("pull_artifacts", host="local", run="links")
+    assert "leaves the pull's folder" in error_text(res)
+    assert not os.path.lexists(world.project / "rgt-pulls" / "local" / "links" / "keys")
+
+
 def test_claim_no_pulled_file_is_executable_unless_the_user_asks(server, world, tmp_path):
     _manifest_pull(world, {"bin/run.sh": b"#!/bin/sh\necho box\n"}, modes={"bin/run.sh": 0o4755}, run="modes")
     res = server.call("pull_artifacts", host="local", run="modes")
