@@ -34,6 +34,7 @@ MAX_SIZE = (1 << 63) - 1          # off_t
 # every few bytes is no manifest, only memory: 64 MB of `[0,0,...` is 256 MB of list.
 DENSITY = 8
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+HIDDEN = "a hidden path"
 
 
 def hint(host: Optional[str] = None) -> str:
@@ -83,7 +84,11 @@ def check(m: Any, where: str, code: int = exitcodes.USAGE, host: Optional[str] =
     try:
         _check(m)
     except _Bad as b:
-        raise ClientError("%s: %s: %s" % (where, b.field, b.problem), hint(host), code) from None
+        why = hint(host)
+        if HIDDEN in b.problem:     # an agent older than this client still lists hidden files
+            why = ("an agent older than this client lists hidden files: `rgt-client install %s` updates it "
+                   "(it then skips them); else check the box, it may be compromised" % (host or "HOST"))
+        raise ClientError("%s: %s: %s" % (where, b.field, b.problem), why, code) from None
 
 
 def _check(m: Any) -> None:
@@ -164,7 +169,7 @@ def bad_path(p: Any) -> Optional[str]:
         return "one of rgt's own names in DEST"
     # `.git/hooks/post-commit` in a manifest once ran box code at the next commit in DEST
     if any(s.startswith(".") for s in parts):
-        return "a hidden path (rgt never writes one: .git, .env, .ssh...; exclude it in the job's artifacts)"
+        return HIDDEN + " (rgt never writes one: .git, .env, .ssh...)"
     return None
 
 
