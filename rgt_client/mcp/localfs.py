@@ -45,6 +45,10 @@ class Project:
         if not os.path.isdir(root):
             raise ClientError("--project %s is not a folder" % safe_line(path), "name your project folder",
                               exitcodes.USAGE)
+        if root == os.path.dirname(root):   # `/`: every non-hidden .toml on the machine would be "inside"
+            raise ClientError("the project folder would be %s, the whole file system" % root,
+                              "start the server in your project, or pass rgt-client mcp --project DIR",
+                              exitcodes.USAGE)
         return cls(root)
 
     def read_job(self, path: str) -> bytes:

@@ -69,6 +69,25 @@ def test_claim_a_job_file_inside_the_project_is_read(server, world):
     assert json.loads(sent["stdin"])["name"] == "fromfile"
 
 
+def test_claim_the_project_folder_is_the_servers_cwd_or_the_one_named(world):
+    import anyio
+    from tests.mcp.conftest import mcp_server
+    env = dict(world.env, TEST_CWD=str(world.home))         # started in HOME, told the project
+    (world.home / "other.toml").write_text((world.project / "job.toml").read_text())
+
+    async def main():
+        async with mcp_server("local", env, "--project", str(world.project)) as m:
+            refused = await m.call("submit_job", host="local", job=str(world.home / "other.toml"))
+            assert refused.is_error and "outside the project folder" in refused.content[0].text
+            world.box.answer("status", stdout=status_doc([]))
+            world.box.answer("submit", stdout={"run": "fromfile", "state": "queued", "duplicate": False})
+            res = await m.call("submit_job", host="local", job="job.toml")
+            assert not res.is_error, res.content[0].text
+    anyio.run(main)
+    res = Cli()("mcp", "--hosts", "local", "--project", "/", env=world.env)
+    assert res.exit_code == 2 and "whole file system" in res.stderr and "Hint:" in res.stderr
+
+
 def test_claim_every_result_error_results_included_is_redacted(server):
     token = "ghp_" + "Q" * 36
     res = server.call("submit_job", host="local", job="name = 'x'\nworkdir = '%s'\n[[stage]]\nname='a'\nrun='b'\n"
