@@ -78,6 +78,8 @@ class Project:
             st = os.fstat(fd)
             if not stat_mod.S_ISREG(st.st_mode):
                 raise _refuse(what, path, "not a regular file", hint)
+            if st.st_nlink > 1:        # a hard link: its other name may be ~/.netrc (realpath cannot tell)
+                raise _refuse(what, path, "a file with more than one name (a hard link)", hint)
             if st.st_size > MAX_JOB_BYTES:
                 raise _refuse(what, path, "over the %d bytes a job may have" % MAX_JOB_BYTES, hint)
             data = os.read(fd, MAX_JOB_BYTES + 1)

@@ -16,7 +16,8 @@ JOBS = ["~/.netrc", "~/.pgpass", "~/.git-credentials", "~/.aws/credentials", "~/
         HOME + "/.netrc", HOME + "/proj/.env", ".env", "./.env", "../.netrc", "../../../../etc/shadow",
         "/etc/shadow", "/proc/self/environ", "/etc/passwd", "leak.toml", "rel-leak.toml", "env.toml",
         "awsdir/credentials", ".hidden/job.toml", "vendor/dep/.git/hooks/pre-commit.toml",
-        "vendor/dep/.git/config", "fifo.toml", "big.toml", "syntax.toml", "values.toml", "keys.toml", "--help",
+        "vendor/dep/.git/config", "fifo.toml", "hard.toml", "big.toml", "syntax.toml", "values.toml", "keys.toml",
+        "--help",
         "-rf", "job.toml\x00.txt", "\x1b[2J.toml", "job\u202elmot.toml", "a/../../.netrc", "/proc/self/cwd/.env",
         "~root/.bashrc", "file:///etc/shadow", ".hidden/../job.toml"]
 DESTS = ["/etc", "~/.ssh", ".git/hooks", "../outside", ".", "vendor/dep/.git", "src", "tests", "-rf", "--help",

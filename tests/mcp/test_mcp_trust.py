@@ -48,7 +48,7 @@ def test_claim_a_tool_never_quotes_a_local_file_back(server, path, line):
 
 @pytest.mark.parametrize("job", ["~/.netrc", "../.pgpass", "leak.toml", "rel-leak.toml", "env.toml",
                                  ".env", ".hidden/job.toml", "vendor/dep/.git/hooks/pre-commit.toml",
-                                 "awsdir/credentials", "/etc/shadow", "/proc/self/environ", "fifo.toml",
+                                 "awsdir/credentials", "/etc/shadow", "/proc/self/environ", "fifo.toml", "hard.toml",
                                  "big.toml"])
 def test_claim_a_tool_reads_a_job_file_only_inside_the_project_never_hidden_never_through_a_symlink_out(
         server, world, job):
@@ -56,6 +56,8 @@ def test_claim_a_tool_reads_a_job_file_only_inside_the_project_never_hidden_neve
     res = server.call("submit_job", host="local", job=job)
     assert_nothing_secret(res)
     assert "Error: job file" in error_text(res)
+    if job == "hard.toml":
+        assert "a hard link" in error_text(res)
     assert world.snapshot() == before
     assert world.box.calls()[calls:] == []            # refused before any call to the box
 

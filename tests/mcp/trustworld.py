@@ -68,6 +68,7 @@ class World:
         os.symlink(self.home / ".aws", self.project / "awsdir")                   # a folder link out
         os.symlink(self.project / ".env", self.project / "env.toml")               # to a hidden file in
         os.mkfifo(self.project / "fifo.toml")
+        os.link(self.home / ".netrc", self.project / "hard.toml")                   # a hard link out
         (self.project / "big.toml").write_text("name = 'big'\n" + "# pad\n" * 300000)
         self.box = HostileBox(base / "box")
         self.box.alias = "local"
