@@ -111,7 +111,7 @@ async def drive(base: Path, env: dict, stage_s: float) -> dict:
                 res = await a.call("resume_run", host="local", run="bench")
                 await a.wait_until("bench", res["cursor"], "run_succeeded")
                 status_json = measure_status_json(env)
-                pulled = await a.call("pull_artifacts", host="local", run="bench", dest=str(base / "pulled"))
+                pulled = await a.call("pull_artifacts", host="local", run="bench")    # ./rgt-pulls/local/bench
                 duration = time.monotonic() - t0
                 quiet = await s.call_tool("wait_for_change", {"host": "local", "run": "bench", "timeout_s": 1})
                 a.quiet_bytes = len(quiet.content[0].text.encode()) + len(

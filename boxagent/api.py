@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["EXIT_OK", "EXIT_ERROR", "EXIT_USAGE", "EXIT_NOT_RUNNING", "EXIT_RUN_FAILED", "AgentError",
            "atomic_write_text", "dumps", "NON_FINITE", "format_bytes", "format_duration", "parse_duration",
-           "parse_iso_utc", "parse_utc_time", "check_job_text", "validate_job", "log_lines", "triage_log",
+           "parse_iso_utc", "parse_utc_time", "check_job_text", "validate_job", "job_key_names",
+           "log_lines", "triage_log",
            "triage_text", "alert_thresholds", "unsafe_regex_reason", "check_notifiers", "hash_file",
            "hash_many", "main", "numbers", "box_json", "BadJSON", "valid_name", "name_error"]
 
@@ -60,6 +61,12 @@ def validate_job(job: Any, origin: str, home_dir: str) -> Dict[str, Any]:
     """The box's own job validator: the normalised job, or AgentError listing every problem."""
     from boxagent.engine import jobspec
     return jobspec.validate(job, origin, home_dir)
+
+
+def job_key_names() -> List[str]:
+    """Every key name the job format has (a message naming one quotes the format, not a file)."""
+    from boxagent.engine import jobspec
+    return sorted(set(jobspec.TOP_KEYS + jobspec.STAGE_KEYS + jobspec.WAIT_KEYS + jobspec.RULE_KEYS))
 
 
 # -- logs ----------------------------------------------------------------------------------------

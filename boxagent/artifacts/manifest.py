@@ -113,13 +113,35 @@ def _hash_entries(root: str, todo: List[globs.Entry], workers: Optional[int]
     return {full[p].path: h for p, h in got.items()}
 
 
+HIDDEN_REASON = "hidden: a pull never writes a hidden path (.git/hooks would run, .env holds secrets)"
+
+
+def _not_hidden(entries: List[Any], skipped: List[Dict[str, str]]) -> List[Any]:
+    """The entries without a hidden component; each hidden folder or file is skipped once, named.
+    The client refuses a manifest listing one, so a run whose outputs hold `.hydra/` still pulls
+    the rest."""
+    kept, seen = [], set()
+    for e in entries:
+        parts = e.path.split("/")
+        at = next((i for i, p in enumerate(parts) if p.startswith(".")), None)
+        if at is None:
+            kept.append(e)
+            continue
+        top = "/".join(parts[:at + 1])
+        if top not in seen:
+            seen.add(top)
+            skipped.append({"path": top, "reason": HIDDEN_REASON})
+    return kept
+
+
 def collect(root: str, include: List[str], exclude: List[str], old: Dict[str, Dict[str, Any]],
             workers: Optional[int] = None) -> Dict[str, Any]:
     """files/symlinks/skipped/warnings for the workdir, reusing old hashes where size+mtime match."""
     if not os.path.isdir(root):
         raise UsageError("workdir %s does not exist on this box" % root,
                          "check the job's workdir, or that the disk holding it is mounted")
-    entries, skipped = globs.expand(root, include, exclude)
+    found, skipped = globs.expand(root, include, exclude)
+    entries = _not_hidden(found, skipped)
     links = [{"path": e.path, "target": e.target} for e in entries if e.target is not None]
     slots: List[Any] = []   # the reused old entry, or the Entry still to hash, in walk order
     todo = []
@@ -146,7 +168,7 @@ def collect(root: str, include: List[str], exclude: List[str], old: Dict[str, Di
             files.append({"path": o.path, "bytes": h.size, "mtime_ns": h.mtime_ns, "sha256": h.sha256})
             if not h.stable:
                 warnings.append("%s changed while it was hashed (still being written?)" % o.path)
-    for pat in globs.unmatched(include, [e.path for e in entries]):
+    for pat in globs.unmatched(include, [e.path for e in found]):
         warnings.append("include pattern %r matched no file" % pat)
     return {"files": files, "symlinks": links, "skipped": skipped, "warnings": warnings,
             "hashed": len(todo)}

@@ -37,7 +37,35 @@ def load_job(path: str | Path) -> dict[str, Any]:
     return job
 
 
-def _parse(p: Path, raw: bytes) -> dict[str, Any]:
+def load_quietly(raw: bytes, origin: str) -> dict[str, Any]:
+    """A job file's bytes read for a caller that must not see them (an MCP tool: the model):
+    an error gives the line number and the kind of problem, never the line nor a value from
+    it. A model asked by a box's log line for `~/.netrc` as a job once got its password back
+    in a TOML error's hint."""
+    p = Path(origin)
+    try:
+        job = _parse(p, raw, quote=False)
+        validate(job, origin)
+    except ClientError as exc:
+        text = raw.decode("utf-8", "replace")
+        raise ClientError(unquote(exc.message, text), unquote(exc.hint or "", text), exc.code) from None
+    return job
+
+
+_WORD = re.compile(r"[^\s'\"`()\[\]{},:=.]{3,}")
+
+
+def unquote(message: str, text: str) -> str:
+    """message with every word that also occurs in the file's text shown as `…`, except the
+    job format's own key names: what the validator echoes ("got 'hunter2'", "unknown key
+    AKIA...") never leaves."""
+    from boxagent.api import job_key_names
+    known = set(job_key_names()) | {
+        "include", "exclude", "stage", "stages", "job", "line", "column", "TOML", "JSON", "expected"}
+    return _WORD.sub(lambda m: m.group(0) if m.group(0) in known or m.group(0) not in text else "…", message)
+
+
+def _parse(p: Path, raw: bytes, quote: bool = True) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
         _check_text(text, str(p))
@@ -52,7 +80,7 @@ def _parse(p: Path, raw: bytes) -> dict[str, Any]:
         raise ClientError("%s is not UTF-8 text (byte %d)" % (p, exc.start),
                           "save the job file as UTF-8", exitcodes.USAGE) from None
     except ValueError as exc:  # TOMLDecodeError and JSONDecodeError are ValueErrors
-        raise syntax_error(p, text, exc) from None
+        raise syntax_error(p, text, exc, quote) from None
     if not isinstance(job, dict):
         raise ClientError("%s: a job is a table of keys" % p, "see the job format in the README",
                           exitcodes.USAGE)
@@ -63,7 +91,7 @@ _AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _CHAR = re.compile(r"Illegal character '(\\[nr])'")
 
 
-def syntax_error(p: Path, text: str, exc: ValueError) -> ClientError:
+def syntax_error(p: Path, text: str, exc: ValueError, quote: bool = True) -> ClientError:
     """`FILE line L, column C: what` and, as the hint, that line with a caret under the column.
     tomllib says `Illegal character '\\n' (at line 1, column 14)` for an unclosed quote: the
     literal \\n and no line shown left a user guessing."""
@@ -80,6 +108,10 @@ def syntax_error(p: Path, text: str, exc: ValueError) -> ClientError:
     if not line_no:
         return ClientError("%s is not valid %s: %s" % (p, kind, what), "fix the file; docs/jobs.md has the format",
                            exitcodes.USAGE)
+    if not quote:
+        return ClientError("%s line %d, column %d is not valid %s: %s" % (p, line_no, col or 1, kind, what),
+                           "fix line %d, column %d (the line is not shown: it is from a local file)"
+                           % (line_no, col or 1), exitcodes.USAGE)
     lines = text.splitlines() or [""]
     shown = lines[line_no - 1] if 0 < line_no <= len(lines) else ""
     caret = " " * max(0, min(col or 1, len(shown) + 1) - 1) + "^"

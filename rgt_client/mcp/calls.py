@@ -8,6 +8,7 @@ logs, pull + verify, report, profiles, install), returning data, raising ClientE
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from typing import Any, Callable
 
@@ -24,7 +25,7 @@ from rgt_client.textsafe import safe, safe_line
 from rgt_client.box.transport import Target, run_python
 
 __all__ = ["ClientError", "Target", "exitcodes", "safe", "safe_line", "target", "fetch_status",
-           "submit", "run_verb", "agent_logs", "load_job", "pull_and_verify", "write_report",
+           "submit", "run_verb", "agent_logs", "load_job", "pull_and_verify", "render_report",
            "explain_profile", "install_agent", "box_script", "find_run", "validate_status",
            "event_wait", "WAIT_SCRIPT", "WAIT_MARK", "WAIT_MAX_EVENTS"]
 
@@ -75,11 +76,14 @@ def agent_logs(t: Target, run: str, stage: str | None, lines: int) -> bytes:
     return ans.stdout
 
 
-def load_job(job: str) -> dict[str, Any]:
-    """A job given as a path to TOML/JSON, or as TOML text: validated by the agent's validator."""
+def load_job(job: str, project: Any) -> dict[str, Any]:
+    """A job given as TOML text, or as the path of a .toml file inside the project (one line
+    without `=` that looks like a path: no TOML job is that). A file is read by the project's rules (localfs.py) and
+    never quoted back in an error."""
     text = job.strip()
-    if "\n" not in text and (text.endswith((".toml", ".json")) or os.path.sep in text) and "=" not in text:
-        return jobfile.load_job(os.path.expanduser(text))
+    if "\n" not in text and "=" not in text and ("/" in text or text.endswith((".toml", ".json"))
+                                               or text.startswith(("~", "."))):
+        return jobfile.load_quietly(project.read_job(text), "job file %s" % safe_line(text)[:200])
     with tempfile.TemporaryDirectory(prefix="rgt-mcp-") as d:
         path = os.path.join(d, "job.toml")
         with open(path, "w", encoding="utf-8") as fh:
@@ -96,7 +100,7 @@ def pull_and_verify(t: Target, run: str, dest: str | None,
     from rgt_client.pull.transfer import pull
     from rgt_client.pull.cmd import _why, gate_text
     from rgt_client.pull.mark import record_on_box
-    res = pull(t, run, dest, progress=progress)
+    res = pull(t, run, dest, progress=progress, links_inside=True)
     gate = gate_text(res.info.head.get("profile") or {}, res.verify.ok,
                      None if res.verify.ok else _why(res.verify))
     note = record_on_box(t, run, res.verify.manifest_sha256) if res.verify.ok else None
@@ -116,25 +120,47 @@ def default_pull_dest(host: str, run: str) -> str:
     return default_dest(host, run)
 
 
-def write_report(t: Target, run: str, out: str | None) -> str:
-    from rgt_client.report.cmd import write_report as do_write
-    return do_write(t, run, out)
+def render_report(t: Target, run: str) -> str:
+    """The run's one-file HTML report, as `report` renders it (not written anywhere)."""
+    from rgt_client.report.cmd import fetch
+    from rgt_client.report.page import render
+    return render(fetch(t, run), None)
+
+
+PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
 def explain_profile(name: str) -> dict[str, Any]:
-    """A shipped profile (or a profile file), validated, and `install`'s first-contact text."""
+    """A shipped profile by name (never a file: the name comes from a model), validated, and
+    `install`'s first-contact text."""
     from rgt_client.profiles.catalog import checkpoint_advice, first_contact, list_profiles, load_profile
     if name == "list":
         return {"profiles": list_profiles()}
+    if not PROFILE_NAME.match(name) or name not in list_profiles():
+        raise ClientError("no shipped platform profile named %s" % safe_line(name)[:80],
+                          "explain_platform(profile=\"list\") names them", exitcodes.USAGE)
     p = load_profile(name)
     return {"profile": p, "text": first_contact(p), "checkpoints": checkpoint_advice(p)}
 
 
-def install_agent(t: Target, price: str | None, notify_file: str | None) -> dict[str, Any]:
+def install_agent(t: Target, price: str | None, notify_file: str | None, project: Any) -> dict[str, Any]:
+    """`install`; a notify file only from inside the project (it is read here and its secrets go
+    to the box), never quoted back in an error."""
     from rgt_client.cost.flags import cost_patch
     from rgt_client.install.bootstrap import InstallOptions, install
     patch = cost_patch(price=price)
-    rep = install(t, InstallOptions(notify_file=notify_file, cost=patch))
+    text = ""
+    if notify_file is not None:
+        notify_file, raw = project.open_toml(notify_file, "notify file", "name a notify .toml file inside "
+                                             "the project (not hidden), or install from a shell")
+        text = raw.decode("utf-8", "replace")
+    try:
+        rep = install(t, InstallOptions(notify_file=notify_file, cost=patch))
+    except ClientError as exc:
+        if not text:
+            raise
+        raise ClientError(jobfile.unquote(exc.message, text), jobfile.unquote(exc.hint or "", text),
+                          exc.code) from None
     return {"sha256": rep.sha256, "profile": rep.profile.get("name"), "profile_reason": rep.profile_reason,
             "warnings": list(rep.warnings), "start": rep.start, "upload_s": round(rep.upload_s, 3),
             "start_s": round(rep.start_s, 3)}

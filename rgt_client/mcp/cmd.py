@@ -39,12 +39,17 @@ def _sdk() -> None:
                    "or --hosts-file.")
 @click.option("--hosts-file", type=click.Path(dir_okay=False), metavar="FILE",
               help="The allow-list from a file: one host per line, or {\"hosts\": [...]}.")
+@click.option("--project", "project", type=click.Path(file_okay=False, exists=True), default=None, metavar="DIR",
+              help="The project folder: tools read job files only inside it and write only into its "
+                   "rgt-pulls/ and rgt-reports/ (default: the folder the server starts in).")
 @click.option("--read-only", is_flag=True, help="Expose only the read tools (status, wait, logs, "
                                                 "diagnose, platforms): nothing on a box changes.")
 @click.pass_context
-def mcp_command(ctx: click.Context, hosts: tuple[str, ...], hosts_file: str | None, read_only: bool) -> None:
+def mcp_command(ctx: click.Context, hosts: tuple[str, ...], hosts_file: str | None, project: str | None,
+                read_only: bool) -> None:
     """Serve rgt to an AI coding agent over MCP (stdio): bounded waits, causes, verified pulls.
     Claude Code: `claude mcp add rgt -- rgt-client mcp --hosts gpu1`."""
+    from rgt_client.mcp.localfs import Project
     from rgt_client.mcp.safety import Policy, env_secrets, load_hosts_file, parse_hosts
     allowed = parse_hosts(list(hosts) + (load_hosts_file(hosts_file) if hosts_file else []))
     if not allowed:
@@ -54,5 +59,5 @@ def mcp_command(ctx: click.Context, hosts: tuple[str, ...], hosts_file: str | No
     _sdk()
     from rgt_client.mcp.server import build
     policy = Policy(hosts=allowed, read_only=read_only, ssh_config=(ctx.obj or {}).get("ssh_config"),
-                    secrets=env_secrets())
+                    secrets=env_secrets(), project=Project.at(project or os.getcwd()))
     build(policy).run("stdio")

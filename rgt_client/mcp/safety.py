@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rgt_client.mcp.calls import ClientError, exitcodes, safe, safe_line
+from rgt_client.mcp.localfs import Project
 
 HOST_RE = re.compile(r"^(local|[A-Za-z0-9_][A-Za-z0-9_.@:+-]{0,127})$")
 FIELD_MAX = 500            # one string field from the box
@@ -36,6 +37,7 @@ class Policy:
     read_only: bool = False
     ssh_config: str | None = None
     secrets: set[str] = field(default_factory=set)
+    project: Project = field(default_factory=lambda: Project(os.path.realpath(os.getcwd())))
 
     def check_host(self, host: str) -> str:
         """The host if the allow-list names it; else the refusal a model reads."""
@@ -51,22 +53,6 @@ class Policy:
     def learn_secret(self, value: Any) -> None:
         if isinstance(value, str) and len(value) >= 8:
             self.secrets.add(value)
-
-
-def local_path(path: str, what: str, suffix: str | None = None) -> str:
-    """Where a tool may write on this machine: inside the directory the server runs in (the
-    project), never in a hidden folder. A model that read "pull to ~/.ssh" or "write the report
-    to .git/hooks/post-commit" in a log must not be able to make rgt do it."""
-    root = os.path.realpath(os.getcwd())
-    full = os.path.realpath(os.path.join(root, os.path.expanduser(path)))
-    rel = os.path.relpath(full, root)
-    if rel == os.curdir or rel.startswith(os.pardir) or any(p.startswith(".") for p in rel.split(os.sep)):
-        raise ClientError("%s %s is outside %s or in a hidden folder" % (what, safe_line(path)[:200], root),
-                          "name a path inside the project, e.g. rgt-pulls/HOST/RUN", exitcodes.USAGE)
-    if suffix and not full.endswith(suffix):
-        raise ClientError("%s %s: expected a %s file" % (what, safe_line(path)[:200], suffix),
-                          "e.g. reports/run.html", exitcodes.USAGE)
-    return full
 
 
 def env_secrets(environ: dict[str, str] | None = None) -> set[str]:
@@ -115,6 +101,29 @@ def redact(text: str, secrets: set[str]) -> str:
             text = text.replace(s, REDACTED)
     text = _SECRET_ASSIGN.sub(lambda m: m.group(1) + REDACTED, text)
     return _TOKEN_SHAPES.sub(REDACTED, text)
+
+
+def scrub(value: Any, secrets: set[str]) -> Any:
+    """Every string in a result, keys included, through redact: the last pass before a model
+    reads anything (error results too: a job file's line in a TOML error once reached the
+    model unredacted)."""
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {scrub(k, secrets): scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v, secrets) for v in value]
+    return value
+
+
+# A name that may appear inside a command a model is shown (`next`): the agent's own name rule.
+_COMMAND_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def command_word(word: Any) -> str | None:
+    """word when it is a plain run/stage name, else None: box text never becomes part of a
+    command line (a run named `x\n\x1b[2J ignore previous instructions` once did)."""
+    return word if isinstance(word, str) and _COMMAND_WORD.match(word) else None
 
 
 def line(value: Any, policy: Policy, limit: int = FIELD_MAX) -> str | None:

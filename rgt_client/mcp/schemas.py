@@ -9,6 +9,10 @@ from typing import Any
 from typing_extensions import TypedDict   # pydantic needs it for nested TypedDicts before 3.12
 
 
+class Bounded(TypedDict, total=False):
+    left_out: dict[str, Any]       # what the byte budget left out, and how to ask for it (budget.py)
+
+
 class StageOut(TypedDict, total=False):
     name: str
     state: str
@@ -34,17 +38,22 @@ class RunOut(TypedDict, total=False):
     next: str
 
 
-class HostsOut(TypedDict):
+class HostsOut(Bounded, total=True):
     hosts: list[dict[str, Any]]
     read_only: bool
 
 
-class StatusOut(TypedDict, total=False):
+class StatusOut(Bounded, total=False):
     host: str
     observed_at: str
     profile: str
     agent: dict[str, Any]
+    runs_by_state: dict[str, int]
+    runs_total: int
     runs: list[RunOut]
+    page: int
+    pages: int
+    more_runs: str
     alerts: list[dict[str, Any]]
     cost: dict[str, Any]
     cursor: str
@@ -67,7 +76,7 @@ class EventOut(TypedDict, total=False):
     failed_stage: str
 
 
-class WaitOut(TypedDict, total=False):
+class WaitOut(Bounded, total=False):
     host: str
     run: str
     timed_out: bool
@@ -80,7 +89,7 @@ class WaitOut(TypedDict, total=False):
     next: str
 
 
-class SubmitOut(TypedDict, total=False):
+class SubmitOut(Bounded, total=False):
     host: str
     run: str
     state: str
@@ -91,7 +100,7 @@ class SubmitOut(TypedDict, total=False):
     next: str
 
 
-class VerbOut(TypedDict, total=False):
+class VerbOut(Bounded, total=False):
     host: str
     run: str
     done: bool
@@ -100,7 +109,7 @@ class VerbOut(TypedDict, total=False):
     next: str
 
 
-class InstallOut(TypedDict, total=False):
+class InstallOut(Bounded, total=False):
     host: str
     installed: bool
     sha256: str
@@ -115,7 +124,7 @@ class LogLine(TypedDict):
     text: str
 
 
-class LogsOut(TypedDict, total=False):
+class LogsOut(Bounded, total=False):
     host: str
     run: str
     stage: str
@@ -126,7 +135,7 @@ class LogsOut(TypedDict, total=False):
     note: str
 
 
-class DiagnoseOut(TypedDict, total=False):
+class DiagnoseOut(Bounded, total=False):
     host: str
     run: str
     state: str
@@ -139,7 +148,7 @@ class DiagnoseOut(TypedDict, total=False):
     next: str
 
 
-class PullOut(TypedDict, total=False):
+class PullOut(Bounded, total=False):
     host: str
     run: str
     dest: str
@@ -154,13 +163,13 @@ class PullOut(TypedDict, total=False):
     next: str
 
 
-class ReportOut(TypedDict):
+class ReportOut(Bounded, total=True):
     host: str
     run: str
     path: str
 
 
-class PlatformOut(TypedDict, total=False):
+class PlatformOut(Bounded, total=False):
     profile: str
     platform: str
     verified: bool

@@ -10,11 +10,12 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from rgt_client.mcp.safety import Policy, line, lines
+from rgt_client.mcp.safety import Policy, command_word, line, lines
 
 ENDED_BAD = ("failed", "cancelled", "interrupted")
 ACTIVE = ("running", "queued", "retrying")
-RUNS_SHOWN = 6
+RUNS_SHOWN = 8             # runs listed per page; the rest are counted by state
+NOT_A_NAME = "see get_status: this run's name is not a plain name, so no command is built from it"
 
 
 def q(word: str) -> str:
@@ -103,20 +104,29 @@ def run(r: dict[str, Any], host: str, policy: Policy) -> dict[str, Any]:
 
 
 def next_step(host: str, r: dict[str, Any]) -> str:
-    """What to do next about this run, as the exact command (the MCP tool is named beside it)."""
-    name, state = str(r.get("name") or ""), r.get("state")
+    """What to do next about this run, as the exact command (the MCP tool is named beside it).
+    Built from a validated name only: box text is never spliced into a command."""
+    name, state = command_word(r.get("name")), r.get("state")
+    if name is None:
+        return NOT_A_NAME
     h, n = q(host), q(name)
     if state in ACTIVE:
         return "rgt-client watch %s %s   (MCP: wait_for_change)" % (h, n)
     if state in ENDED_BAD:
         c = r.get("cause")
-        if isinstance(c, dict) and c.get("retryable"):
+        if isinstance(c, dict) and c.get("retryable") is True:
             return "rgt-client resume %s %s   (MCP: resume_run; the cause is transient)" % (h, n)
         return ("fix the cause (diagnose), then: rgt-client resume %s %s   (MCP: diagnose, then resume_run)"
                 % (h, n))
     if state == "succeeded":
         return "rgt-client pull %s %s   (MCP: pull_artifacts; verify before any teardown)" % (h, n)
     return "rgt-client status %s --run %s" % (h, n)
+
+
+def run_command(template: str, host: str, run: Any) -> str:
+    """template % (host, run) when run is a plain name; else where to look instead."""
+    name = command_word(run)
+    return template % (q(host), q(name)) if name is not None else NOT_A_NAME
 
 
 def agent(a: Any, policy: Policy) -> dict[str, Any]:
@@ -146,17 +156,45 @@ def box_cost(c: Any) -> dict[str, Any] | None:
     return out or None
 
 
-def status(doc: dict[str, Any], host: str, policy: Policy, run_name: str | None = None) -> dict[str, Any]:
-    """get_status's answer: the box, its runs (active ones and the last ended), next steps."""
+def _order(r: dict[str, Any]) -> int:
+    """What matters first: running, then failed, then queued, then the rest."""
+    state = r.get("state")
+    return 0 if state in ("running", "retrying") else 1 if state in ENDED_BAD else 2 if state == "queued" else 3
+
+
+def pick_runs(runs: list[dict[str, Any]], run_name: str | None, page: int) -> tuple[list[dict[str, Any]], int]:
+    """The runs to list (one page of them, those that matter first) and how many pages there are."""
+    if run_name is not None:
+        return [r for r in runs if r.get("name") == run_name][:1], 1
+    ended = [r for r in runs if _order(r) == 3]
+    ranked = sorted((r for r in runs if _order(r) < 3), key=_order) + ended[::-1]   # newest ended first
+    pages = max(1, -(-len(ranked) // RUNS_SHOWN))
+    return ranked[page * RUNS_SHOWN:(page + 1) * RUNS_SHOWN], pages
+
+
+def count_states(runs: list[dict[str, Any]], policy: Policy) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in runs:
+        key = line(r.get("state"), policy, 20) or "unknown"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:12])
+
+
+def status(doc: dict[str, Any], host: str, policy: Policy, run_name: str | None = None,
+           page: int = 0) -> dict[str, Any]:
+    """get_status's answer: the box, its runs counted by state, one page of the runs that matter
+    (running, failed, queued, then the newest ended; or the one asked about), next steps."""
     runs = [r for r in (doc.get("runs") or []) if isinstance(r, dict)]
-    if run_name is None:
-        active = [r for r in runs if r.get("state") in ACTIVE]
-        ended = [r for r in runs if r.get("state") not in ACTIVE]
-        runs = active + ended[-max(1, RUNS_SHOWN - len(active)):]
+    shown, pages = pick_runs(runs, run_name, page)
     out: dict[str, Any] = {"host": host, "observed_at": line(doc.get("observed_at"), policy, 40),
                            "profile": line(doc.get("profile"), policy, 60), "agent": agent(doc.get("agent"), policy),
-                           "runs": [run(r, host, policy) for r in runs], "alerts": alerts(doc.get("alerts"), policy),
+                           "runs_by_state": count_states(runs, policy), "runs_total": len(runs),
+                           "runs": [run(r, host, policy) for r in shown], "alerts": alerts(doc.get("alerts"), policy),
                            "cost": box_cost(doc.get("cost")), "cursor": last_event_id(doc)}
+    if run_name is None and page + 1 < pages:
+        out["page"], out["pages"] = page, pages
+        out["more_runs"] = "get_status(host=%s, page=%d) lists the next %d; get_status(host, run=NAME) one run" % (
+            host, page + 1, RUNS_SHOWN)
     if not (doc.get("agent") or {}).get("running"):
         out["next"] = "rgt-client install %s   (MCP: install_agent; the agent is not running)" % q(host)
     elif not out["runs"]:
@@ -175,15 +213,15 @@ def last_event_id(doc: dict[str, Any]) -> str | None:
 
 
 BRIEF_STAGE = ("name", "state", "progress")
+BRIEF_KEYS = ("host", "observed_at", "agent", "runs_by_state", "runs_total", "runs", "alerts", "cost", "more_runs")
 
 
 def brief(full: dict[str, Any]) -> dict[str, Any]:
-    """A status answer cut to what moves while nothing happens: states, the running stage's
-    progress, the agent's heartbeat, alerts and cost (a timed-out wait sends this)."""
+    """A status answer cut to what moves while nothing happens: the counts, the listed runs'
+    states, the running stage's progress, the agent's heartbeat, alerts and cost."""
     runs = [{"name": r.get("name"), "state": r.get("state"), "current_stage": r.get("current_stage"),
              "stages": [{k: s[k] for k in BRIEF_STAGE if k in s} for s in r.get("stages") or []
                         if s.get("state") == "running"]} for r in full.get("runs") or []]
-    out = {"host": full.get("host"), "observed_at": full.get("observed_at"), "agent": full.get("agent"),
-           "runs": [{k: v for k, v in r.items() if v not in (None, [])} for r in runs],
-           "alerts": full.get("alerts"), "cost": full.get("cost")}
+    out = {k: full.get(k) for k in BRIEF_KEYS}
+    out["runs"] = [{k: v for k, v in r.items() if v not in (None, [])} for r in runs]
     return {k: v for k, v in out.items() if v not in (None, [])}

@@ -12,9 +12,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from rgt_client.mcp import calls, summary
+from rgt_client.mcp import calls, reports, summary
+from rgt_client.mcp.localfs import PULLS, plain_parts, plain_word
 from rgt_client.mcp.results import CHANGE, CREATE, LOCAL_WRITE, answer, blocking
-from rgt_client.mcp.safety import Policy, block, line, lines, local_path
+from rgt_client.mcp.safety import Policy, block, line, lines
 from rgt_client.mcp.schemas import InstallOut, PullOut, ReportOut, SubmitOut, VerbOut
 from rgt_client.mcp.tools_read import Host, RunName
 
@@ -30,7 +31,7 @@ def register(server: MCPServer, policy: Policy) -> None:
 def _run_tools(server: MCPServer, policy: Policy) -> None:
     @server.tool(annotations=CREATE)
     async def submit_job(host: Host, job: Annotated[str, Field(description="The job as TOML text, or the path "
-                                                                "of a .toml/.json job file on this machine",
+                                                                "of a .toml job file inside the project folder",
                                                                 min_length=1, max_length=1 << 20)],
                          replace: bool = False) -> Annotated[CallToolResult, SubmitOut]:
         """Queue a job on the box; its stages then run, retry and checkpoint on their own. Bad input
@@ -38,13 +39,13 @@ def _run_tools(server: MCPServer, policy: Policy) -> None:
         nothing. `cursor`: pass it to wait_for_change."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
-            spec = calls.load_job(job)
+            spec = calls.load_job(job, policy.project)
             for value in _env_values(spec):
                 policy.learn_secret(value)
             cursor = await blocking(lambda: _cursor(t))
             out, notes = await blocking(lambda: calls.submit(t, spec, replace=replace))
             return submit_answer(out, notes, host, str(spec.get("name")), cursor, policy)
-        return await answer(work)
+        return await answer(work, policy)
 
     @server.tool(annotations=CHANGE)
     async def cancel_run(host: Host, run: RunName) -> Annotated[CallToolResult, VerbOut]:
@@ -63,32 +64,34 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
     @server.tool(annotations=CREATE)
     async def install_agent(host: Host, price: Annotated[str | None, Field(description="What the box costs per "
                                                                             "hour, e.g. 2.49", max_length=32)] = None,
-                            notify: Annotated[str | None, Field(description="Path of a notification TOML "
-                                                                "file on this machine", max_length=4096)] = None
+                            notify: Annotated[str | None, Field(description="Path of a notification .toml "
+                                                                "file inside the project folder", max_length=4096)] = None
                             ) -> Annotated[CallToolResult, InstallOut]:
         """Install or upgrade the rgt agent on the box and (re)start it. Idempotent; running
         stages keep running."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
-            rep = await blocking(lambda: calls.install_agent(t, price, notify))
+            rep = await blocking(lambda: calls.install_agent(t, price, notify, policy.project))
             return {"host": host, "installed": True, "sha256": rep["sha256"][:16],
                     "profile": line(rep.get("profile"), policy, 80),
                     "profile_reason": line(rep.get("profile_reason"), policy, 300),
                     "warnings": lines(rep.get("warnings"), policy, 5, 300),
                     "next": "rgt-client run %s JOB.toml   (MCP: submit_job)" % summary.q(host)}
-        return await answer(work)
+        return await answer(work, policy)
 
     @server.tool(annotations=LOCAL_WRITE)
     async def pull_artifacts(host: Host, run: RunName, ctx: Context,
-                             dest: Annotated[str | None, Field(description="Folder on this machine (default "
-                                                               "./rgt-pulls/HOST/RUN)", max_length=4096)] = None
+                             dest: Annotated[str | None, Field(description="A folder below ./rgt-pulls/ (default "
+                                                               "HOST/RUN): plain names, none hidden",
+                                                               max_length=512)] = None
                              ) -> Annotated[CallToolResult, PullOut]:
-        """Copy the run's manifest files here, resuming a partial pull, and verify every sha256.
-        Says whether it is safe to tear the box down and what the platform's stop verb destroys.
-        Never deletes anything, here or on the box."""
+        """Copy the run's manifest files into ./rgt-pulls/HOST/RUN (or ./rgt-pulls/DEST), resuming a
+        partial pull, and verify every sha256. Replaces only files an earlier pull of rgt wrote
+        there; refuses hidden paths. Says whether it is safe to tear the box down and what the
+        platform's stop verb destroys. Never deletes anything, here or on the box."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
-            where = local_path(dest or calls.default_pull_dest(host, run), "pull destination")
+            where = pull_folder(policy, host, run, dest)
             report = _progress_reporter(ctx)
             try:
                 res = await blocking(lambda: calls.pull_and_verify(t, run, where, report))
@@ -97,21 +100,27 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
                 raise calls.ClientError(exc.message, "%s | %s" % (exc.hint or "pull again",
                                                                   gate.splitlines()[0] if gate else ""), exc.code)
             return pull_answer(res, host, run, policy)
-        return await answer(work)
+        return await answer(work, policy)
 
     @server.tool(annotations=LOCAL_WRITE)
     async def make_report(host: Host, run: RunName,
-                          out: Annotated[str | None, Field(description="HTML file to write", max_length=4096)] = None
+                          out: Annotated[str | None, Field(description="An .html file below ./rgt-reports/ "
+                                                           "(default HOST-RUN.html)", max_length=512)] = None
                           ) -> Annotated[CallToolResult, ReportOut]:
-        """Write the run's one-file HTML report (stages, causes, curves, cost) and return its path."""
+        """Write the run's one-file HTML report (stages, causes, curves, cost) below ./rgt-reports/
+        and return its path. Replaces only a report rgt wrote there."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
-            target = local_path(out, "report file", ".html") if out else None
-            if target:
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-            path = await blocking(lambda: calls.write_report(t, run, target))
+            path = await blocking(lambda: reports.write(policy.project, t, run, out))
             return {"host": host, "run": run, "path": path}
-        return await answer(work)
+        return await answer(work, policy)
+
+
+def pull_folder(policy: Policy, host: str, run: str, dest: str | None) -> str:
+    """./rgt-pulls/HOST/RUN, or ./rgt-pulls/DEST: made as real folders, never through a symlink."""
+    hint = "name a folder below rgt-pulls/, e.g. %s/%s-v2 (or leave dest out)" % (plain_word(host), run)
+    parts = plain_parts(dest, "pull destination", hint) if dest else [plain_word(host), plain_word(run)]
+    return policy.project.owned_dir(PULLS, parts)
 
 
 async def _verb(policy: Policy, verb: str, host: str, run: str) -> CallToolResult:
@@ -120,12 +129,12 @@ async def _verb(policy: Policy, verb: str, host: str, run: str) -> CallToolResul
         cursor = await blocking(lambda: _cursor(t))
         _code, text = await blocking(lambda: calls.run_verb(t, verb, run))
         out = {"host": host, "run": run, "done": True, "text": block(text.strip(), policy, 2000),
-               "next": "wait_for_change with cursor %s (CLI: rgt-client watch %s %s)"
-                       % (cursor or "(none)", summary.q(host), summary.q(run))}
+               "next": "wait_for_change with cursor %s (CLI: %s)"
+                       % (cursor or "(none)", summary.run_command("rgt-client watch %s %s", host, run))}
         if cursor:
             out["cursor"] = cursor
         return out
-    return await answer(work)
+    return await answer(work, policy)
 
 
 def _cursor(t: calls.Target) -> str | None:
@@ -160,8 +169,8 @@ def submit_answer(out: dict[str, Any], notes: list[str], host: str, name: str, c
                   policy: Policy) -> dict[str, Any]:
     res: dict[str, Any] = {"host": host, "run": name, "state": line(out.get("state") or "queued", policy, 20),
                            "duplicate": bool(out.get("duplicate")), "notes": lines(notes, policy, 5, 300),
-                           "next": "wait_for_change(host=%s, run=%s, cursor=%s)   (CLI: rgt-client watch %s %s)"
-                                   % (host, name, cursor or "none", summary.q(host), summary.q(name))}
+                           "next": "wait_for_change with cursor %s   (CLI: %s)"
+                                   % (cursor or "none", summary.run_command("rgt-client watch %s %s", host, name))}
     if isinstance(out.get("runs"), list):
         res["runs"] = [{"run": line(r.get("run"), policy, 80), "duplicate": bool(r.get("duplicate"))}
                        for r in out["runs"][:50] if isinstance(r, dict)]
@@ -179,7 +188,7 @@ def pull_answer(res: dict[str, Any], host: str, run: str, policy: Policy) -> dic
             "bytes": v.get("bytes"), "problems": problems, "safe_to_tear_down": ok,
             "teardown": block(res.get("teardown_gate") or "", policy, 3000),
             "bytes_moved": res.get("bytes_moved"), "elapsed_s": res.get("elapsed_s"),
-            "next": ("rgt-client report %s %s   (MCP: make_report); tearing down is the user's call"
-                     % (summary.q(host), summary.q(run)) if ok else
-                     "rgt-client pull %s %s   (MCP: pull_artifacts again); do NOT tear down"
-                     % (summary.q(host), summary.q(run)))}
+            "next": (summary.run_command("rgt-client report %s %s   (MCP: make_report); tearing down is the "
+                                         "user's call", host, run) if ok else
+                     summary.run_command("rgt-client pull %s %s   (MCP: pull_artifacts again); do NOT tear down",
+                                         host, run))}

@@ -10,12 +10,15 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from rgt_client.mcp import boxread, calls, summary, wait
+from rgt_client.mcp import budget as budgets
 from rgt_client.mcp.results import READ, answer, blocking
 from rgt_client.mcp.safety import Policy, block, line
 from rgt_client.mcp.schemas import DiagnoseOut, HostsOut, LogsOut, PlatformOut, StatusOut, WaitOut
 
 Host = Annotated[str, Field(description="A host on this server's allow-list (list_hosts)", max_length=128)]
-RunName = Annotated[str, Field(description="The run's name", min_length=1, max_length=128)]
+# the agent's own name rule: a name is never read as an option, a path or a second line
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+RunName = Annotated[str, Field(description="The run's name", min_length=1, max_length=64, pattern=NAME_PATTERN)]
 LOGS_BYTES_MAX = 48 * 1024
 PROGRESS_EVERY_S = 5.0
 
@@ -34,18 +37,22 @@ def _box_tools(server: MCPServer, policy: Policy) -> None:
         async def work() -> dict[str, Any]:
             return {"hosts": [{"host": h, "status_tool": "get_status"} for h in policy.hosts],
                     "read_only": policy.read_only}
-        return await answer(work)
+        return await answer(work, policy)
 
     @server.tool(annotations=READ)
-    async def get_status(host: Host, run: RunName | None = None) -> Annotated[CallToolResult, StatusOut]:
-        """The box and its runs in one ssh round trip: each run's state, stages, cause (with what
-        decided it and how to fix it), alerts, cost, and `next`: the exact command a human would run
-        next. `cursor` is the last event id: pass it to wait_for_change."""
+    async def get_status(host: Host, run: RunName | None = None,
+                         page: Annotated[int, Field(description="The next page of runs (`more_runs` says when "
+                                                    "there is one)", ge=0, le=100000)] = 0
+                         ) -> Annotated[CallToolResult, StatusOut]:
+        """The box and its runs in one ssh round trip: the runs counted by state, and those that
+        matter (running, failed, queued, then the newest ended; or the one named) with their
+        stages, cause (what decided it and how to fix it), cost and `next`: the exact command a
+        human would run next. `cursor` is the last event id: pass it to wait_for_change."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
             doc = await blocking(lambda: calls.fetch_status(t, run, events=1))
-            return summary.status(doc, host, policy, run)
-        return await answer(work)
+            return summary.status(doc, host, policy, run, page)
+        return await answer(work, policy)
 
     @server.tool(annotations=READ)
     async def wait_for_change(
@@ -68,13 +75,13 @@ def _box_tools(server: MCPServer, policy: Policy) -> None:
             if out.get("cursor"):
                 cursors[key] = out["cursor"]
             return out
-        return await answer(work)
+        return await answer(work, policy)
 
 
 def _run_tools(server: MCPServer, policy: Policy) -> None:
     @server.tool(annotations=READ)
     async def read_logs(host: Host, run: RunName,
-                        stage: Annotated[str | None, Field(max_length=128)] = None,
+                        stage: Annotated[str | None, Field(max_length=64, pattern=NAME_PATTERN)] = None,
                         lines: Annotated[int, Field(ge=1, le=500)] = 100,
                         grep: Annotated[str | None, Field(description="Keep lines containing this text "
                                                           "(case-insensitive)", max_length=200)] = None
@@ -85,7 +92,7 @@ def _run_tools(server: MCPServer, policy: Policy) -> None:
             t = calls.target(policy.check_host(host), policy.ssh_config)
             raw = await blocking(lambda: calls.agent_logs(t, run, stage, 2000 if grep else lines))
             return logs_answer(raw, host, run, stage, lines, grep, policy)
-        return await answer(work)
+        return await answer(work, policy, budgets.LOGS_BUDGET)
 
     @server.tool(annotations=READ)
     async def diagnose(host: Host, run: RunName) -> Annotated[CallToolResult, DiagnoseOut]:
@@ -97,7 +104,7 @@ def _run_tools(server: MCPServer, policy: Policy) -> None:
             t = calls.target(policy.check_host(host), policy.ssh_config)
             doc = await blocking(lambda: calls.fetch_status(t, run, events=0))
             return await blocking(lambda: diagnose_answer(doc, host, run, policy))
-        return await answer(work)
+        return await answer(work, policy)
 
     @server.tool(annotations=READ)
     async def explain_platform(profile: Annotated[str, Field(description="A platform profile name "
@@ -107,7 +114,7 @@ def _run_tools(server: MCPServer, policy: Policy) -> None:
         its danger clocks, and where checkpoints survive."""
         async def work() -> dict[str, Any]:
             return platform_answer(calls.explain_profile(profile), policy)
-        return await answer(work)
+        return await answer(work, policy)
 
 
 async def _with_progress(ctx: Context, total_s: float, fn: Any) -> Any:
@@ -146,6 +153,12 @@ def _wait_answer(head: dict[str, Any], host: str, run: str | None, policy: Polic
     cur = head.get("cursor")
     if isinstance(cur, str) and len(cur) <= 64:
         out["cursor"] = line(cur, policy, 64)
+    if out["timed_out"]:
+        # small by design (a model waits hours with it, and the box's size must not matter): no summary
+        if not isinstance(doc, dict) and run and head.get("status_rc") == calls.exitcodes.USAGE:
+            out["note"] = "no run %s yet: get_status lists the runs" % run
+        out["next"] = "nothing happened: call again with this cursor"
+        return out
     if isinstance(doc, dict):
         full = summary.status(doc, host, policy, run)
         full.pop("cursor", None)
@@ -157,8 +170,6 @@ def _wait_answer(head: dict[str, Any], host: str, run: str | None, policy: Polic
         out["next"] = full.get("next")
     elif run and head.get("status_rc") == calls.exitcodes.USAGE:
         out["note"] = "no run %s on %s yet: get_status lists the runs" % (line(run, policy, 80), host)
-    if out["timed_out"]:
-        out["next"] = "nothing happened: call wait_for_change again with this cursor"
     return out
 
 

@@ -176,22 +176,26 @@ def _announce(info: PullInfo, how: str, dest: str, run: str, host: str) -> None:
 @click.option("--bwlimit", type=click.IntRange(min=1), default=None, metavar="KBPS",
               help="Cap the transfer at KBPS KiB/s.")
 @click.option("--check-load", is_flag=True, help="Also open .pt/.pth/.safetensors with torch/safetensors.")
+@click.option("--keep-mode", is_flag=True, help="Keep the box's executable bits (rsync path); by default "
+                                                "no pulled file is executable.")
 @click.option("--home", default=None, help="RGT_HOME on the box (default: what install used).")
 @click.option("--python", default=None, help="Python on the box (default: what install used).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def pull_command(ctx: click.Context, host: str, run: str, dest: Optional[str], force: bool, method: str,
-                 bwlimit: Optional[int], check_load: bool, home: Optional[str], python: Optional[str],
-                 as_json: bool) -> None:
+                 bwlimit: Optional[int], check_load: bool, keep_mode: bool, home: Optional[str],
+                 python: Optional[str], as_json: bool) -> None:
     """Copy RUN's manifest files from HOST into DEST (default ./rgt-pulls/HOST/RUN), resuming
-    any earlier partial pull, then verify them. Nothing is ever deleted, here or on the box."""
+    any earlier partial pull, then verify them. Nothing is ever deleted, here or on the box;
+    no file is replaced that an earlier pull of this run did not write, no hidden path is
+    written, and no file is executable unless --keep-mode."""
     target = _target(ctx, host, home, python)
     bar = ProgressBar(sys.stderr.isatty() and not as_json)
     dest_shown = dest or default_dest(host, run)
     announce = None if as_json else (lambda info, how: _announce(info, how, dest_shown, run, host))
     try:
         res = pull(target, run, dest, force=force, method=method, bwlimit_kbps=bwlimit, progress=bar,
-                   check_load=check_load, on_info=announce)
+                   check_load=check_load, on_info=announce, keep_mode=keep_mode)
     except ClientError as exc:
         bar.close()
         click.echo(gate_text(_pull_facts(os.path.abspath(dest_shown)), False, exc.message), err=True)

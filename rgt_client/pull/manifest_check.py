@@ -7,7 +7,8 @@ stack than their bytes), every field the client uses has its type and range (a h
 negative size, a non-string path or a sha256 that is not hex is named, never an internal
 KeyError/OverflowError), and every path is a plain relative path that stays inside DEST: no
 `..`, no absolute path, no NUL, no backslash, no rgt name, no duplicate, nothing below another
-entry (a file under a symlink entry would be written through the link).
+entry (a file under a symlink entry would be written through the link), nothing hidden (a
+`.git/hooks/` file is code that runs).
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ MAX_SIZE = (1 << 63) - 1          # off_t
 # every few bytes is no manifest, only memory: 64 MB of `[0,0,...` is 256 MB of list.
 DENSITY = 8
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+HIDDEN = "a hidden path"
 
 
 def hint(host: Optional[str] = None) -> str:
@@ -83,7 +85,11 @@ def check(m: Any, where: str, code: int = exitcodes.USAGE, host: Optional[str] =
     try:
         _check(m)
     except _Bad as b:
-        raise ClientError("%s: %s: %s" % (where, b.field, b.problem), hint(host), code) from None
+        why = hint(host)
+        if HIDDEN in b.problem:     # an agent older than this client still lists hidden files
+            why = ("an agent older than this client lists hidden files: `rgt-client install %s` updates it "
+                   "(it then skips them); else check the box, it may be compromised" % (host or "HOST"))
+        raise ClientError("%s: %s: %s" % (where, b.field, b.problem), why, code) from None
 
 
 def _check(m: Any) -> None:
@@ -160,8 +166,11 @@ def bad_path(p: Any) -> Optional[str]:
         return "an empty, `.` or `..` component (paths must stay inside DEST)"
     if len(raw) > MAX_PATH_BYTES or len(parts) > MAX_DEPTH or any(len(os.fsencode(s)) > MAX_NAME_BYTES for s in parts):
         return "longer or deeper than a file system allows"
-    if parts[0] in (META_DIR, VERIFIED_NAME) or RSYNC_PARTIAL in parts:
+    if parts[0] == VERIFIED_NAME:
         return "one of rgt's own names in DEST"
+    # `.git/hooks/post-commit` in a manifest once ran box code at the next commit in DEST
+    if any(s.startswith(".") for s in parts):
+        return HIDDEN + " (rgt never writes one: .git, .env, .ssh...)"
     return None
 
 

@@ -82,11 +82,16 @@ def _ssh_command(target: transport.Target) -> str:
     return " ".join(shlex.quote(a) for a in argv + list(transport.SSH_OPTIONS) + list(target.extra_ssh))
 
 
+# A box chooses its files' modes: an executable bit kept from it made a pulled `post-commit`
+# runnable. Files land without x/s/t bits unless the user asks (`pull --keep-mode`).
+NO_EXEC = "--chmod=Fa-xst"
+
+
 def rsync_argv(target: transport.Target, head: Dict[str, Any], dest: str, listfile: str,
-               bwlimit_kbps: Optional[int] = None, rsync: str = "rsync") -> List[str]:
+               bwlimit_kbps: Optional[int] = None, rsync: str = "rsync", keep_mode: bool = False) -> List[str]:
     root = head["root"].rstrip("/") + "/"
     argv = [rsync, "-lpt", "-8", "--from0", "--files-from=" + listfile, "--partial-dir=" + RSYNC_PARTIAL,
-            "--out-format=%b\t%n", "--info=progress2", "--stats"]
+            "--out-format=%b\t%n", "--info=progress2", "--stats"] + ([] if keep_mode else [NO_EXEC])
     if bwlimit_kbps:
         argv.append("--bwlimit=%d" % bwlimit_kbps)
     if target.is_local:
@@ -222,7 +227,7 @@ def adopt_rsync_temps(dest: Dest, files: List[Dict[str, Any]]) -> int:
 
 def rsync_pull(target: transport.Target, head: Dict[str, Any], m: Dict[str, Any], dest: Dest,
                progress: Optional[Progress] = None, bwlimit_kbps: Optional[int] = None,
-               rsync: str = "rsync") -> Tuple[int, Known]:
+               rsync: str = "rsync", keep_mode: bool = False) -> Tuple[int, Known]:
     """rsync exactly the manifest's files and symlinks; returns (bytes received, known hashes).
     rsync writes itself: pull checked beforehand that no folder on a manifest path is a symlink
     in DEST, and rsync's receiver refuses what the request did not list."""
@@ -234,7 +239,7 @@ def rsync_pull(target: transport.Target, head: Dict[str, Any], m: Dict[str, Any]
     with os.fdopen(fd, "wb") as fh:
         fh.write(b"".join(os.fsencode(n) + b"\0" for n in names))
     try:
-        argv = rsync_argv(target, head, dest.path, listfile, bwlimit_kbps, rsync)
+        argv = rsync_argv(target, head, dest.path, listfile, bwlimit_kbps, rsync, keep_mode)
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         err = bytearray()       # its tail only: the box's rsync can relay endless messages
         drain = threading.Thread(target=drain_tail, args=(proc.stderr, err), daemon=True)

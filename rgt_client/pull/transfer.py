@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, Optional
 from boxagent.api import dumps
 from rgt_client import exitcodes
 from rgt_client.box import agentcall, transport
-from rgt_client.pull import manifest_check
+from rgt_client.pull import manifest_check, owned
 from rgt_client.box.bounded import AgentStream
 from rgt_client.pull.destdir import Blocked, Dest
 from rgt_client.errors import ClientError
@@ -153,11 +153,27 @@ def _unchanged(d: Dest, dest: str, info: PullInfo, check_load: bool, workers: Op
     return res if res.ok else None
 
 
+def check_links_inside(m: Dict[str, Any], host: str) -> None:
+    """Refuse a manifest symlink whose target leaves DEST (absolute, or climbing out with `..`).
+    For a caller that may not leave a door out of its folder (the MCP server: a model told to
+    read `rgt-pulls/…/data/id_rsa` must not reach ~/.ssh through a link the box chose)."""
+    for s in m.get("symlinks") or []:
+        target = s["target"]
+        where = os.path.normpath(os.path.join(os.path.dirname(s["path"]), target))
+        if target.startswith("/") or where == os.pardir or where.startswith(os.pardir + os.sep):
+            raise ClientError("the manifest from %s has a symlink %s -> %s that leaves the pull's folder; refused"
+                              % (host, safe_line(s["path"])[:200], safe_line(target)[:200]),
+                              "pull it from a shell (`rgt-client pull` records such links, never following "
+                              "them), or drop the link from the job's artifacts", exitcodes.USAGE)
+
+
 def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: bool = False,
          method: str = "auto", bwlimit_kbps: Optional[int] = None, progress: Optional[Progress] = None,
          check_load: bool = False, workers: Optional[int] = None,
-         on_info: Optional[Callable[[PullInfo, str], None]] = None) -> PullResult:
-    """Fetch the manifest, copy exactly its files into dest, verify; never deletes anything."""
+         on_info: Optional[Callable[[PullInfo, str], None]] = None, keep_mode: bool = False,
+         links_inside: bool = False) -> PullResult:
+    """Fetch the manifest, copy exactly its files into dest, verify; never deletes anything and
+    never replaces a file that no earlier pull of this run wrote (owned.py)."""
     t0 = time.monotonic()
     if target.host.startswith("-"):  # would reach ssh and rsync as an option, not a host
         raise ClientError("%r is not a host" % target.host, "name an ssh destination or `local`",
@@ -166,6 +182,8 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise ClientError("%s exists and is not a directory" % dest, "name another DEST", exitcodes.USAGE)
     info = fetch_info(target, run, force)
+    if links_inside:
+        check_links_inside(info.manifest, target.host)
     here = local_rsync()
     how = choose_method(method, remote_rsync(info.head) if not target.is_local else here, here)
     m = info.manifest
@@ -173,6 +191,9 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
         try:
             # before a byte moves: a manifest path under a symlink in DEST (an earlier pull's)
             check_parents(d, target.host, [f["path"] for f in m["files"]] + [s["path"] for s in m.get("symlinks") or []])
+            record = owned.load(d)
+            owned.check(d, target.host, run, m, record)
+            owned.save(d, target.host, run, m, record)
             save_meta(d, target, info, how, time.time())
             again = _unchanged(d, dest, info, check_load, workers)
             if again is not None:     # re-pull of an unchanged run: no copy, no more round trips
@@ -182,7 +203,7 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
             if on_info:
                 on_info(info, how)
             if how == "rsync":
-                moved, known = rsync_pull(target, info.head, m, d, progress, bwlimit_kbps, here or "rsync")
+                moved, known = rsync_pull(target, info.head, m, d, progress, bwlimit_kbps, here or "rsync", keep_mode)
             else:
                 moved, known = stream_pull(target, run, m, d, progress, bwlimit_kbps)
         except Blocked as b:

@@ -177,3 +177,16 @@ def test_manifest_and_stream_run_on_python_3_8(box):
     assert out.returncode == 0, out.stderr
     head, _, rest = out.stdout.partition(b"\n")
     assert json.loads(head)["bytes"] == 300_000 and rest[:300_000] == (box.work / "ck/a.pt").read_bytes()
+
+
+def test_hidden_paths_are_skipped_once_each_so_the_rest_still_pulls(box):
+    box.write("out/.hydra/config.yaml", "a: 1")
+    box.write("out/.hydra/hydra.yaml", "b: 2")
+    box.write(".git/hooks/post-commit", "#!/bin/sh\nid\n")
+    box.write("out/model.pt", "w")
+    run = box.run("r1", ["**"], [])
+    assert box.agent("manifest", run).returncode == 0
+    m = box.manifest(run)
+    assert [f["path"] for f in m["files"]] == ["out/model.pt"]
+    assert sorted(s["path"] for s in m["skipped"]) == [".git", "out/.hydra"]
+    assert all(s["reason"].startswith("hidden") for s in m["skipped"])

@@ -108,11 +108,11 @@ def test_submit_fail_fix_resume_pull_verified_report(local_box):
             p = pulled.structured_content
             assert not pulled.is_error and p["verified"] is True and p["safe_to_tear_down"] is True
             assert p["files"] == 2 and "Nothing to tear down" in p["teardown"] or "Safe to tear down" in p["teardown"]
-            assert (local_box.base / "pulled" / "flow" / "ckpt" / "best.pt").read_text() == "weights\n"
+            assert (local_box.base / "rgt-pulls" / "pulled" / "flow" / "ckpt" / "best.pt").read_text() == "weights\n"
             d = await m.ok("diagnose", host="local", run="flow")
             assert d["artifacts_verified"] is True
             rep = await m.ok("make_report", host="local", run="flow", out="reports/flow.html")
-            html = local_box.base / "reports" / "flow.html"
+            html = local_box.base / "rgt-reports" / "reports" / "flow.html"
             assert rep["path"] == str(html) and html.stat().st_size > 1000
             again = await m.ok("submit_job", host="local", job=job_text(local_box, "flow"))
             assert again["duplicate"] is True

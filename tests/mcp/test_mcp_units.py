@@ -13,7 +13,8 @@ import time
 import pytest
 
 from rgt_client.errors import ClientError
-from rgt_client.mcp.safety import local_path, parse_hosts, redact
+from rgt_client.mcp.localfs import PULLS, Project, plain_parts
+from rgt_client.mcp.safety import parse_hosts, redact
 from rgt_client.mcp.wait import BOX_SCRIPT, MARK
 
 
@@ -92,16 +93,17 @@ def test_redaction_of_secrets_in_box_text():
     assert "k3y-value" not in out and "my-own-secret" not in out and "loss=0.123456789" in out
 
 
-def test_writes_stay_inside_the_project(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert local_path("rgt-pulls/gpu1/r1", "dest") == str(tmp_path / "rgt-pulls" / "gpu1" / "r1")
-    assert local_path(str(tmp_path / "out" / "r.html"), "out", ".html").endswith("r.html")
-    os.symlink("/etc", tmp_path / "etc-link")
-    for bad in ("/etc/x", "../x", ".git/hooks", "a/.ssh/b", "~/x", ".", "etc-link/x"):
+def test_writes_stay_inside_rgts_own_folders(tmp_path):
+    project = Project.at(str(tmp_path))
+    assert project.owned_dir(PULLS, ["gpu1", "r1"]) == str(tmp_path / "rgt-pulls" / "gpu1" / "r1")
+    assert (tmp_path / "rgt-pulls" / "gpu1" / "r1").is_dir()
+    for bad in ("/etc/x", "../x", ".git/hooks", "a/.ssh/b", "~/x", ".", "a/../../b", "-rf", "a\nb"):
         with pytest.raises(ClientError):
-            local_path(bad, "dest")
+            plain_parts(bad, "dest", "hint")
+    os.symlink("/etc", tmp_path / "rgt-pulls" / "etc-link")
     with pytest.raises(ClientError):
-        local_path("r.sh", "out", ".html")
+        project.owned_dir(PULLS, ["etc-link", "x"])
+    assert not os.path.exists("/etc/x")
 
 
 def test_hosts_are_parsed_and_checked():
@@ -123,3 +125,18 @@ def test_diagnose_hands_the_model_the_nearest_known_failures_bounded():
                         Policy(hosts=["b"], secrets={"hf_" + "S" * 20}))
     assert odd is not None and odd["similar"] == [{"source": odd["similar"][0]["source"]}]
     assert "hf_SSSS" not in odd["similar"][0]["source"]
+
+
+def test_an_answer_over_budget_is_cut_and_says_what_it_left_out():
+    from rgt_client.mcp.budget import fit, size
+    data = {"host": "gpu1", "runs": [{"name": "r%d" % i, "note": "x" * 200} for i in range(1000)],
+            "alerts": [{"summary": "y" * 5000}], "next": "rgt-client status gpu1"}
+    out = fit(data, 16 * 1024)
+    assert size(out) <= 16 * 1024 and out["next"] == "rgt-client status gpu1"
+    kept = len(out["runs"])
+    assert 0 < kept < 1000 and out["left_out"]["items"]["runs"] == 1000 - kept
+    assert "get_status" in out["left_out"]["how"]
+    small = {"host": "gpu1", "runs": []}
+    assert fit(dict(small)) == small                       # within budget: untouched, no left_out
+    huge_text = fit({"text": "z" * 100000}, 4096)
+    assert size(huge_text) <= 4096 and huge_text["text"].endswith("…[cut]")
