@@ -25,13 +25,16 @@ def new_token() -> str:
     return os.urandom(8).hex()
 
 
-def make_cgroup(roots: Roots, token: str) -> Optional[str]:
-    """A new child cgroup for the attempt, or None when the box does not let us make one."""
+def make_cgroup(roots: Roots) -> Optional[str]:
+    """A new child cgroup for the attempt, or None when the box does not let us make one.
+    Its name is random and NOT the attempt's token: a cgroup's name is readable by every user
+    of the box (/proc/PID/cgroup, /sys/fs/cgroup), and a token read there let another user's
+    process pass as the stage for GPU-fault attribution."""
     from boxagent.health.cgroup import tracking_dir
     parent = tracking_dir(roots.proc, roots.cgroup)
     if not parent:
         return None
-    path = os.path.join(parent, "rgt-" + token)
+    path = os.path.join(parent, "rgt-" + new_token())
     try:
         os.mkdir(path)
     except OSError:

@@ -96,7 +96,7 @@ def run_shim(home: Home, run: str, stage: str, attempt: int) -> int:
     roots = Roots.from_env()
     on_slurm = bool(launch.get("slurm"))
     token = contain.new_token()
-    cgroup = None if on_slurm else contain.make_cgroup(roots, token)
+    cgroup = None if on_slurm else contain.make_cgroup(roots)
     forwarder = _Forwarder()        # before the spawn: a TERM in the launch window is not lost
     child = _spawn(launch, token, cgroup)
     held = {"token": token, "cgroup": cgroup}

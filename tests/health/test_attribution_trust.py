@@ -136,7 +136,7 @@ def test_claim_a_process_older_than_the_attempt_is_never_its_stage(procs):
 def test_claim_a_process_in_the_attempts_cgroup_is_the_stages(procs, tmp_path):
     from boxagent.engine import contain
     roots = Roots()
-    cg = contain.make_cgroup(roots, "beef" * 4)
+    cg = contain.make_cgroup(roots)
     if cg is None:
         pytest.skip("this box lets no attempt cgroup be made (needs root and a writable cgroup tree)")
     try:
@@ -155,6 +155,25 @@ def test_claim_a_process_in_the_attempts_cgroup_is_the_stages(procs, tmp_path):
                 pass
         wait_for(lambda: not open(os.path.join(cg, "cgroup.procs")).read().strip() or None, 5, "cgroup empty")
         contain.remove_cgroup(cg)
+
+
+def test_claim_the_attempt_token_is_not_readable_from_its_cgroup_name(tmp_path):
+    """Every user of the box can read a process's cgroup path: an attempt's cgroup named after
+    its token handed the token to anyone (a `nobody` process then passed as the stage)."""
+    import json as _json
+    from tests.realbox import Box
+    b = Box(tmp_path)
+    try:
+        b.submit(job("cgname", b.workdir, {"name": "s", "run": "cat /proc/self/cgroup; sleep 1"}))
+        b.start()
+        b.wait_run("cgname")
+        pid_file = next((b.home / "runs" / "cgname" / "stages").glob("s.*.pid"))
+        held = _json.loads(pid_file.read_text())["contain"]
+        log = next((b.home / "runs" / "cgname" / "logs").glob("s.*.log")).read_text()
+        assert held["token"] and held["token"] not in log
+        assert not held.get("cgroup") or held["token"] not in held["cgroup"]
+    finally:
+        b.cleanup()
 
 
 def _child_of(pid):
