@@ -40,7 +40,9 @@ def test_the_tables_are_big_and_fold_into_few_rules():
     """The vocabulary is hundreds of rows, but the engine sees one rule per class."""
     assert len(ROWS) >= 250
     specs = vocab.rule_specs()
-    assert len(specs) <= 2 * len(set(r.cls for r in ROWS))
+    # a few rows carry a remedy of their own (the NVIDIA hook's mount step, TensorRT's memory,
+    # Megatron's NaN grad norm), each one more alternation per line scanned: still few
+    assert len(specs) <= 2.5 * len(set(r.cls for r in ROWS))
     assert sum(1 for r in build_rules().rules if r.vocab) == len(specs)
 
 

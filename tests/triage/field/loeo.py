@@ -72,15 +72,20 @@ def mechanical(results: List[Dict[str, Any]], indexes: Optional[List[Path]] = No
     """The leave-one-ecosystem-out figure with each fold's own rows off, beside the per-fold
     detail: {groups, cases, right, mean_accuracy, pooled_accuracy, folds: {eco: {cases,
     right, rows_off}}}."""
+    from tests.triage.field import score as S
     folds: Dict[str, Dict[str, Any]] = {}
+    # every case of the corpus, scored here or not: a fold hides ALL of its ecosystem's cases
+    # (another set's too) from the index and switches off the rows any of them led to
+    scored = set(r["path"] for r in results)
+    pool = list(results) + [c for c in S.load_cases() if c["path"] not in scored]
     for eco in sorted(set(F.ecosystem_of(r) for r in results)):
         mine = [r for r in results if F.ecosystem_of(r) == eco]
         held = [r for r in mine if F.added_of(r) == F.HELD_OUT]
         if not held:
             continue
-        off = rows_off_for(case_key(r) for r in mine)
-        tally = (score_fold(eco, [case_key(r) for r in mine], indexes) if off else
-                 rescore_without(held, [case_key(r) for r in mine]))
+        hidden = [case_key(r) for r in pool if F.ecosystem_of(r) == eco]
+        off = rows_off_for(hidden)
+        tally = (score_fold(eco, hidden, indexes) if off else rescore_without(held, hidden))
         folds[eco] = dict(tally, rows_off=len(off))
     cases = sum(f["cases"] for f in folds.values())
     right = sum(f["right"] for f in folds.values())
