@@ -3,9 +3,11 @@ printed them, and the run's span covers every attempt."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Dict, List
 
 from boxagent.runlog.points import parse_iso
+from rgt_client.report.page import render
 from tests.realbox import Box, job
 
 LOSSES = "for i in 1 2 3 4 5 6; do echo loss=0.$i; sleep 0.3; done"
@@ -57,3 +59,23 @@ def test_a_plain_runs_chart_has_the_stages_last_logged_value(box):
     assert [m["x"]["loss"] for m in doc["history"]["metrics"]] == [0.9, 0.25]
     t0, t1 = _first_attempt(doc["history"]["events"], "train")
     assert all(t0 - 0.01 <= m["t"] <= t1 + 0.01 for m in doc["history"]["metrics"])
+
+
+def test_a_resumed_runs_report_spans_every_attempt_with_no_vertical_lines(box):
+    """The page `rgt-client report` draws from the real agent's report-data: the header's "after"
+    covers both attempts, no event of the first attempt reads a negative "since start", and the
+    loss curve is no vertical line."""
+    doc = _resumed_run(box)
+    html = render(doc)
+    events = doc["history"]["events"]
+    first = parse_iso(next(e for e in events if e["type"] == "run_started")["at"])
+    end = parse_iso(doc["run"]["ended_at"])
+    header = re.search(r"<p>Started ([^<]*)</p>", html).group(1)
+    assert "started again once" in header, header
+    after = re.search(r"after (\d+)s\.", header)
+    assert after is not None and int(after.group(1)) >= int(end - first) - 1, (header, end - first)
+    since = re.findall(r'<td class="t">[^<]*</td><td class="t">([^<]*)</td>', html)
+    assert since and not any(s.startswith("-") for s in since), since
+    path = re.search(r'aria-label="loss \(stage train\)[^"]*".*?<path class="ln c0" d="([^"]+)"', html).group(1)
+    xs = {float(x) for x in re.findall(r"[ML]([0-9.]+) ", path)}
+    assert len(xs) == 6, path
