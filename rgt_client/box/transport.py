@@ -362,14 +362,17 @@ def unreachable(target: Target, stderr: str, connected: bool = False) -> ClientE
     each with its own exit code and hint (sshfail.py), the hint in the user's own `ssh -F FILE`."""
     from rgt_client.box import sshfail
     from rgt_client.textsafe import safe_line
-    msg = " ".join(line.strip() for line in stderr.strip().splitlines()[-3:]) or "ssh failed"
+    # ssh's lines stay lines: joined with a space they ran together into one unreadable sentence
+    lines = [safe_line(line.strip()) for line in stderr.strip().splitlines() if line.strip()][-3:]
+    msg = "\n  ".join(lines) if len(lines) > 1 else (lines[0] if lines else "ssh failed")
+    sep = ":\n  " if len(lines) > 1 else ": "
     if connected:   # ssh's own words about a link that dropped mid-answer
-        return ClientError("the connection to %s broke: %s" % (target.host, safe_line(msg)),
+        return ClientError("the connection to %s broke%s%s" % (target.host, sep, msg),
                            "try again; if it repeats, check the network to the box", exitcodes.UNREACHABLE)
     kind = sshfail.kind_of(stderr)
     known = sshfail.known_host_names(target.ssh_config) if kind == sshfail.NO_SUCH_HOST else []
     what, hint = sshfail.what_and_hint(kind, target.host, target.ssh_config, known)
-    return ClientError("%s: %s" % (what, safe_line(msg)), hint, sshfail.CODES[kind])
+    return ClientError("%s%s%s" % (what, sep, msg), hint, sshfail.CODES[kind])
 
 
 def run_agent(target: Target, args: list[str], stdin: bytes | None = None,

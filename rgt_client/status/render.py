@@ -271,7 +271,8 @@ def _notifications(n: Any) -> list[str]:
 
 def error_lines(host: str, error: ClientError) -> list[str]:
     """A host's error for stderr: `HOST · Error: ...` and its hint (box text sanitised)."""
-    lines = ["%s · Error: %s" % (host, safe_line(error.message))]
+    first, *more = error.message.split("\n")       # ssh's own lines stay lines, each sanitised
+    lines = ["%s · Error: %s" % (host, safe_line(first))] + ["    %s" % safe_line(m.strip()) for m in more[:8]]
     if error.hint:
         lines.append("  Hint: %s" % safe(error.hint))
     return lines
