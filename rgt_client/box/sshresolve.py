@@ -58,7 +58,7 @@ def resolve(host: str, ssh_config: str | None) -> Resolved | None:
         port = int((fields.get("port") or ["22"])[0])
     except ValueError:
         port = 22
-    alias = (fields.get("hostkeyalias") or [None])[0]
+    alias = (fields.get("hostkeyalias") or [""])[0]
     return Resolved((fields.get("hostname") or [host])[0], port,
                     os.path.expanduser(known[0]) if known and known[0] != "none" else None,
                     alias if alias and alias != "none" else None, ids)

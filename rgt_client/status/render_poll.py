@@ -24,6 +24,8 @@ def watch_lines(ev: WatchEvent, host: str, run: str) -> list[str]:
     if ev.kind == "no_answer":
         why = "no answer in time" if isinstance(ev.error, BoxTooSlow) else "ssh failed"
         return ["%s %s (the run is not affected): %s" % (_ts(), why, safe_line(ev.error.message if ev.error else ""))]
+    if ev.kind == "progress":
+        return [progress_line(ev)[0]]
     if ev.kind == "run":
         live = statusdata.alive(ev.status)
         return ["%s %s%s" % (_ts(), run_line(ev.run, live), "" if live else "; " + heartbeat_words(ev.status))]
@@ -35,6 +37,31 @@ def watch_lines(ev: WatchEvent, host: str, run: str) -> list[str]:
         return ["%s the agent on %s stayed down for %d checks; restart it: rgt-client install %s"
                 % (_ts(), host, ev.dead, word)]
     return ["%s gave up after %s: %s" % (_ts(), format_duration(ev.waited_s), _last_seen(ev, host, run))]
+
+
+def progress_line(ev: WatchEvent) -> tuple[str, str]:
+    """(the line, what it says apart from the clock and ages): the running stage, its progress,
+    ETA and the progress's age. Piped, a line is printed only when the second part changes."""
+    stages = ev.run.get("stages") or []
+    cur = next((st for st in stages if isinstance(st, dict) and st.get("state") == "running"), None)
+    if cur is None:
+        what = "%s %s" % (s(ev.run.get("name")), s(ev.run.get("state")))
+        return "%s %s" % (_ts(), what), what
+    prog = cur.get("progress") or {}
+    fraction = prog.get("fraction")
+    what = "stage %s (%d/%d)" % (s(cur.get("name")), stages.index(cur) + 1, len(stages))
+    if isinstance(fraction, (int, float)):
+        what += ": %.0f%%" % (100 * fraction)
+        if prog.get("done") is not None and prog.get("total"):
+            what += " (%s/%s)" % (s(prog["done"]), s(prog["total"]))
+        if isinstance(prog.get("eta_s"), (int, float)):
+            what += " eta %s" % format_duration(prog["eta_s"])
+    else:
+        what += ": running, no progress in its log yet"
+    age = prog.get("age_s")
+    aged = ", as of %s ago" % format_duration(age) if isinstance(age, (int, float)) and fraction is not None else ""
+    live = "" if statusdata.alive(ev.status) else "; " + heartbeat_words(ev.status)
+    return "%s %s%s%s" % (_ts(), what, aged, live), what
 
 
 def _stream_line(ev: WatchEvent) -> str:
@@ -114,3 +141,32 @@ def _alerts(status: dict) -> str:
         return ""
     text = ", ".join("%s %s" % (s(a.get("severity")), s(a.get("type"))) for a in alerts[:PATROL_RUNS])
     return " · alerts: " + text + (" +%d more" % (len(alerts) - PATROL_RUNS) if len(alerts) > PATROL_RUNS else "")
+
+
+class WatchPrinter:
+    """watch's output: every line as it comes; a progress line redrawn in place on a terminal
+    (the next line takes its place), and on a pipe printed only when what it says changes."""
+
+    def __init__(self, host: str, run: str, tty: bool) -> None:
+        self.host, self.run, self.tty = host, run, tty
+        self.drawn = False              # a progress line is on the terminal's last row
+        self.said: str | None = None
+
+    def __call__(self, ev: WatchEvent) -> None:
+        import click
+        if ev.kind == "progress":
+            line, what = progress_line(ev)
+            if self.tty:
+                click.echo("\r\x1b[K" + line, nl=False)
+                self.drawn = True
+            elif what != self.said:
+                click.echo(line)
+            self.said = what
+            return
+        if self.drawn:
+            click.echo("\r\x1b[K", nl=False)
+            self.drawn = False
+        if ev.kind == "run":
+            self.said = None
+        for line in watch_lines(ev, self.host, self.run):
+            click.echo(line)

@@ -1,0 +1,36 @@
+"""`watch` shows life during a long stage, over the far link (bench/delayproxy.py, 150 ms round
+trip): a progress line at most every --every, one line per change when piped. It printed
+nothing for the whole stage once."""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.client.conftest import wait_for
+from tests.client.test_far_link import Lines, far, run_events, spawn, submit  # noqa: F401 (far: fixture)
+
+pytestmark = [pytest.mark.ssh, pytest.mark.slow]
+STEPS = "for i in $(seq 1 40); do echo step $i/40; sleep 0.25; done"
+
+
+def test_a_long_stage_shows_its_progress_while_it_runs(far):
+    submit(far, "long", [("train", STEPS)])
+    proc = spawn(far, "watch", "far-box", "long", "--every", "1s", "--max-wait", "60s")
+    lines = Lines(proc)
+    try:
+        proc.wait(60)
+        ended = next(e for e in run_events(far["home"], "long") if e["type"] == "stage_succeeded")
+        progress = [(at, line) for at, line in lines.got if "stage train (1/1):" in line]
+        assert len(progress) >= 3, lines.got
+        said = [re.sub(r"^\S+ ", "", line).split(", as of")[0] for _, line in progress]
+        assert len(set(said)) == len(said), said             # piped: one line per change
+        assert any(re.search(r"\d+% \(\d+/40\) eta ", line) for _, line in progress), progress
+        assert all(b - a >= 0.9 for (a, _), (b, _) in zip(progress, progress[1:])), progress
+        written = int(ended["id"].split("-")[0]) / 1000.0
+        assert progress[0][0] < written - 3, "no sign of life until the stage was nearly over"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
