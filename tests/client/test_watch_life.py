@@ -34,3 +34,35 @@ def test_a_long_stage_shows_its_progress_while_it_runs(far):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_on_a_terminal_the_progress_line_is_redrawn_in_place(far):
+    import os
+    import pty
+    import subprocess
+    from tests.client.test_far_link import CLIENT
+    submit(far, "tty", [("train", STEPS)])
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([CLIENT, "watch", "far-box", "tty", "--every", "1s", "--max-wait", "60s",
+                             "--home", str(far["home"])], stdout=slave, stderr=slave, env=far["env"])
+    os.close(slave)
+    out = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        proc.wait(60)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = out.decode("utf-8", "replace")
+    redraws = re.findall(r"\r\x1b\[K\S+ stage train \(1/1\):[^\r\n]*", text)
+    assert len(redraws) >= 3, text
+    assert "succeeded" in text.split(redraws[-1])[-1]     # the next line took the progress line's place
