@@ -326,10 +326,12 @@ def _reap(proc: subprocess.Popen) -> None:
 
 def _too_slow(target: Target, timeout: float, connected: bool, what: str) -> ClientError:
     if connected or target.is_local:
-        return BoxTooSlow("%s answered too slowly: no answer to %s within %ds (the connection is up)"
+        # The connection came up; whether it still is, silence cannot tell: a link that went
+        # dark mid-wait was once reported as "(the connection is up)".
+        return BoxTooSlow("%s answered too slowly: no answer to %s within %ds after the connection came up "
+                          "(a box too loaded to answer, or a link that went silent)"
                           % (target.host, what or "the command", timeout),
-                          "the box may be overloaded or its disk slow: try again, or look at it: %s"
-                          % _ssh_words(target, "uptime"))
+                          "try again; if it repeats, look at the box: %s" % _ssh_words(target, "uptime"))
     from rgt_client.box.sshfail import ssh_words
     return ClientError("%s did not answer within %ds: the ssh connection never came up"
                        % (target.host, timeout),

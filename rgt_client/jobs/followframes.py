@@ -10,7 +10,7 @@ shown twice and nothing is lost. The box is untrusted: heads are checked and bou
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from rgt_client.errors import ClientError
 from rgt_client.jobs.logview import FollowView
@@ -27,8 +27,12 @@ class Frames:
         self.left = 0
         self.resume: dict[str, Any] | None = None
         self.connected = False
+        self.on_back: Callable[[], None] | None = None     # after a lost link: called at the first frame
 
     def feed(self, chunk: bytes) -> None:
+        if self.on_back is not None and chunk:
+            back, self.on_back = self.on_back, None
+            back()
         self.buf += chunk
         while self.buf or (self.head is not None and self.left == 0):
             if self.head is None and not self._read_head():

@@ -66,3 +66,58 @@ def test_on_a_terminal_the_progress_line_is_redrawn_in_place(far):
     redraws = re.findall(r"\r\x1b\[K\S+ stage train \(1/1\):[^\r\n]*", text)
     assert len(redraws) >= 3, text
     assert "succeeded" in text.split(redraws[-1])[-1]     # the next line took the progress line's place
+
+
+def _pty_run(argv: list, env: dict, during=None) -> str:
+    """Run a client command on a real pseudo-terminal; `during(text_so_far)` may act as it reads."""
+    import os
+    import pty
+    import subprocess
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    out = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+            if during is not None:
+                during(out.decode("utf-8", "replace"))
+        proc.wait(90)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return out.decode("utf-8", "replace")
+
+
+def test_logs_follow_on_a_terminal_says_link_lost_on_its_own_line_and_link_back(far):
+    from tests.client.test_far_link import CLIENT
+    bar = "for i in $(seq 1 160); do printf '\\\\r%d/160 it' $i; sleep 0.05; done; echo; echo done-bar"
+    submit(far, "bar", [("bar", bar)])
+    state = {"cut": False}
+
+    def during(text: str) -> None:
+        if not state["cut"] and "40/160" in text:
+            state["cut"] = True
+            far["proxy"].stall(True)
+            time.sleep(1.5)
+            far["proxy"].cut()
+            time.sleep(1.5)
+            far["proxy"].stall(False)
+    text = _pty_run([CLIENT, "logs", "far-box", "bar", "--follow", "--max-wait", "90s", "--home", str(far["home"])],
+                    far["env"], during)
+    assert state["cut"], text
+    assert text.lstrip().startswith("==> bar (attempt 1) <=="), text[:200]
+    assert "link lost at" in text, repr(text[-1500:])
+    lost = text.index("link lost at")
+    before = text[:lost].replace("\r\n", "\n")
+    assert before.endswith("\n") or re.search(r"\r *\r$", before), repr(text[lost - 80:lost + 40])
+    assert "link back (lost since" in text[lost:], text[lost:]
+    assert "done-bar" in text
