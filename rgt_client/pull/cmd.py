@@ -194,7 +194,8 @@ def pull_command(ctx: click.Context, host: str, run: str, dest: Optional[str], f
                    check_load=check_load, on_info=announce)
     except ClientError as exc:
         bar.close()
-        click.echo(gate_text(_pull_facts(os.path.abspath(dest_shown)), False, exc.message), err=True)
+        if exc.code != exitcodes.USAGE:     # a run that is not there has nothing to tear down after
+            click.echo(gate_text(_pull_facts(os.path.abspath(dest_shown)), False, exc.message), err=True)
         raise
     bar.close()
     facts = res.info.head.get("profile") or {}
@@ -218,15 +219,19 @@ def pull_command(ctx: click.Context, host: str, run: str, dest: Optional[str], f
 
 @click.command("verify")
 @click.argument("dest", type=click.Path(file_okay=False))
+@click.argument("more", nargs=-1, metavar="")
 @click.option("--manifest", "manifest", type=click.Path(dir_okay=False), default=None,
               help="The manifest to check against (default DEST/.rgt/manifest.json).")
 @click.option("--check-load", is_flag=True, help="Also open .pt/.pth/.safetensors with torch/safetensors.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def verify_command(ctx: click.Context, dest: str, manifest: Optional[str], check_load: bool,
-                   as_json: bool) -> None:
+                   as_json: bool, more: tuple = ()) -> None:
     """Check DEST against the run's manifest: missing and extra files, sizes, sha256. Writes
     DEST/PULL_VERIFIED.json only when everything matches."""
+    if more:        # `verify HOST RUN`, as pull is called: say which folder that pull wrote
+        raise ClientError("verify takes the folder a pull wrote, not HOST RUN",
+                          "rgt-client verify %s" % default_dest(dest, more[0]), exitcodes.USAGE)
     res = verify(dest, manifest, check_load=check_load)
     facts = _pull_facts(os.path.abspath(dest))
     gate = gate_text(facts.get("profile"), res.ok, None if res.ok else _why(res))
