@@ -194,6 +194,8 @@ def pump(path, offset):
     return offset + len(data)
 
 def start_offset(path, n):
+    if n <= 0:       # -n 0: all of it
+        return 0
     try:
         with open(path, "rb") as fh:
             fh.seek(0, 2)
