@@ -93,6 +93,10 @@ def _last_seen(ev: WatchEvent, host: str, run: str) -> str:
         since = time.strftime("%H:%M:%S", time.localtime(ev.unknown_since))
         return ("no answer from %s since %s: the state of run %s is unknown; %s; ask again: %s"
                 % (host, since, s(run), last, again))
+    if ev.dead:     # the last answer said the agent was down: nothing moves the chain on
+        return ("run %s was not finished when %s; the agent on %s was down then: no next stage starts while it "
+                "is down (a stage already running may still end); restart it: rgt-client install %s"
+                % (s(run), last, host, shlex.quote(host)))
     return "run %s was not finished when %s (it keeps going on the box)" % (s(run), last)
 
 

@@ -41,6 +41,7 @@ def watch(target: Target, run: str, every_s: float, max_wait_s: float, show: Cal
         if left <= 0:
             seen = state.seen
             show(WatchEvent("gave_up", run=seen.run, waited_s=max_wait_s, unknown_since=seen.unknown_since,
+                            dead=state.dead,
                             seen_age_s=None if seen.at is None else clock.monotonic() - seen.at))
             return exitcodes.GAVE_UP
         first = state.cursor is None     # the first answer: where the feed is now, and the run's state

@@ -121,3 +121,18 @@ def test_logs_follow_on_a_terminal_says_link_lost_on_its_own_line_and_link_back(
     assert before.endswith("\n") or re.search(r"\r *\r$", before), repr(text[lost - 80:lost + 40])
     assert "link back (lost since" in text[lost:], text[lost:]
     assert "done-bar" in text
+
+
+def test_watch_with_the_agent_down_does_not_say_the_run_keeps_going(far):
+    import subprocess
+    from tests.client.conftest import stop_daemon
+    from tests.client.test_far_link import CLIENT
+    submit(far, "held", [("train", "sleep 30"), ("eval", "true")])
+    wait_for(lambda: any(e["type"] == "stage_started" for e in run_events(far["home"], "held")), 30)
+    stop_daemon(far["home"])
+    res = subprocess.run([CLIENT, "watch", "far-box", "held", "--every", "5s", "--max-wait", "2s",
+                          "--home", str(far["home"])], capture_output=True, text=True, env=far["env"], timeout=60)
+    assert res.returncode == 6, res.stdout + res.stderr
+    assert "keeps going on the box" not in res.stdout, res.stdout
+    assert "the agent on far-box was down then: no next stage starts while it is down" in res.stdout, res.stdout
+    assert "rgt-client install far-box" in res.stdout
