@@ -179,6 +179,7 @@ def read(home: Home, roots: Roots, now: Optional[float] = None, n_events: int = 
     written_at = status.get("observed_at")
     status["observed_at"] = iso_utc(now)
     _refresh_running(status, now)
+    add_verified_pulls(status, home)
     if pid is None:
         _refresh_cost(status, now, written_at)
     known = {r["name"] for r in status.get("runs") or []}
@@ -191,6 +192,22 @@ def read(home: Home, roots: Roots, now: Optional[float] = None, n_events: int = 
         from boxagent.wire import events as events_mod
         status["events"] = events_mod.tail(home.events, n_events)
     return status
+
+
+def add_verified_pulls(status: Dict[str, Any], home: Home) -> None:
+    """runs[].pull_verified from each run's own record (cost/cli.py writes it; the laptop calls
+    it after `verify`), for the writer and for a reader of a dead agent's files alike."""
+    from boxagent.cost.cli import status_block
+    for block in status.get("runs") or []:
+        name = block.get("name") if isinstance(block, dict) else None
+        if not isinstance(name, str) or block.get("state") == "queued":
+            continue
+        art = block.get("artifacts") if isinstance(block.get("artifacts"), dict) else {}
+        got = status_block(home, name, art.get("sha256"))
+        if got is not None:
+            block["pull_verified"] = got
+        else:
+            block.pop("pull_verified", None)
 
 
 def liveness(pid_alive: bool, heartbeat_age_s: Optional[float]) -> str:

@@ -202,7 +202,7 @@ def pull_command(ctx: click.Context, host: str, run: str, dest: Optional[str], f
     gate = gate_text(facts, res.verify.ok, None if res.verify.ok else _why(res.verify))
     # the box already knows of this verified manifest (its pull-info said so): no second round trip
     known = res.verify.ok and res.info.head.get("pull_verified_sha256") == res.verify.manifest_sha256
-    note = record_on_box(target, run, res.verify.manifest_sha256) if res.verify.ok and not known else None
+    note = record_on_box(target, run, res.verify.manifest_sha256, res.verify) if res.verify.ok and not known else None
     if note:
         click.echo("note: %s" % note, err=True)
     if as_json:
@@ -238,7 +238,7 @@ def verify_command(ctx: click.Context, dest: str, manifest: Optional[str], check
     recorded = False
     if res.ok and isinstance(facts.get("host"), str) and facts["host"]:
         # the box learns of the verified copy (its idle warning stops asking for a pull)
-        note = record_on_box(_target(ctx, facts["host"], None, None), str(facts.get("run")), res.manifest_sha256)
+        note = record_on_box(_target(ctx, facts["host"], None, None), str(facts.get("run")), res.manifest_sha256, res)
         recorded = note is None
         if note:
             click.echo("note: %s" % note, err=True)

@@ -115,7 +115,8 @@ PATROL_TABLE = (
     ("RUN-FAILED", exitcodes.RUN_FAILED, "a run failed or was interrupted within --since"),
     ("WARNED", exitcodes.OK, "a run has stage warnings and is active or ended within --since"),
     ("HEALTHY", exitcodes.OK, "a run is running or queued"),
-    ("DONE", exitcodes.OK, "every run finished, the last one succeeded: pull next"),
+    ("DONE", exitcodes.OK, "every run finished, the last one succeeded: pull next, or when and where its "
+                           "verified pull went"),
     ("IDLE", exitcodes.OK, "no runs"),
     ("ERROR", exitcodes.ERROR, "anything else: no python, a malformed or too slow answer"),
 )

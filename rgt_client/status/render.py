@@ -10,7 +10,7 @@ from boxagent.api import NON_FINITE, format_bytes, format_duration
 from rgt_client.cost.render import run_cost, status_lines
 from rgt_client.status import statusdata
 from rgt_client.errors import ClientError
-from rgt_client.status.render_run import clip, stage_lines, wrapped
+from rgt_client.status.render_run import clip, pull_words, stage_lines, wrapped
 from rgt_client.textsafe import s, safe, safe_line
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -96,7 +96,7 @@ def _runs(runs: list[dict[str, Any]], host: str, show_all: bool, live: bool,
     hidden += statusdata.not_in_answer(summary)       # ended runs the box keeps out of status.json
     lines: list[str] = []
     for run in shown:
-        lines += _run(run, live, metrics.get(str(run.get("name"))), cost, full_state_dir)
+        lines += _run(run, live, metrics.get(str(run.get("name"))), cost, full_state_dir, host)
     if hidden:
         lines.append("… %d older ended run%s not shown: rgt-client status %s --all"
                      % (hidden, "" if hidden == 1 else "s", shlex.quote(host)))
@@ -211,7 +211,7 @@ def _int(v: Any) -> str:
 
 
 def _run(run: dict[str, Any], live: bool, spark: dict[str, Any] | None = None, cost: Any = None,
-         full_state_dir: bool = False) -> list[str]:
+         full_state_dir: bool = False, host: str = "HOST") -> list[str]:
     lines = ["run %s  %s%s" % (s(run.get("name")), s(run.get("state")),
                                "  workdir %s" % s(run["workdir"]) if run.get("workdir") else "")]
     if run.get("pending_pickup"):
@@ -224,6 +224,8 @@ def _run(run: dict[str, Any], live: bool, spark: dict[str, Any] | None = None, c
     art = run.get("artifacts") or {}
     if art.get("files"):
         lines.append("  artifacts %s files, %s" % (art.get("files"), format_bytes(art.get("bytes"))))
+    if run.get("state") == "succeeded" and (art.get("files") or run.get("pull_verified")):
+        lines.append("  pull      %s" % pull_words(run, host))
     paid = run_cost(run, cost)
     if paid:
         lines.append("  cost      %s" % paid)

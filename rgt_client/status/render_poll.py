@@ -11,7 +11,7 @@ from rgt_client.errors import BoxTooSlow
 from rgt_client.status.poll import Verdict, WatchEvent
 from rgt_client.status.render import heartbeat_words, occupancy, state_full_words
 from rgt_client.cost.render import patrol_brief
-from rgt_client.status.render_run import run_line
+from rgt_client.status.render_run import pull_words, run_line
 from rgt_client.textsafe import s, safe_line
 
 
@@ -117,8 +117,7 @@ def patrol_detail(v: Verdict, host: str) -> str:
             + paid + _alerts(v.status)
     if v.word == "DONE":
         name = v.runs[0].get("name")
-        return "run %s succeeded; pull next: rgt-client pull %s %s%s" % (s(name), shlex.quote(host),
-                                                                        s(shlex.quote(str(name))), paid)
+        return "run %s succeeded; %s%s" % (s(name), pull_words(v.runs[0], host), paid)
     return "no active runs" + paid + _alerts(v.status)
 
 

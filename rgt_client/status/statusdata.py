@@ -33,7 +33,9 @@ _STAGE = {"name": "s", "kind": "s", "state": "s", "attempt": "i", "exit_code": "
           "slurm_job_id": "s", "slurm_state": "s", "slurm_waiting": {"text": "s", "blocked": "b"}}
 _RUN = {"name": "s", "state": "s", "workdir": "s", "created_at": "s", "started_at": "s", "ended_at": "s",
         "stages": [_STAGE], "artifacts": {"files": "i", "bytes": "n"}, "pending_pickup": "b",
-        "cost": {"hours": "n", "spent": "n"}}
+        "cost": {"hours": "n", "spent": "n"},
+        "pull_verified": {"verified_at": "s", "dest": "s", "files": "i", "bytes": "i", "manifest_sha256": "s",
+                          "current": "b"}}
 _COST = {"price_per_hour": "n", "currency": "s", "since": "s", "hours": "n", "spent": "n", "budget": "n",
          "runs_hours": "n", "runs_spent": "n", "idle_hours": "n", "idle_spent": "n", "runs_folded": "i",
          "budget_used_pct": "n", "idle_alert_after_s": "n", "stop_deadline_at": "s", "stop_deadline_in_s": "n",
