@@ -147,11 +147,32 @@ def _health(h: dict[str, Any], hist: dict[str, Any]) -> list[str]:
     if cpu.get("quota_cores"):
         lines.append("  cpu     quota %s cores" % cpu["quota_cores"])
     disk_hist = hist.get("disk_used_pct") or {}
-    for d in h.get("disks") or []:
-        lines.append(_spark("  disk    %s (%s) %s of %s, inodes %s" % (
-            s(d.get("path")), s(d.get("role")), _pct(d.get("bytes_used_pct")), format_bytes(d.get("bytes_total")),
+    for d, more in _filesystems(h.get("disks") or []):
+        roles = ", ".join(dict.fromkeys(s(x.get("role")) for x in [d] + more))
+        also = "; also %s" % ", ".join(s(x.get("path")) for x in more[:2]) if more else ""
+        also += " +%d more" % (len(more) - 2) if len(more) > 2 else ""
+        lines.append(_spark("  disk    %s (%s%s) %s of %s, inodes %s" % (
+            s(d.get("path")), roles, also, _pct(d.get("bytes_used_pct")), format_bytes(d.get("bytes_total")),
             _pct(d.get("inodes_used_pct"))), disk_hist.get(d.get("path"))))
     return lines + _gpus(h, hist)
+
+
+def _filesystems(disks: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """One entry per filesystem (the box's st_dev, else the path) with the other paths on it: the
+    workdir of every run shown is on the state dir's disk on most boxes, and `status` printed six
+    identical lines for one filesystem."""
+    groups: dict[Any, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+    for d in disks:
+        if not isinstance(d, dict):
+            continue
+        dev = d.get("dev")
+        key = ("dev", dev) if isinstance(dev, int) and not isinstance(dev, bool) and not d.get("error") \
+            else ("path", d.get("path"))
+        if key in groups:
+            groups[key][1].append(d)
+        else:
+            groups[key] = (d, [])
+    return list(groups.values())
 
 
 def _gpus(h: dict[str, Any], hist: dict[str, Any]) -> list[str]:

@@ -47,7 +47,8 @@ _GPU = {"index": "i", "name": "s", "util_pct": "n", "memory_used_bytes": "n", "m
 _HEALTH = {"memory": {"cgroup": "s", "current_bytes": "n", "max_bytes": "n", "used_pct": "n", "peak_bytes": "n",
                       "oom_kill": "i", "host_total_bytes": "n"},
            "cpu": {"quota_cores": "n"}, "gpu_unavailable_reason": "s", "gpus": [_GPU],
-           "disks": [{"path": "s", "role": "s", "bytes_total": "n", "bytes_used_pct": "n", "inodes_used_pct": "n"}]}
+           "disks": [{"path": "s", "role": "s", "bytes_total": "n", "bytes_used_pct": "n", "inodes_used_pct": "n",
+                      "dev": "i"}]}
 SHAPE = {
     "observed_at": "s", "host": "s", "profile": "s",
     "agent": {"version": "s", "build_sha256": "s", "pid": "i", "running": "b", "state": "s",
