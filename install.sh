@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up rgt in ./.venv. `./install.sh --dev` adds the test and docs tools (pytest, vermin,
+# Set up rgt in ./.venv. `./install.sh --mcp` adds the MCP server's SDK; `./install.sh --dev` adds the test and docs tools (pytest, vermin,
 # watchdog, mkdocs) and installs the checkout editable (re-run ./install.sh after a `git pull`
 # otherwise). Quiet on success: pip's own chatter (build-backend warnings, index notices)
 # buried the one line a user needs; on a failure everything pip said is shown, in full.
@@ -11,8 +11,9 @@ editable=""
 case "${1:-}" in
   "") ;;
   --dev) extra="[dev]"; editable="-e" ;;   # editable: the tests and your edits use the checkout
+  --mcp) extra="[mcp]" ;;                  # the tool and the MCP SDK, still a plain install
   *) echo "Error: unknown option: $1" >&2
-     echo "Hint: ./install.sh (the tool) or ./install.sh --dev (the tool, the tests and the docs)" >&2
+     echo "Hint: ./install.sh (the tool), ./install.sh --mcp (with the MCP server's SDK) or ./install.sh --dev (the tool, the tests and the docs)" >&2
      exit 2 ;;
 esac
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
@@ -40,7 +41,9 @@ fi
 echo "rgt installed in $(pwd)/.venv"
 echo "  try it:     .venv/bin/rgt-client demo"
 echo "  the agent:  .venv/bin/rgt-agent --help"
-if [ -n "$extra" ]; then
+if [ "$extra" = "[mcp]" ]; then
+  echo "  for agents: .venv/bin/rgt-client mcp --hosts HOST   (docs/agents.md)"
+elif [ -n "$extra" ]; then
   echo "  the tests:  .venv/bin/python -m pytest -q"
   echo "  the docs:   .venv/bin/mkdocs serve"
 fi

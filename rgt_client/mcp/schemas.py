@@ -158,6 +158,7 @@ class ReportOut(TypedDict):
     host: str
     run: str
     path: str
+    next: str
 
 
 class PlatformOut(TypedDict, total=False):

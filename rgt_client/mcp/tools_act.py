@@ -110,7 +110,10 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
             if target:
                 os.makedirs(os.path.dirname(target), exist_ok=True)
             path = await blocking(lambda: calls.write_report(t, run, target))
-            return {"host": host, "run": run, "path": path}
+            return {"host": host, "run": run, "path": path,
+                    "next": "open %s in a browser; the run's state: get_status(host=%s, run=%s)   (CLI: "
+                            "rgt-client status %s --run %s)" % (path, summary.q(host), summary.q(run),
+                                                                summary.q(host), summary.q(run))}
         return await answer(work)
 
 
