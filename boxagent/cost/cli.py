@@ -26,23 +26,6 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 MAX_DEST = 1024
 
 
-def status_block(home: Home, run: str, box_sha: Any) -> Optional[Dict[str, Any]]:
-    """status.json runs[].pull_verified: {verified_at, dest, files, bytes, manifest_sha256,
-    current}, `current` when the box's manifest is still the one verified; None when no pull of
-    the run was verified. After a verified pull, patrol still said "pull next": the box had
-    recorded it, and status had no field for it."""
-    from boxagent.base.fsutil import read_json
-    rec = read_json(home.pull_verified(run), None)
-    if not isinstance(rec, dict) or not isinstance(rec.get("verified_at"), str):
-        return None
-    out: Dict[str, Any] = {"verified_at": rec["verified_at"]}
-    for key, kind in (("dest", str), ("files", int), ("bytes", int), ("manifest_sha256", str)):
-        if isinstance(rec.get(key), kind) and not isinstance(rec.get(key), bool):
-            out[key] = rec[key]
-    out["current"] = bool(box_sha) and rec.get("manifest_sha256") == box_sha
-    return out
-
-
 def register(sub: Any) -> None:
     p = sub.add_parser("pull-verified", help="(internal, for rgt-client verify) record a verified pull of a run")
     p.add_argument("run")

@@ -194,16 +194,31 @@ def read(home: Home, roots: Roots, now: Optional[float] = None, n_events: int = 
     return status
 
 
+def verified_pull(home: Home, run: str, box_sha: Any) -> Optional[Dict[str, Any]]:
+    """status.json runs[].pull_verified: {verified_at, dest, files, bytes, manifest_sha256,
+    current}, `current` when the box's manifest is still the one verified; None when no pull of
+    the run was verified. After a verified pull, patrol still said "pull next": the box had
+    recorded it, and status had no field for it."""
+    rec = read_json(home.pull_verified(run), None)
+    if not isinstance(rec, dict) or not isinstance(rec.get("verified_at"), str):
+        return None
+    out: Dict[str, Any] = {"verified_at": rec["verified_at"]}
+    for key, kind in (("dest", str), ("files", int), ("bytes", int), ("manifest_sha256", str)):
+        if isinstance(rec.get(key), kind) and not isinstance(rec.get(key), bool):
+            out[key] = rec[key]
+    out["current"] = bool(box_sha) and rec.get("manifest_sha256") == box_sha
+    return out
+
+
 def add_verified_pulls(status: Dict[str, Any], home: Home) -> None:
-    """runs[].pull_verified from each run's own record (cost/cli.py writes it; the laptop calls
-    it after `verify`), for the writer and for a reader of a dead agent's files alike."""
-    from boxagent.cost.cli import status_block
+    """runs[].pull_verified from each run's own record (`rgt-agent pull-verified`, boxagent/cost/cli.py,
+    writes it; the laptop calls it after `verify`), for the writer and for a reader of a dead agent's files alike."""
     for block in status.get("runs") or []:
         name = block.get("name") if isinstance(block, dict) else None
         if not isinstance(name, str) or block.get("state") == "queued":
             continue
         art = block.get("artifacts") if isinstance(block.get("artifacts"), dict) else {}
-        got = status_block(home, name, art.get("sha256"))
+        got = verified_pull(home, name, art.get("sha256"))
         if got is not None:
             block["pull_verified"] = got
         else:
