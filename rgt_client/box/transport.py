@@ -332,9 +332,14 @@ def _too_slow(target: Target, timeout: float, connected: bool, what: str) -> Cli
                           "(a box too loaded to answer, or a link that went silent)"
                           % (target.host, what or "the command", timeout),
                           "try again; if it repeats, look at the box: %s" % _ssh_words(target, "uptime"))
+    from rgt_client.box import sshmux
     from rgt_client.box.sshfail import ssh_words
-    return ClientError("%s did not answer within %ds: the ssh connection never came up"
-                       % (target.host, timeout),
+    # Over a shared connection a dark link looks the same: nothing comes back, not even the
+    # remote shell's first word; "never came up" was said of a link that had been up for hours.
+    why = ("nothing came back over the shared connection (the network to the box went silent, or the "
+           "box is too loaded to answer)" if sshmux.options(target.host, target.ssh_config)
+           else "the ssh connection never came up")
+    return ClientError("%s did not answer within %ds: %s" % (target.host, timeout, why),
                        "check the network to the box: %s" % ssh_words(target.host, target.ssh_config, "true"),
                        exitcodes.UNREACHABLE)
 

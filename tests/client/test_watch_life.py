@@ -136,3 +136,28 @@ def test_watch_with_the_agent_down_does_not_say_the_run_keeps_going(far):
     assert "keeps going on the box" not in res.stdout, res.stdout
     assert "the agent on far-box was down then: no next stage starts while it is down" in res.stdout, res.stdout
     assert "rgt-client install far-box" in res.stdout
+
+
+def test_a_silent_drop_during_watch_is_not_said_to_be_a_connection_that_is_up(far):
+    """A wait's bound passes while the link is dark (before ssh's own keepalive gives up): that
+    silence tells nothing about the link, and watch once said "(the connection is up)"."""
+    submit(far, "dark", [("train", "sleep 90")])
+    proc = spawn(far, "watch", "far-box", "dark", "--every", "1s", "--max-wait", "40s")
+    lines = Lines(proc)
+    try:
+        wait_for(lambda: any("stage train (1/1)" in line for _, line in lines.got), 30)
+        far["proxy"].stall(True)
+        wait_for(lambda: any("reconnecting" in line or "no answer" in line for _, line in lines.got), 45)
+        far["proxy"].stall(False)
+        proc.wait(60)
+    finally:
+        far["proxy"].stall(False)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        far["rgt"]("cancel", "rgt-box", "dark", "--home", str(far["home"]))
+    text = [line for _, line in lines.got]
+    said = [line for line in text if "reconnecting" in line or "no answer" in line]
+    assert said and not any("connection is up" in line or "never came up" in line for line in text), text
+    assert any("after the connection came up" in line or "nothing came back" in line or "broke" in line
+               for line in said), said
