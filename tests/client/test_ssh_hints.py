@@ -122,7 +122,12 @@ def test_an_auth_hint_names_the_key_the_box_refused_not_a_missing_agent(own_sshd
     assert res.exit_code == exitcodes.AUTH_FAILED, res.output
     hint = _hint(res)
     assert "refused the key %s" % stranger in hint and "ssh-agent" not in hint, hint
-    assert "ssh -F %s farbox true" % cfg in hint
+    then = re.search(r"; then: (.*)$", hint).group(1)
+    assert then == "ssh -F %s farbox true" % cfg and _sh(then).returncode != 0
+    # done as the hint says (the key into the box's authorized_keys), its command now logs in
+    with open(own_sshd.dir / "authorized_keys", "a") as fh:
+        fh.write(Path(str(stranger) + ".pub").read_text())
+    assert _sh(then).returncode == 0
 
 
 def test_ssh_stderr_lines_stay_lines(own_sshd, tmp_path):
