@@ -98,21 +98,27 @@ def _pty_run(argv: list, env: dict, during=None) -> str:
 
 
 def test_logs_follow_on_a_terminal_says_link_lost_on_its_own_line_and_link_back(far):
+    import threading
     from tests.client.test_far_link import CLIENT
-    bar = "for i in $(seq 1 160); do printf '\\\\r%d/160 it' $i; sleep 0.05; done; echo; echo done-bar"
+    bar = "for i in $(seq 1 200); do printf '\\r%d/200 it' $i; sleep 0.05; done; echo; echo done-bar"
     submit(far, "bar", [("bar", bar)])
     state = {"cut": False}
 
-    def during(text: str) -> None:
-        if not state["cut"] and "40/160" in text:
-            state["cut"] = True
-            far["proxy"].stall(True)
-            time.sleep(1.5)
-            far["proxy"].cut()
-            time.sleep(1.5)
-            far["proxy"].stall(False)
+    def cut_mid_bar() -> None:       # the link breaks while the bar is being drawn on the box
+        logs = far["home"] / "runs" / "bar" / "logs"
+        wait_for(lambda: any(b"\r40/200" in p.read_bytes() for p in logs.glob("bar.*.log")) if logs.exists()
+                 else False, 30)
+        far["proxy"].stall(True)
+        time.sleep(1.5)
+        far["proxy"].cut()
+        time.sleep(1.5)
+        far["proxy"].stall(False)
+        state["cut"] = True
+    cutter = threading.Thread(target=cut_mid_bar, daemon=True)
+    cutter.start()
     text = _pty_run([CLIENT, "logs", "far-box", "bar", "--follow", "--max-wait", "90s", "--home", str(far["home"])],
-                    far["env"], during)
+                    far["env"])
+    cutter.join(10)
     assert state["cut"], text
     assert text.lstrip().startswith("==> bar (attempt 1) <=="), text[:200]
     assert "link lost at" in text, repr(text[-1500:])
