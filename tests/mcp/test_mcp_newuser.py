@@ -19,10 +19,12 @@ name = "again"
 workdir = %s
 [[stage]]
 name = "prep"
-run = "echo prepared"
+run = "echo prepared > out.txt"
 [[stage]]
 name = "eval"
 run = "sleep 0.5; test -f fixed"
+[artifacts]
+include = ["out.txt"]
 '''
 
 
@@ -43,9 +45,20 @@ def test_the_first_wait_after_a_resume_brings_a_change_and_the_report_says_what_
             first = await m.ok("wait_for_change", host="local", run="again", cursor=res["cursor"], timeout_s=20)
             kinds = {e["type"] for e in first["events"]}
             assert "stage_skipped" in kinds and not kinds <= FOLLOW_ONLY, first["events"]
+            for _ in range(6):
+                if any(e["type"] == "run_succeeded" for e in first["events"]):
+                    break
+                first = await m.ok("wait_for_change", host="local", run="again", cursor=first["cursor"],
+                                   timeout_s=20)
+            st = await m.ok("get_status", host="local", run="again")
+            assert "pull_artifacts" in st["next"], st["next"]
+            pulled = await m.ok("pull_artifacts", host="local", run="again", dest="pulled/again")
+            assert pulled["verified"] is True
+            st = await m.ok("get_status", host="local", run="again")
+            assert st["next"].startswith("nothing to pull: a verified pull"), st["next"]    # it said "pull" again
             rep = await m.ok("make_report", host="local", run="again", out="reports/again.html")
             assert rep["next"] and "get_status" in rep["next"] and "rgt-client status local --run again" in rep["next"]
-            assert await m.check_output_schemas() >= 4
+            assert await m.check_output_schemas() >= 8
     anyio.run(main)
 
 
