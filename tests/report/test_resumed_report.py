@@ -79,3 +79,15 @@ def test_a_resumed_runs_report_spans_every_attempt_with_no_vertical_lines(box):
     path = re.search(r'aria-label="loss \(stage train\)[^"]*".*?<path class="ln c0" d="([^"]+)"', html).group(1)
     xs = {float(x) for x in re.findall(r"[ML]([0-9.]+) ", path)}
     assert len(xs) == 6, path
+
+
+def test_a_retried_stages_readings_keep_both_attempts_and_a_reread_keeps_the_first_time(tmp_path):
+    """Readings are one per (stage, attempt, line): a retry's line 1 is not the first attempt's,
+    and the same line read again later (a resume, a restarted daemon) keeps the time it had."""
+    from boxagent.runlog import store
+    hist = store.HistoryFile(str(tmp_path), "r", 1.0)
+    hist.add_metrics([{"t": 100.0, "st": "train", "a": 1, "l": 1, "x": {"loss": 0.9}},
+                      {"t": 200.0, "st": "train", "a": 2, "l": 1, "x": {"loss": 0.8}}])
+    hist.add_metrics([{"t": 900.0, "st": "train", "a": 1, "l": 1, "x": {"loss": 0.9}}])
+    got = store.read(store.path_for(str(tmp_path)))["metrics"]
+    assert [(m["a"], m["t"]) for m in got] == [(1, 100.0), (2, 200.0)]
