@@ -12,7 +12,8 @@ import re
 import shlex
 
 from rgt_client import exitcodes
-from rgt_client.box.sshresolve import DEFAULT_IDENTITIES, Resolved, forget_key_command, keyscan_command, offered_fingerprints, resolve
+from rgt_client.box.sshresolve import (DEFAULT_IDENTITIES, Resolved, forget_key_command, keyscan_command,
+                                      offered_fingerprints, resolve)
 from rgt_client.textsafe import safe_line
 
 UNREACHABLE, HOST_KEY_UNKNOWN, HOST_KEY_CHANGED, AUTH, NO_SUCH_HOST = (
@@ -59,7 +60,8 @@ def what_and_hint(kind: str, host: str, ssh_config: str | None, known_hosts: lis
                 "if it is the new box, remove the old key: %s, then accept the new one: %s"
                 % (_offered(host, ssh_config, r), forget, accept))
     if kind == AUTH:
-        return ("%s refused the login (authentication failed)" % host, "%s; then: %s" % (_auth_why(host, ssh_config), check))
+        return ("%s refused the login (authentication failed)" % host,
+                "%s; then: %s" % (_auth_why(host, ssh_config), check))
     if kind == NO_SUCH_HOST:
         close = difflib.get_close_matches(host, known_hosts, n=1, cutoff=0.6)
         meant = "did you mean %s? " % close[0] if close else ""
