@@ -381,11 +381,13 @@ class Daemon:
         agent = status_mod.agent_block(os.getpid(), running, now, now, self.boot_id, self.machine_restarted,
                                        self.deps)
         agent["storage"] = self.storage.state()
-        return status_mod.compose(now, self.host, profile_view.name(self.profile), agent,
-                                  [r.to_dict() for r in runs], self.bus.status_blocks(),
-                                  list(self.events.recent)[-status_mod.STATUS_EVENTS:],
-                                  live={name: sched.views.live(name) for name in sched.active},
-                                  artifacts=sched.artifacts, finalizing=finalizing, summary=summary)
+        status = status_mod.compose(now, self.host, profile_view.name(self.profile), agent,
+                                    [r.to_dict() for r in runs], self.bus.status_blocks(),
+                                    list(self.events.recent)[-status_mod.STATUS_EVENTS:],
+                                    live={name: sched.views.live(name) for name in sched.active},
+                                    artifacts=sched.artifacts, finalizing=finalizing, summary=summary)
+        status_mod.add_verified_pulls(status, self.home)
+        return status
 
     def write_status(self, now: float, running: bool = True) -> None:
         status = self.build_status(now, running)

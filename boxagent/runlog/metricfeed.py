@@ -17,6 +17,7 @@ import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from boxagent.base import safefile
+from boxagent.runlog.points import parse_iso
 from boxagent.triage.anchors import Finder, candidate_lines
 from boxagent.triage.metrics import compile_metrics_pattern, reading
 from boxagent.triage.rules import derive_keywords
@@ -36,6 +37,7 @@ class _Cursor:
         self.offset = 0
         self.line_no = 1
         self.skipped_bytes = 0
+        self.read_at: Optional[float] = None
 
 
 class MetricFeed:
@@ -43,22 +45,26 @@ class MetricFeed:
 
     def __init__(self) -> None:
         self.cursors: Dict[str, Optional[_Cursor]] = {}
-        self.last_read_at: Optional[float] = None
 
     def read(self, stages: List[Dict[str, Any]], patterns: Dict[str, str], now: float) -> List[Dict[str, Any]]:
         """The `m` records of every new reading in the logs of `stages` (status.json's
-        runs[].stages[]) whose stage has a metrics_pattern in `patterns`."""
-        since = self.last_read_at if self.last_read_at is not None else now
-        self.last_read_at = now
-        found: List[Tuple[str, int, Dict[str, Any]]] = []
+        runs[].stages[]) whose stage has a metrics_pattern in `patterns`, in time order."""
+        out: List[Dict[str, Any]] = []
         for st in stages:
             name, log = st.get("name"), st.get("log")
-            if not isinstance(name, str) or not isinstance(log, str) or name not in patterns:
+            if not isinstance(name, str) or not isinstance(log, str) or name not in patterns \
+                    or st.get("state") == "skipped":
                 continue
             cur = self._cursor(log, patterns[name])
-            if cur is not None:
-                found += [(name, line, values) for line, values in _new_readings(cur, log)]
-        return _records(found, since, now)
+            if cur is None:
+                continue
+            since, until = _attempt_window(cur, st, now)
+            found = _new_readings(cur, log)
+            cur.read_at = until
+            attempt = st.get("attempt") if isinstance(st.get("attempt"), int) else None
+            out += _records(name, attempt, found, since, until)
+        out.sort(key=lambda r: r["t"])
+        return out
 
     def _cursor(self, log: str, pattern: str) -> Optional[_Cursor]:
         if log not in self.cursors:
@@ -67,6 +73,16 @@ class MetricFeed:
             except ValueError:        # refused at submit; a bad one here costs only the metrics
                 self.cursors[log] = None
         return self.cursors[log]
+
+
+def _attempt_window(cur: _Cursor, st: Dict[str, Any], now: float) -> Tuple[float, float]:
+    """The interval the new lines of this attempt's log were printed in: from the last read (or
+    the attempt's start) to now (or the attempt's end). A daemon restarted under a running stage
+    reads its log from the start, and drew every reading at the restart."""
+    started, ended = parse_iso(st.get("started_at")), parse_iso(st.get("ended_at"))
+    until = min(now, ended) if ended is not None else now
+    since = cur.read_at if cur.read_at is not None else (started if started is not None else until)
+    return min(since, until), until
 
 
 def _new_readings(cur: _Cursor, path: str) -> List[Tuple[int, Dict[str, Any]]]:
@@ -110,8 +126,14 @@ def _values(cur: _Cursor, raw: bytes) -> Dict[str, Any]:
     return values
 
 
-def _records(found: List[Tuple[str, int, Dict[str, Any]]], since: float, now: float) -> List[Dict[str, Any]]:
+def _records(stage: str, attempt: Optional[int], found: List[Tuple[int, Dict[str, Any]]],
+             since: float, until: float) -> List[Dict[str, Any]]:
     n = len(found)
-    span = max(now - since, 0.0)
-    return [{"t": round(since + span * (i + 1) / n, 3), "st": stage, "l": line, "x": values}
-            for i, (stage, line, values) in enumerate(found)]
+    span = max(until - since, 0.0)
+    out = []
+    for i, (line, values) in enumerate(found):
+        rec: Dict[str, Any] = {"t": round(since + span * (i + 1) / n, 3), "st": stage, "l": line, "x": values}
+        if attempt is not None:
+            rec["a"] = attempt
+        out.append(rec)
+    return out

@@ -109,6 +109,7 @@ class RunLog(Part):
             if hist is not None:
                 hist.add_event(event)
             if etype in END_EVENTS:
+                self._last_readings(run, event)
                 self._close(run)
             if not is_box_alert(event):
                 return
@@ -179,6 +180,18 @@ class RunLog(Part):
         live = self.live.pop(run, None)
         if live is not None:
             self._flush(live)
+
+    def _last_readings(self, run: str, event: Dict[str, Any]) -> None:
+        """The lines a run's last stage printed after the last sample: the run ends before the
+        next sample reads them, and a plain run's chart lacked the stage's last logged value."""
+        live = self.live.get(run)
+        status = self.ctx.last_status() if self.ctx is not None else None
+        if live is None or not isinstance(status, dict):
+            return
+        block = next((r for r in status.get("runs") or [] if isinstance(r, dict) and r.get("name") == run), None)
+        at = points.parse_iso(event.get("at"))
+        if block is not None:
+            self._read_metrics(live, block, at if at is not None else (live.last_at or 0.0))
 
     def _follow_states(self, runs: Dict[Any, Dict[str, Any]], now: float) -> None:
         for name, run in runs.items():

@@ -3,7 +3,7 @@
   {"k": "h", "schema", "run", "step_s", "gpu_cols", "throttle_bits"}   header (first line)
   {"k": "i", "t", "gpus": {"0": {name, memory_total_mib, sm_clock_max_mhz}}, "workdir_disk", "cgroup"}
   {"k": "p", "t", "s", "m", "d", "p", "g", "x", "st"}                    one point (see points.py)
-  {"k": "m", "t", "st", "l", "x"}                                        one logged metric reading:
+  {"k": "m", "t", "st", "a", "l", "x"}                                    one logged metric reading:
                                                     its stage, log line and values (metricfeed.py)
   {"k": "e", "e": {...}}                                                 one event, as in events.jsonl
 
@@ -162,8 +162,9 @@ def _num(v: Any) -> float:
 
 def read(path: str, max_bytes: int = 4 * BUDGET) -> Optional[Dict[str, Any]]:
     """{header, run, step_s, info[], points[], metrics[], events[], dropped_events}, or None
-    without a file. Duplicates are dropped (events by id, points by t, metric readings by stage
-    and log line: the last written wins)."""
+    without a file. Duplicates are dropped (events by id, points by t, metric readings by stage,
+    attempt and log line: the first written wins, it was timed while its attempt ran; an agent
+    that read a skipped stage's log anew after a resume wrote its readings again, later)."""
     try:
         data = safefile.read_bytes(path, max_bytes, whole=False)   # a FIFO or a device is no history
     except OSError:
@@ -172,7 +173,7 @@ def read(path: str, max_bytes: int = 4 * BUDGET) -> Optional[Dict[str, Any]]:
     info: List[Dict[str, Any]] = []
     pts: Dict[float, Dict[str, Any]] = {}
     events: Dict[str, Dict[str, Any]] = {}
-    readings: Dict[Tuple[str, int], Dict[str, Any]] = {}
+    readings: Dict[Tuple[str, Any, int], Dict[str, Any]] = {}
     dropped = 0
     for raw in data.split(b"\n"):
         rec = parse_line(raw)
@@ -186,7 +187,8 @@ def read(path: str, max_bytes: int = 4 * BUDGET) -> Optional[Dict[str, Any]]:
         elif kind == "p" and numbers.number("epoch_s", rec.get("t")) is not None:
             pts[float(rec["t"])] = rec        # `"t": 1e308` or Infinity is skipped, not drawn
         elif kind == "m" and numbers.number("epoch_s", rec.get("t")) is not None and isinstance(rec.get("l"), int):
-            readings[(str(rec.get("st")), rec["l"])] = rec
+            attempt = rec.get("a") if isinstance(rec.get("a"), int) else None
+            readings.setdefault((str(rec.get("st")), attempt, rec["l"]), rec)
         elif kind == "e" and isinstance(rec.get("e"), dict):
             ev = rec["e"]
             events[str(ev.get("id") or len(events))] = ev

@@ -179,6 +179,7 @@ def read(home: Home, roots: Roots, now: Optional[float] = None, n_events: int = 
     written_at = status.get("observed_at")
     status["observed_at"] = iso_utc(now)
     _refresh_running(status, now)
+    add_verified_pulls(status, home)
     if pid is None:
         _refresh_cost(status, now, written_at)
     known = {r["name"] for r in status.get("runs") or []}
@@ -191,6 +192,37 @@ def read(home: Home, roots: Roots, now: Optional[float] = None, n_events: int = 
         from boxagent.wire import events as events_mod
         status["events"] = events_mod.tail(home.events, n_events)
     return status
+
+
+def verified_pull(home: Home, run: str, box_sha: Any) -> Optional[Dict[str, Any]]:
+    """status.json runs[].pull_verified: {verified_at, dest, files, bytes, manifest_sha256,
+    current}, `current` when the box's manifest is still the one verified; None when no pull of
+    the run was verified. After a verified pull, patrol still said "pull next": the box had
+    recorded it, and status had no field for it."""
+    rec = read_json(home.pull_verified(run), None)
+    if not isinstance(rec, dict) or not isinstance(rec.get("verified_at"), str):
+        return None
+    out: Dict[str, Any] = {"verified_at": rec["verified_at"]}
+    for key, kind in (("dest", str), ("files", int), ("bytes", int), ("manifest_sha256", str)):
+        if isinstance(rec.get(key), kind) and not isinstance(rec.get(key), bool):
+            out[key] = rec[key]
+    out["current"] = bool(box_sha) and rec.get("manifest_sha256") == box_sha
+    return out
+
+
+def add_verified_pulls(status: Dict[str, Any], home: Home) -> None:
+    """runs[].pull_verified from each run's own record (`rgt-agent pull-verified`, boxagent/cost/cli.py,
+    writes it; the laptop calls it after `verify`), for the writer and for a reader of a dead agent's files alike."""
+    for block in status.get("runs") or []:
+        name = block.get("name") if isinstance(block, dict) else None
+        if not isinstance(name, str) or block.get("state") == "queued":
+            continue
+        art = block.get("artifacts") if isinstance(block.get("artifacts"), dict) else {}
+        got = verified_pull(home, name, art.get("sha256"))
+        if got is not None:
+            block["pull_verified"] = got
+        else:
+            block.pop("pull_verified", None)
 
 
 def liveness(pid_alive: bool, heartbeat_age_s: Optional[float]) -> str:

@@ -196,6 +196,8 @@ def pump(path, offset):
     return offset + len(data)
 
 def start_offset(path, n):
+    if n <= 0:       # -n 0: all of it
+        return 0
     try:
         with open_regular(path) as fh:
             fh.seek(0, 2)
@@ -238,6 +240,8 @@ def main():
     if resume:   # after a broken link: where the client's last byte came from
         at.update(offsets=dict(resume["offsets"]), current=resume["current"], printed=bool(resume["printed"]))
     first, offsets = not resume, at["offsets"]
+    if resume:
+        frame(b"")           # the link is back: the client says so before any new log byte
     while True:
         run = find_run(read_status(), name)
         if run is None:
@@ -250,7 +254,7 @@ def main():
                 offsets[log] = end_offset(log)
             offsets[logs[-1]] = start_offset(logs[-1], n)
             at["current"], first = logs[-1], False
-            frame(b"")       # where it starts: a link that breaks before any log byte resumes here
+            header(heads[logs[-1]], False)   # the first stage shown says which it is, as the later ones do
         for log in logs:
             if log not in offsets or (log != at["current"] and end_offset(log) > offsets[log]):
                 at["current"] = log

@@ -326,13 +326,20 @@ def _reap(proc: subprocess.Popen) -> None:
 
 def _too_slow(target: Target, timeout: float, connected: bool, what: str) -> ClientError:
     if connected or target.is_local:
-        return BoxTooSlow("%s answered too slowly: no answer to %s within %ds (the connection is up)"
+        # The connection came up; whether it still is, silence cannot tell: a link that went
+        # dark mid-wait was once reported as "(the connection is up)".
+        return BoxTooSlow("%s answered too slowly: no answer to %s within %ds after the connection came up "
+                          "(a box too loaded to answer, or a link that went silent)"
                           % (target.host, what or "the command", timeout),
-                          "the box may be overloaded or its disk slow: try again, or look at it: %s"
-                          % _ssh_words(target, "uptime"))
+                          "try again; if it repeats, look at the box: %s" % _ssh_words(target, "uptime"))
+    from rgt_client.box import sshmux
     from rgt_client.box.sshfail import ssh_words
-    return ClientError("%s did not answer within %ds: the ssh connection never came up"
-                       % (target.host, timeout),
+    # Over a shared connection a dark link looks the same: nothing comes back, not even the
+    # remote shell's first word; "never came up" was said of a link that had been up for hours.
+    why = ("nothing came back over the shared connection (the network to the box went silent, or the "
+           "box is too loaded to answer)" if sshmux.options(target.host, target.ssh_config)
+           else "the ssh connection never came up")
+    return ClientError("%s did not answer within %ds: %s" % (target.host, timeout, why),
                        "check the network to the box: %s" % ssh_words(target.host, target.ssh_config, "true"),
                        exitcodes.UNREACHABLE)
 
@@ -362,14 +369,17 @@ def unreachable(target: Target, stderr: str, connected: bool = False) -> ClientE
     each with its own exit code and hint (sshfail.py), the hint in the user's own `ssh -F FILE`."""
     from rgt_client.box import sshfail
     from rgt_client.textsafe import safe_line
-    msg = " ".join(line.strip() for line in stderr.strip().splitlines()[-3:]) or "ssh failed"
+    # ssh's lines stay lines: joined with a space they ran together into one unreadable sentence
+    lines = [safe_line(line.strip()) for line in stderr.strip().splitlines() if line.strip()][-3:]
+    msg = "\n  ".join(lines) if len(lines) > 1 else (lines[0] if lines else "ssh failed")
+    sep = ":\n  " if len(lines) > 1 else ": "
     if connected:   # ssh's own words about a link that dropped mid-answer
-        return ClientError("the connection to %s broke: %s" % (target.host, safe_line(msg)),
+        return ClientError("the connection to %s broke%s%s" % (target.host, sep, msg),
                            "try again; if it repeats, check the network to the box", exitcodes.UNREACHABLE)
     kind = sshfail.kind_of(stderr)
     known = sshfail.known_host_names(target.ssh_config) if kind == sshfail.NO_SUCH_HOST else []
     what, hint = sshfail.what_and_hint(kind, target.host, target.ssh_config, known)
-    return ClientError("%s: %s" % (what, safe_line(msg)), hint, sshfail.CODES[kind])
+    return ClientError("%s%s%s" % (what, sep, msg), hint, sshfail.CODES[kind])
 
 
 def run_agent(target: Target, args: list[str], stdin: bytes | None = None,

@@ -37,7 +37,7 @@ def _when(text: Any) -> str:
     """ "2026-11-20 14:02 UTC" from the box's ISO time (box text otherwise, sanitised)."""
     try:
         return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(parse_iso_utc(text)))
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, AttributeError):     # `"since": null` from the box
         return s(text)
 
 

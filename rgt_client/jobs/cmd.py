@@ -193,7 +193,8 @@ handbook = _simple("handbook", "Print RUN's HANDBOOK.md: the exact commands to c
 @click.argument("host")
 @click.argument("run")
 @click.option("--stage", metavar="S", help="Only this stage (default: all, latest attempt).")
-@click.option("-n", "lines", type=click.IntRange(min=1), default=50, show_default=True, help="Last N lines.")
+@click.option("-n", "lines", type=click.IntRange(min=0), default=50, show_default=True,
+              help="Last N lines (0: all, as the agent's own `logs -n 0`).")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing until the run ends (bounded by --max-wait).")
 @click.option("--max-wait", type=DURATION, default="1h", show_default=True, help="Bound for --follow.")
 @click.option("--raw", is_flag=True, help="The log's bytes as they are (colours, escapes); default on a "

@@ -45,13 +45,16 @@ def follow(target: Target, run: str, stage: str, lines: int, max_wait_s: float,
             except ClientError as e:
                 if e.code != exitcodes.UNREACHABLE or not frames.connected:
                     raise
-                lost_at = lost_at or time.strftime("%H:%M:%S")
+                if frames.on_back is None:     # a new loss (the last one, if any, came back)
+                    lost_at, backoff = time.strftime("%H:%M:%S"), 0.0
                 backoff = min(BACKOFF_MAX_S, backoff * 2 or 1.0)
                 if time.monotonic() + backoff >= deadline:
                     say("gave up following after --max-wait: the link to %s has been lost since %s; the state of "
                         "run %s is unknown (it goes on on the box either way)" % (target.host, lost_at, run))
                     return exitcodes.GAVE_UP
+                view.aside()
                 say("link lost at %s, reconnecting in %ds: %s" % (lost_at, backoff, safe_line(e.message)))
+                frames.on_back = _back_line(view, say, lost_at or "?")
                 time.sleep(backoff)
     finally:
         view.end()
@@ -63,6 +66,13 @@ def follow(target: Target, run: str, stage: str, lines: int, max_wait_s: float,
         return exitcodes.GAVE_UP
     say("run %s %s" % (run, state))
     return exitcodes.OK if result.get("state") == "succeeded" else exitcodes.RUN_FAILED
+
+
+def _back_line(view: FollowView, say: Callable[[str], None], lost_at: str) -> Callable[[], None]:
+    def back() -> None:
+        view.aside()
+        say("link back (lost since %s); going on after the last byte shown" % lost_at)
+    return back
 
 
 def _follow_once(target: Target, args: list[str], frames: Frames) -> dict:

@@ -9,7 +9,7 @@ shown twice and nothing is lost. The box is untrusted: heads are checked and bou
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from boxagent.api import box_json
 from rgt_client.errors import ClientError
@@ -27,8 +27,12 @@ class Frames:
         self.left = 0
         self.resume: dict[str, Any] | None = None
         self.connected = False
+        self.on_back: Callable[[], None] | None = None     # after a lost link: called at the first frame
 
     def feed(self, chunk: bytes) -> None:
+        if self.on_back is not None and chunk:
+            back, self.on_back = self.on_back, None
+            back()
         self.buf += chunk
         while self.buf or (self.head is not None and self.left == 0):
             if self.head is None and not self._read_head():

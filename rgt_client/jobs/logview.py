@@ -84,6 +84,13 @@ class FollowView:
                 self._line(line)
         self.sink.close()
 
+    def aside(self) -> None:
+        """Clear the line being drawn (a live tqdm bar), so a message of ours gets its own line:
+        "link lost" was once glued to the bar. The next bytes draw it again."""
+        if self.shown:
+            self._clear()
+            self.sink.out.flush()
+
     def _line(self, line: bytes) -> None:
         if self.shown:
             self._clear()

@@ -44,9 +44,12 @@ def _sdk() -> None:
                    "rgt-pulls/ and rgt-reports/ (default: the folder the server starts in).")
 @click.option("--read-only", is_flag=True, help="Expose only the read tools (status, wait, logs, "
                                                 "diagnose, platforms): nothing on a box changes.")
+@click.option("--ssh-config", "ssh_config", type=click.Path(dir_okay=False), metavar="FILE",
+              help="The ssh config the server uses (as rgt-client --ssh-config): an MCP client that starts "
+                   "the server with a minimal environment drops RGT_SSH_CONFIG.")
 @click.pass_context
 def mcp_command(ctx: click.Context, hosts: tuple[str, ...], hosts_file: str | None, project: str | None,
-                read_only: bool) -> None:
+                read_only: bool, ssh_config: str | None = None) -> None:
     """Serve rgt to an AI coding agent over MCP (stdio): bounded waits, causes, verified pulls.
     Claude Code: `claude mcp add rgt -- rgt-client mcp --hosts gpu1`."""
     from rgt_client.mcp.localfs import Project
@@ -58,6 +61,8 @@ def mcp_command(ctx: click.Context, hosts: tuple[str, ...], hosts_file: str | No
                           exitcodes.USAGE)
     _sdk()
     from rgt_client.mcp.server import build
-    policy = Policy(hosts=allowed, read_only=read_only, ssh_config=(ctx.obj or {}).get("ssh_config"),
+    if ssh_config:
+        ssh_config = os.path.abspath(os.path.expanduser(ssh_config))
+    policy = Policy(hosts=allowed, read_only=read_only, ssh_config=ssh_config or (ctx.obj or {}).get("ssh_config"),
                     secrets=env_secrets(), project=Project.at(project or os.getcwd()))
     build(policy).run("stdio")

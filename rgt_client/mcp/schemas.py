@@ -167,6 +167,7 @@ class ReportOut(Bounded, total=True):
     host: str
     run: str
     path: str
+    next: str
 
 
 class PlatformOut(Bounded, total=False):

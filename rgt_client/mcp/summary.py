@@ -119,6 +119,10 @@ def next_step(host: str, r: dict[str, Any]) -> str:
         return ("fix the cause (diagnose), then: rgt-client resume %s %s   (MCP: diagnose, then resume_run)"
                 % (h, n))
     if state == "succeeded":
+        pv = r.get("pull_verified")
+        if isinstance(pv, dict) and pv.get("current") is True:    # the box records a verified pull of these files
+            return ("nothing to pull: a verified pull of these files is recorded; the report: rgt-client report "
+                    "%s %s   (MCP: make_report)" % (h, n))
         return "rgt-client pull %s %s   (MCP: pull_artifacts; verify before any teardown)" % (h, n)
     return "rgt-client status %s --run %s" % (h, n)
 

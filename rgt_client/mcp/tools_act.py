@@ -112,7 +112,10 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
             path = await blocking(lambda: reports.write(policy.project, t, run, out))
-            return {"host": host, "run": run, "path": path}
+            return {"host": host, "run": run, "path": path,
+                    "next": "open %s in a browser; the run's state: get_status(host=%s, run=%s)   (CLI: "
+                            "rgt-client status %s --run %s)" % (path, summary.q(host), summary.q(run),
+                                                                summary.q(host), summary.q(run))}
         return await answer(work, policy)
 
 

@@ -198,14 +198,15 @@ def pull_command(ctx: click.Context, host: str, run: str, dest: Optional[str], f
                    check_load=check_load, on_info=announce, keep_mode=keep_mode)
     except ClientError as exc:
         bar.close()
-        click.echo(gate_text(_pull_facts(os.path.abspath(dest_shown)), False, exc.message), err=True)
+        if exc.code != exitcodes.USAGE:     # a run that is not there has nothing to tear down after
+            click.echo(gate_text(_pull_facts(os.path.abspath(dest_shown)), False, exc.message), err=True)
         raise
     bar.close()
     facts = res.info.head.get("profile") or {}
     gate = gate_text(facts, res.verify.ok, None if res.verify.ok else _why(res.verify))
     # the box already knows of this verified manifest (its pull-info said so): no second round trip
     known = res.verify.ok and res.info.head.get("pull_verified_sha256") == res.verify.manifest_sha256
-    note = record_on_box(target, run, res.verify.manifest_sha256) if res.verify.ok and not known else None
+    note = record_on_box(target, run, res.verify.manifest_sha256, res.verify) if res.verify.ok and not known else None
     if note:
         click.echo("note: %s" % note, err=True)
     if as_json:
@@ -222,22 +223,26 @@ def pull_command(ctx: click.Context, host: str, run: str, dest: Optional[str], f
 
 @click.command("verify")
 @click.argument("dest", type=click.Path(file_okay=False))
+@click.argument("more", nargs=-1, metavar="")
 @click.option("--manifest", "manifest", type=click.Path(dir_okay=False), default=None,
               help="The manifest to check against (default DEST/.rgt/manifest.json).")
 @click.option("--check-load", is_flag=True, help="Also open .pt/.pth/.safetensors with torch/safetensors.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def verify_command(ctx: click.Context, dest: str, manifest: Optional[str], check_load: bool,
-                   as_json: bool) -> None:
+                   as_json: bool, more: tuple = ()) -> None:
     """Check DEST against the run's manifest: missing and extra files, sizes, sha256. Writes
     DEST/PULL_VERIFIED.json only when everything matches."""
+    if more:        # `verify HOST RUN`, as pull is called: say which folder that pull wrote
+        raise ClientError("verify takes the folder a pull wrote, not HOST RUN",
+                          "rgt-client verify %s" % default_dest(dest, more[0]), exitcodes.USAGE)
     res = verify(dest, manifest, check_load=check_load)
     facts = _pull_facts(os.path.abspath(dest))
     gate = gate_text(facts.get("profile"), res.ok, None if res.ok else _why(res))
     recorded = False
     if res.ok and isinstance(facts.get("host"), str) and facts["host"]:
         # the box learns of the verified copy (its idle warning stops asking for a pull)
-        note = record_on_box(_target(ctx, facts["host"], None, None), str(facts.get("run")), res.manifest_sha256)
+        note = record_on_box(_target(ctx, facts["host"], None, None), str(facts.get("run")), res.manifest_sha256, res)
         recorded = note is None
         if note:
             click.echo("note: %s" % note, err=True)

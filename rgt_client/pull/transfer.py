@@ -69,8 +69,9 @@ def _agent_error(res: transport.Result, what: str, host: str) -> ClientError:
     msg = next((ln[7:] for ln in lines if ln.startswith("Error: ")), None)
     hint = next((ln[6:] for ln in lines if ln.startswith("Hint: ")), None)
     code = exitcodes.USAGE if res.rc == 2 else exitcodes.ERROR
+    from rgt_client.box.agentcall import client_hint      # `rgt-agent status` said as the client's
     return ClientError(msg or "%s failed (exit %d): %s" % (what, res.rc, " ".join(lines[-2:])),
-                       hint or "that is the agent's answer on %s: `rgt-client status %s` shows the box"
+                       client_hint(hint, host) if hint else "that is the agent's answer on %s: `rgt-client status %s` shows the box"
                        % (host, shlex.quote(host)), code)
 
 

@@ -33,23 +33,28 @@ def render(doc: dict[str, Any], verified: dict[str, Any] | None = None) -> str:
     axis = timeline.axis_for(doc, events, attempts)
     measures = charts_mod.Measures(doc.get("history") or {}, timeline.marks_of(events))
     title = "rgt report: run %s on %s" % (run.get("name") or "?", doc.get("host") or "?")
-    body = [_header(doc, run, axis), _facts(doc, run, measures, data.verified(verified) or doc["pull_verified"]),
+    start = timeline.run_start(doc, events, attempts)
+    body = [_header(doc, run, axis, start, timeline.resumes(events)),
+            _facts(doc, run, measures, data.verified(verified) or doc["pull_verified"]),
             _timeline(doc, attempts, events, axis), _health(doc, measures, axis), _metrics(run, measures, axis),
-            _events_table(events, epoch(run.get("started_at")) or axis.t0), _footer(doc)]
+            _events_table(events, start if start is not None else axis.t0), _footer(doc)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
             "<meta name=\"color-scheme\" content=\"light dark\">%s<title>%s</title><style>%s</style></head>"
             "<body><main>%s</main></body></html>\n" % (CSP, esc(title), CSS, "".join(b for b in body if b)))
 
 
-def _header(doc: dict[str, Any], run: dict[str, Any], axis: TimeAxis) -> str:
+def _header(doc: dict[str, Any], run: dict[str, Any], axis: TimeAxis, t0: float | None, again: list[float]) -> str:
     state = str(run.get("state") or "unknown")
     out = ['<h1>Run %s <span class="badge st-%s">%s</span></h1>' % (esc(run.get("name")), esc(state), esc(state))]
     out.append('<p class="sub">on %s · profile %s · report made %s</p>' % (
         esc(doc.get("host") or "?"), esc(doc.get("profile") or "-"), esc(_when(doc.get("generated_at")))))
-    t0, t1 = epoch(run.get("started_at")), epoch(run.get("ended_at"))
+    t1 = epoch(run.get("ended_at"))
     if t0 is not None:
         line = "Started %s" % utc(t0)
+        if again:
+            line += ", started again %s (%s)" % (
+                "%d times" % len(again) if len(again) > 1 else "once", ", ".join(utc(t) for t in again[-3:]))
         if t1 is not None:
             line += ", ended %s after %s." % (utc(t1), format_duration(t1 - t0))
         else:

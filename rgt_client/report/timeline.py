@@ -40,6 +40,20 @@ def events_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def run_start(doc: dict[str, Any], events: list[dict[str, Any]], attempts: list[Attempt]) -> float | None:
+    """When the run first started, over all its attempts: status's started_at is the latest
+    resume's, and a resumed run's header said "after 6s" while its first events read "-1m30s"."""
+    run = doc.get("run") or {}
+    starts = [t for t in [epoch(run.get("started_at"))] + [a.t0 for a in attempts] if t is not None]
+    starts += [e["ts"] for e in events if e.get("type") == "run_started"]
+    return min(starts) if starts else None
+
+
+def resumes(events: list[dict[str, Any]]) -> list[float]:
+    """When the run started again after its first start (a resume, a restart)."""
+    return [e["ts"] for e in events if e.get("type") == "run_started"][1:]
+
+
 def axis_for(doc: dict[str, Any], events: list[dict[str, Any]], attempts: list[Attempt]) -> TimeAxis:
     """From the run's start to its end; for a live run to now; for a run whose agent stopped,
     to the last thing recorded (the rest is unknown, and would only be empty space)."""

@@ -60,7 +60,9 @@ def status(ctx: click.Context, hosts: tuple[str, ...], as_json: bool, run_name: 
 @click.argument("host")
 @click.argument("run")
 @click.option("--every", type=DURATION, default="60s", show_default=True,
-              help="Time between checks when the box's agent is too old to stream its events.")
+              help="At most this often, a line with the running stage's progress and ETA (on a terminal, "
+                   "redrawn in place; piped, only when it changes); the time between checks of an agent too "
+                   "old to stream its events.")
 @click.option("--max-wait", type=DURATION, default="12h", show_default=True, help="Give up after this long.")
 @host_options
 @click.pass_context
@@ -68,13 +70,10 @@ def watch(ctx: click.Context, host: str, run: str, every: float, max_wait: float
           python: str | None) -> None:
     """Follow RUN until it ends: the box's events as they land, over one connection (an older
     agent is polled every --every): exit 0 succeeded, 4 failed, 6 gave up."""
-    from rgt_client.status.poll import WatchEvent
-    from rgt_client.status.render_poll import watch_lines
+    from rgt_client.status.render_poll import WatchPrinter
     from rgt_client.status.watchstream import watch as do_watch
-
-    def show(ev: WatchEvent) -> None:
-        for line in watch_lines(ev, host, run):
-            click.echo(line)
+    tty = sys.stdout.isatty()
+    show = WatchPrinter(host, run, tty)
     ctx.exit(do_watch(options.target(ctx, host, home, python), run, every, max_wait, show))
 
 

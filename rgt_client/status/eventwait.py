@@ -38,7 +38,9 @@ PATH = os.path.join(HOME, "events.jsonl")
 OLD = PATH + ".1"
 AFTER, RUN, TIMEOUT, MAXN = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 QUIET = ("heartbeat", "ping")
-FOLLOW = ("run_queued", "run_started", "stage_started")   # told with the next change; not one alone
+# told with the next change, never one alone: after a resume, a wait that woke on stage_skipped
+# cost a model an extra call that said nothing new
+FOLLOW = ("run_queued", "run_started", "stage_started", "stage_skipped")
 BURST_S = 0.1     # a stage's end and the next start or the run's end are written in the same tick
 STATUS_S = 30     # the status beside the events; the whole script ends by TIMEOUT + DEADLINE_SLACK_S
 DEADLINE_SLACK_S = STATUS_S + 10

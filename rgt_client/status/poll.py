@@ -63,7 +63,7 @@ def watch(target: Target, run: str, every_s: float, max_wait_s: float, show: Cal
         # the next tick on the schedule, but never a burst of catch-up ticks after a slow ssh
         next_tick = max(next_tick + every_s, clock.monotonic())
         if next_tick - start > max_wait_s:
-            show(WatchEvent("gave_up", run=seen.run, waited_s=max_wait_s, unknown_since=seen.unknown_since,
+            show(WatchEvent("gave_up", run=seen.run, waited_s=max_wait_s, unknown_since=seen.unknown_since, dead=dead,
                             seen_age_s=None if seen.at is None else clock.monotonic() - seen.at))
             return exitcodes.GAVE_UP
         clock.sleep(max(0.0, next_tick - clock.monotonic()))
@@ -115,7 +115,8 @@ PATROL_TABLE = (
     ("RUN-FAILED", exitcodes.RUN_FAILED, "a run failed or was interrupted within --since"),
     ("WARNED", exitcodes.OK, "a run has stage warnings and is active or ended within --since"),
     ("HEALTHY", exitcodes.OK, "a run is running or queued"),
-    ("DONE", exitcodes.OK, "every run finished, the last one succeeded: pull next"),
+    ("DONE", exitcodes.OK, "every run finished, the last one succeeded: pull next, or when and where its "
+                           "verified pull went"),
     ("IDLE", exitcodes.OK, "no runs"),
     ("ERROR", exitcodes.ERROR, "anything else: no python, a malformed or too slow answer"),
 )

@@ -10,7 +10,7 @@ from boxagent.api import NON_FINITE, format_bytes, format_duration
 from rgt_client.cost.render import run_cost, status_lines
 from rgt_client.status import statusdata
 from rgt_client.errors import ClientError
-from rgt_client.status.render_run import clip, stage_lines, wrapped
+from rgt_client.status.render_run import clip, pull_words, stage_lines, wrapped
 from rgt_client.textsafe import s, safe, safe_line
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -96,7 +96,7 @@ def _runs(runs: list[dict[str, Any]], host: str, show_all: bool, live: bool,
     hidden += statusdata.not_in_answer(summary)       # ended runs the box keeps out of status.json
     lines: list[str] = []
     for run in shown:
-        lines += _run(run, live, metrics.get(str(run.get("name"))), cost, full_state_dir)
+        lines += _run(run, live, metrics.get(str(run.get("name"))), cost, full_state_dir, host)
     if hidden:
         lines.append("… %d older ended run%s not shown: rgt-client status %s --all"
                      % (hidden, "" if hidden == 1 else "s", shlex.quote(host)))
@@ -147,11 +147,32 @@ def _health(h: dict[str, Any], hist: dict[str, Any]) -> list[str]:
     if cpu.get("quota_cores"):
         lines.append("  cpu     quota %s cores" % cpu["quota_cores"])
     disk_hist = hist.get("disk_used_pct") or {}
-    for d in h.get("disks") or []:
-        lines.append(_spark("  disk    %s (%s) %s of %s, inodes %s" % (
-            s(d.get("path")), s(d.get("role")), _pct(d.get("bytes_used_pct")), format_bytes(d.get("bytes_total")),
+    for d, more in _filesystems(h.get("disks") or []):
+        roles = ", ".join(dict.fromkeys(s(x.get("role")) for x in [d] + more))
+        also = "; also %s" % ", ".join(s(x.get("path")) for x in more[:2]) if more else ""
+        also += " +%d more" % (len(more) - 2) if len(more) > 2 else ""
+        lines.append(_spark("  disk    %s (%s%s) %s of %s, inodes %s" % (
+            s(d.get("path")), roles, also, _pct(d.get("bytes_used_pct")), format_bytes(d.get("bytes_total")),
             _pct(d.get("inodes_used_pct"))), disk_hist.get(d.get("path"))))
     return lines + _gpus(h, hist)
+
+
+def _filesystems(disks: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """One entry per filesystem (the box's st_dev, else the path) with the other paths on it: the
+    workdir of every run shown is on the state dir's disk on most boxes, and `status` printed six
+    identical lines for one filesystem."""
+    groups: dict[Any, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+    for d in disks:
+        if not isinstance(d, dict):
+            continue
+        dev = d.get("dev")
+        key = ("dev", dev) if isinstance(dev, int) and not isinstance(dev, bool) and not d.get("error") \
+            else ("path", d.get("path"))
+        if key in groups:
+            groups[key][1].append(d)
+        else:
+            groups[key] = (d, [])
+    return list(groups.values())
 
 
 def _gpus(h: dict[str, Any], hist: dict[str, Any]) -> list[str]:
@@ -211,7 +232,7 @@ def _int(v: Any) -> str:
 
 
 def _run(run: dict[str, Any], live: bool, spark: dict[str, Any] | None = None, cost: Any = None,
-         full_state_dir: bool = False) -> list[str]:
+         full_state_dir: bool = False, host: str = "HOST") -> list[str]:
     lines = ["run %s  %s%s" % (s(run.get("name")), s(run.get("state")),
                                "  workdir %s" % s(run["workdir"]) if run.get("workdir") else "")]
     if run.get("pending_pickup"):
@@ -224,6 +245,8 @@ def _run(run: dict[str, Any], live: bool, spark: dict[str, Any] | None = None, c
     art = run.get("artifacts") or {}
     if art.get("files"):
         lines.append("  artifacts %s files, %s" % (art.get("files"), format_bytes(art.get("bytes"))))
+    if run.get("state") == "succeeded" and (art.get("files") or run.get("pull_verified")):
+        lines.append("  pull      %s" % pull_words(run, host))
     paid = run_cost(run, cost)
     if paid:
         lines.append("  cost      %s" % paid)
@@ -271,7 +294,8 @@ def _notifications(n: Any) -> list[str]:
 
 def error_lines(host: str, error: ClientError) -> list[str]:
     """A host's error for stderr: `HOST · Error: ...` and its hint (box text sanitised)."""
-    lines = ["%s · Error: %s" % (host, safe_line(error.message))]
+    first, *more = error.message.split("\n")       # ssh's own lines stay lines, each sanitised
+    lines = ["%s · Error: %s" % (host, safe_line(first))] + ["    %s" % safe_line(m.strip()) for m in more[:8]]
     if error.hint:
         lines.append("  Hint: %s" % safe(error.hint))
     return lines

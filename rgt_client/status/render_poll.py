@@ -11,7 +11,7 @@ from rgt_client.errors import BoxTooSlow
 from rgt_client.status.poll import Verdict, WatchEvent
 from rgt_client.status.render import heartbeat_words, occupancy, state_full_words
 from rgt_client.cost.render import patrol_brief
-from rgt_client.status.render_run import run_line
+from rgt_client.status.render_run import pull_words, run_line
 from rgt_client.textsafe import s, safe_line
 
 
@@ -24,6 +24,8 @@ def watch_lines(ev: WatchEvent, host: str, run: str) -> list[str]:
     if ev.kind == "no_answer":
         why = "no answer in time" if isinstance(ev.error, BoxTooSlow) else "ssh failed"
         return ["%s %s (the run is not affected): %s" % (_ts(), why, safe_line(ev.error.message if ev.error else ""))]
+    if ev.kind == "progress":
+        return [progress_line(ev)[0]]
     if ev.kind == "run":
         live = statusdata.alive(ev.status)
         return ["%s %s%s" % (_ts(), run_line(ev.run, live), "" if live else "; " + heartbeat_words(ev.status))]
@@ -35,6 +37,31 @@ def watch_lines(ev: WatchEvent, host: str, run: str) -> list[str]:
         return ["%s the agent on %s stayed down for %d checks; restart it: rgt-client install %s"
                 % (_ts(), host, ev.dead, word)]
     return ["%s gave up after %s: %s" % (_ts(), format_duration(ev.waited_s), _last_seen(ev, host, run))]
+
+
+def progress_line(ev: WatchEvent) -> tuple[str, str]:
+    """(the line, what it says apart from the clock and ages): the running stage, its progress,
+    ETA and the progress's age. Piped, a line is printed only when the second part changes."""
+    stages = ev.run.get("stages") or []
+    cur = next((st for st in stages if isinstance(st, dict) and st.get("state") == "running"), None)
+    if cur is None:
+        what = "%s %s" % (s(ev.run.get("name")), s(ev.run.get("state")))
+        return "%s %s" % (_ts(), what), what
+    prog = cur.get("progress") or {}
+    fraction = prog.get("fraction")
+    what = "stage %s (%d/%d)" % (s(cur.get("name")), stages.index(cur) + 1, len(stages))
+    if isinstance(fraction, (int, float)):
+        what += ": %.0f%%" % (100 * fraction)
+        if prog.get("done") is not None and prog.get("total"):
+            what += " (%s/%s)" % (s(prog["done"]), s(prog["total"]))
+        if isinstance(prog.get("eta_s"), (int, float)):
+            what += " eta %s" % format_duration(prog["eta_s"])
+    else:
+        what += ": running, no progress in its log yet"
+    age = prog.get("age_s")
+    aged = ", as of %s ago" % format_duration(age) if isinstance(age, (int, float)) and fraction is not None else ""
+    live = "" if statusdata.alive(ev.status) else "; " + heartbeat_words(ev.status)
+    return "%s %s%s%s" % (_ts(), what, aged, live), what
 
 
 def _stream_line(ev: WatchEvent) -> str:
@@ -66,6 +93,10 @@ def _last_seen(ev: WatchEvent, host: str, run: str) -> str:
         since = time.strftime("%H:%M:%S", time.localtime(ev.unknown_since))
         return ("no answer from %s since %s: the state of run %s is unknown; %s; ask again: %s"
                 % (host, since, s(run), last, again))
+    if ev.dead:     # the last answer said the agent was down: nothing moves the chain on
+        return ("run %s was not finished when %s; the agent on %s was down then: no next stage starts while it "
+                "is down (a stage already running may still end); restart it: rgt-client install %s"
+                % (s(run), last, host, shlex.quote(host)))
     return "run %s was not finished when %s (it keeps going on the box)" % (s(run), last)
 
 
@@ -86,8 +117,7 @@ def patrol_detail(v: Verdict, host: str) -> str:
             + paid + _alerts(v.status)
     if v.word == "DONE":
         name = v.runs[0].get("name")
-        return "run %s succeeded; pull next: rgt-client pull %s %s%s" % (s(name), shlex.quote(host),
-                                                                        s(shlex.quote(str(name))), paid)
+        return "run %s succeeded; %s%s" % (s(name), pull_words(v.runs[0], host), paid)
     return "no active runs" + paid + _alerts(v.status)
 
 
@@ -114,3 +144,32 @@ def _alerts(status: dict) -> str:
         return ""
     text = ", ".join("%s %s" % (s(a.get("severity")), s(a.get("type"))) for a in alerts[:PATROL_RUNS])
     return " · alerts: " + text + (" +%d more" % (len(alerts) - PATROL_RUNS) if len(alerts) > PATROL_RUNS else "")
+
+
+class WatchPrinter:
+    """watch's output: every line as it comes; a progress line redrawn in place on a terminal
+    (the next line takes its place), and on a pipe printed only when what it says changes."""
+
+    def __init__(self, host: str, run: str, tty: bool) -> None:
+        self.host, self.run, self.tty = host, run, tty
+        self.drawn = False              # a progress line is on the terminal's last row
+        self.said: str | None = None
+
+    def __call__(self, ev: WatchEvent) -> None:
+        import click
+        if ev.kind == "progress":
+            line, what = progress_line(ev)
+            if self.tty:
+                click.echo("\r\x1b[K" + line, nl=False)
+                self.drawn = True
+            elif what != self.said:
+                click.echo(line)
+            self.said = what
+            return
+        if self.drawn:
+            click.echo("\r\x1b[K", nl=False)
+            self.drawn = False
+        if ev.kind == "run":
+            self.said = None
+        for line in watch_lines(ev, self.host, self.run):
+            click.echo(line)

@@ -8,6 +8,7 @@ Every field is box text: it goes through textsafe before it reaches the terminal
 """
 from __future__ import annotations
 
+import shlex
 from typing import Any, Mapping
 
 from boxagent.api import format_duration
@@ -166,3 +167,18 @@ def warnings_brief(run: dict[str, Any]) -> str:
     stage, first = warned[0]
     more = " (+%d more)" % (len(warned) - 1) if len(warned) > 1 else ""
     return "; %s %s: %s%s" % (WARN_MARK, s(stage), clip(s(first), 100), more)
+
+
+def pull_words(run: dict, host: str) -> str:
+    """What the box recorded of a verified pull of a succeeded run (runs[].pull_verified), or
+    the pull to do next. patrol said "pull next" after a verified pull the box had recorded."""
+    again = "rgt-client pull %s %s" % (shlex.quote(host), s(shlex.quote(str(run.get("name")))))
+    pv = run.get("pull_verified")
+    if not isinstance(pv, dict) or not pv.get("verified_at"):
+        return "pull next: " + again
+    where = " into %s" % s(pv["dest"]) if pv.get("dest") else ""
+    files = " (%s files)" % s(pv["files"]) if pv.get("files") is not None else ""
+    if pv.get("current"):
+        return "pulled and verified at %s%s%s: its results are safe off the box" % (s(pv["verified_at"]), where, files)
+    return ("a pull was verified at %s%s, but the box's files changed since: pull again: %s"
+            % (s(pv["verified_at"]), where, again))

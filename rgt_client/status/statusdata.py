@@ -34,7 +34,9 @@ _STAGE = {"name": "s", "kind": "s", "state": "s", "attempt": "i", "exit_code": "
           "slurm_job_id": "s", "slurm_state": "s", "slurm_waiting": {"text": "s", "blocked": "b"}}
 _RUN = {"name": "s", "state": "s", "workdir": "s", "created_at": "s", "started_at": "s", "ended_at": "s",
         "stages": [_STAGE], "artifacts": {"files": "i", "bytes": "n"}, "pending_pickup": "b",
-        "cost": {"hours": "n", "spent": "n"}}
+        "cost": {"hours": "n", "spent": "n"},
+        "pull_verified": {"verified_at": "s", "dest": "s", "files": "i", "bytes": "i", "manifest_sha256": "s",
+                          "current": "b"}}
 _COST = {"price_per_hour": "n", "currency": "s", "since": "s", "hours": "n", "spent": "n", "budget": "n",
          "runs_hours": "n", "runs_spent": "n", "idle_hours": "n", "idle_spent": "n", "runs_folded": "i",
          "budget_used_pct": "n", "idle_alert_after_s": "n", "stop_deadline_at": "s", "stop_deadline_in_s": "n",
@@ -46,7 +48,8 @@ _GPU = {"index": "i", "name": "s", "util_pct": "n", "memory_used_bytes": "n", "m
 _HEALTH = {"memory": {"cgroup": "s", "current_bytes": "n", "max_bytes": "n", "used_pct": "n", "peak_bytes": "n",
                       "oom_kill": "i", "host_total_bytes": "n"},
            "cpu": {"quota_cores": "n"}, "gpu_unavailable_reason": "s", "gpus": [_GPU],
-           "disks": [{"path": "s", "role": "s", "bytes_total": "n", "bytes_used_pct": "n", "inodes_used_pct": "n"}]}
+           "disks": [{"path": "s", "role": "s", "bytes_total": "n", "bytes_used_pct": "n", "inodes_used_pct": "n",
+                      "dev": "i"}]}
 SHAPE = {
     "observed_at": "s", "host": "s", "profile": "s",
     "agent": {"version": "s", "build_sha256": "s", "pid": "i", "running": "b", "state": "s",

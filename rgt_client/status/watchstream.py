@@ -7,6 +7,9 @@ next wait returns what landed meanwhile. A broken link is said and retried with 
 ... 15 s) while --max-wait allows; what was last observed, and since when the box has not
 answered, is kept as in the poll (poll._Seen), so a final message never claims a state it did not
 see. An agent with no events file is polled (poll.watch) with --every.
+During a stage the box may write no event for hours: a `progress` line (the stage's progress,
+ETA and its age) comes at most every --every, so a long stage shows life (it printed nothing
+for the whole stage).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from rgt_client.box.transport import Target
 WAIT_S = 40.0          # one wait on the box; a longer one only delays finding a dead link
 SLACK_S = 20.0         # past its bound a wait is a stalled link (ssh's keepalive ends it near 30 s too)
 BACKOFF_MAX_S = 15.0
+PROGRESS_MIN_S = 0.5   # --every 0 would be a busy loop of round trips
 
 
 def watch(target: Target, run: str, every_s: float, max_wait_s: float, show: Callable[[WatchEvent], None],
@@ -31,17 +35,18 @@ def watch(target: Target, run: str, every_s: float, max_wait_s: float, show: Cal
     the agent stayed down for `dead_ticks` answers in a row."""
     clock = clock or Clock()
     deadline = clock.monotonic() + max_wait_s
-    state = _Stream(show, clock)
+    state = _Stream(show, clock, every_s)
     while True:
         left = deadline - clock.monotonic()
         if left <= 0:
             seen = state.seen
             show(WatchEvent("gave_up", run=seen.run, waited_s=max_wait_s, unknown_since=seen.unknown_since,
+                            dead=state.dead,
                             seen_age_s=None if seen.at is None else clock.monotonic() - seen.at))
             return exitcodes.GAVE_UP
         first = state.cursor is None     # the first answer: where the feed is now, and the run's state
         # an agent that is not running writes no events: checked every --every, as the poll does
-        bound = 0.0 if first else min(wait_s, left, every_s if state.dead else wait_s)
+        bound = 0.0 if first else min(wait_s, left, every_s if state.dead else wait_s, state.progress_due())
         try:
             head = box_wait(target, run, state.cursor, bound, slack_s=SLACK_S)
         except ClientError as e:
@@ -72,12 +77,20 @@ def _link_broke(e: ClientError) -> bool:
 
 
 class _Stream:
-    def __init__(self, show: Callable[[WatchEvent], None], clock: Clock) -> None:
-        self.show, self.clock = show, clock
+    def __init__(self, show: Callable[[WatchEvent], None], clock: Clock, every_s: float = 60.0) -> None:
+        self.show, self.clock, self.every_s = show, clock, max(every_s, PROGRESS_MIN_S)
+        self.shown_at: float | None = None       # when the run's last line (or progress line) was shown
+        self.running = False
         self.seen = _Seen()
         self.cursor: str | None = None
         self.dead = 0
         self.backoff = 0.0
+
+    def progress_due(self) -> float:
+        """Seconds until the next progress line is due (a wait returns then with the status)."""
+        if not self.running or self.shown_at is None:
+            return WAIT_S
+        return max(PROGRESS_MIN_S, self.shown_at + self.every_s - self.clock.monotonic())
 
     def lost(self, e: ClientError, deadline: float) -> None:
         self.backoff = min(BACKOFF_MAX_S, self.backoff * 2 or 1.0)
@@ -105,8 +118,14 @@ class _Stream:
         again = self.backoff > 0
         self.seen.run, self.seen.at, self.seen.unknown_since, self.backoff = info, self.clock.monotonic(), None, 0.0
         self.dead = 0 if statusdata.alive(status) else self.dead + 1
+        now = self.clock.monotonic()
+        self.running = info.get("state") == "running"
         if first or again or head.get("events") or info.get("state") in TERMINAL_OK + TERMINAL_BAD:
             self.show(WatchEvent("run", run=info, status=status))
+            self.shown_at = now
+        elif self.running and (self.shown_at is None or now - self.shown_at >= self.every_s - 0.05):
+            self.show(WatchEvent("progress", run=info, status=status))
+            self.shown_at = now
         if info.get("state") in TERMINAL_OK:
             return exitcodes.OK
         if info.get("state") in TERMINAL_BAD:

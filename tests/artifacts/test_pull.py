@@ -145,3 +145,19 @@ def test_unreachable_host_is_exit_5_with_a_hint(box, rgt, tmp_path):
     res = rgt("pull", "no-such-host.invalid", "r1", str(tmp_path / "d"), "--home", str(box.home))
     assert res.exit_code == 5
     assert res.stderr.count("Error: no host named no-such-host.invalid") == 1 and "Hint:" in res.stderr
+
+
+def test_pull_of_a_run_that_is_not_there_says_so_first_with_a_client_hint(box, rgt, tmp_path):
+    box.write("ck/a.pt", "weights")
+    box.run("r1", ["ck/**"])
+    res = _pull(rgt, box, "nosuchrun", tmp_path / "pulled")
+    assert res.exit_code == 2, res.output
+    assert res.stderr.startswith("Error: no run 'nosuchrun'"), res.stderr
+    assert "Hint: list runs with `rgt-client status rgt-box`" in res.stderr, res.stderr
+    assert "NOT safe" not in res.output and "rgt-agent" not in res.stderr
+
+
+def test_verify_host_run_names_the_folder_the_pull_wrote(rgt):
+    res = rgt("verify", "rgt-box", "r1")
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "Hint: rgt-client verify rgt-pulls/rgt-box/r1" in res.stderr, res.stderr

@@ -41,10 +41,10 @@ def test_help_lists_every_command(rgt_local):
 
 
 @pytest.mark.parametrize("argv, meant", [
-    (("verify", "gpu1", "run1"), "usage: rgt-client verify [OPTIONS] DEST"),
+    (("verify", "gpu1", "run1"), "rgt-client verify rgt-pulls/gpu1/run1"),     # the folder that pull wrote
     (("verify",), "usage: rgt-client verify [OPTIONS] DEST"),
     (("profiles", "runpod"), "`rgt-client profiles show runpod`"),
-    (("logs", "gpu1", "run1", "-n", "0"), "usage: rgt-client logs [OPTIONS] HOST RUN"),
+    (("logs", "gpu1", "run1", "-n", "-1"), "usage: rgt-client logs [OPTIONS] HOST RUN"),     # -n 0 is all
     (("stauts", "gpu1"), "`rgt-client status`"),
     (("install",), "usage: rgt-client install [OPTIONS] HOST"),
     (("status", "gpu1", "--no-such-flag"), "rgt-client status --help"),

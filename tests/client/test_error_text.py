@@ -16,7 +16,7 @@ JOBS = {
     "twostage.toml": 'name = "x"\n[[stage]]\nname = "a"\n[[stage]]\nname = "a"\nrun = "true"\n',
 }
 ARGV = [
-    ("verify",), ("verify", "gpu1", "run1"), ("profiles", "runpod"), ("logs", "h", "r", "-n", "0"),
+    ("verify",), ("verify", "gpu1", "run1"), ("profiles", "runpod"), ("logs", "h", "r", "-n", "-1"),
     ("install",), ("status", "h", "--events", "-3"), ("watch", "h", "r", "--every", "soon"),
     ("run", "local"), ("run", "local", "--name", "bad name!", "--", "true"),
     ("install", "local", "--price", "-1"), ("profiles", "show", "no-such-platform"),

@@ -123,6 +123,7 @@ def test_a_30s_stall_mid_watch_loses_and_repeats_no_event(far):
         shown = [line for line in text if line.endswith(" " + e["summary"])]
         assert len(shown) == 1, (e["summary"], text)
     assert "chain succeeded" in text[-1], text
+    assert not any("connection is up" in line for line in text), text     # silence tells no such thing
 
 
 def test_logs_follow_across_a_broken_link_loses_and_repeats_no_line(far):
@@ -140,10 +141,12 @@ def test_logs_follow_across_a_broken_link_loses_and_repeats_no_line(far):
     lines.join(5)
     got = [line for _, line in lines.got if line.startswith("line-")]
     assert got == ["line-%d" % i for i in range(1, 121)][-len(got):] and got[-1] == "line-120", got
-    # the first stage's last lines start the follow; the chain's move to the next is told once
-    assert [line for _, line in lines.got if line.startswith("==> ")] == ["==> second (attempt 1) <=="]
+    # the first stage's last lines start the follow under its header; the chain's move to the next is told once
+    assert [line for _, line in lines.got if line.startswith("==> ")] == ["==> first (attempt 1) <==",
+                                                                          "==> second (attempt 1) <=="]
     assert "second-1,2,3," in [line for _, line in lines.got]
-    assert "link lost at" in proc.stderr.read()
+    err = proc.stderr.read()
+    assert "link lost at" in err and "link back (lost since" in err, err
 
 
 def test_an_agent_with_no_event_feed_is_polled(far):

@@ -107,3 +107,13 @@ def test_logs_of_a_100mb_single_line_answers_at_once(tqdm_box):
     assert res.exit_code == 0, res.output
     assert time.monotonic() - t0 < 15            # it read all 100 MB for 95 s, then "unreachable"
     assert len(res.stdout) < 2 * logtail.LINE_MAX and res.stdout.rstrip("\n").endswith("x" * 1000)
+
+
+@pytest.mark.ssh
+@needs_daemon
+def test_logs_n_0_prints_every_line_as_docs_jobs_md_says(tqdm_box):
+    rgt, home = tqdm_box
+    res = rgt("logs", "rgt-box", "bars", "-n", "0", "--home", str(home))
+    assert res.exit_code == 0, res.output
+    assert res.stdout == ("100%|##########| 100/100\nEpoch 1/200 loss 0.8\nsaved ckpt/epoch_1.pt\n"
+                          "100%|##########| 100/100\nEpoch 2/200 loss 0.7\nsaved ckpt/epoch_2.pt\n 50%|bar| 50/100\n")
