@@ -153,10 +153,16 @@ class RunLog(Part):
         live, etype, stage = self.live.get(run), event.get("type"), event.get("stage")
         if live is None:
             return
+        at = event.get("at") if isinstance(event.get("at"), str) else None
         if etype == "stage_started" and isinstance(stage, str) and isinstance(event.get("log"), str):
-            live.stage_logs[stage] = {"name": stage, "log": event["log"]}
+            live.stage_logs[stage] = {"name": stage, "log": event["log"], "started_at": at}
         elif etype in STAGE_END_EVENTS or etype in END_EVENTS:
-            self._read_metrics(live, {"stages": list(live.stage_logs.values())}, time.time())
+            if etype in STAGE_END_EVENTS and isinstance(stage, str) and stage in live.stage_logs:
+                # the readings were printed before the end: they keep the attempt's own clock
+                live.stage_logs[stage] = dict(live.stage_logs[stage], ended_at=at)
+            ended = points.parse_iso(at)
+            self._read_metrics(live, {"stages": list(live.stage_logs.values())},
+                               ended if ended is not None else time.time())
 
     def _file(self, run: str) -> Optional[HistoryFile]:
         if self.ctx is None:
