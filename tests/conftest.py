@@ -12,11 +12,53 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # `tests.sshd` importable
 
 
+# Hypothesis: `ci` is the suite's full strength (each test's own settings, else hypothesis'
+# defaults), the profile whenever CI=true; `dev` runs a fifth of the examples for the inner loop.
+# HYPOTHESIS_PROFILE=ci|dev chooses (or pytest's --hypothesis-profile).
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:    # the dev extra brings it; without it the fuzz tests are not collected either
+    _hypothesis_settings = None
+if _hypothesis_settings is not None:
+    _hypothesis_settings.register_profile("ci", _hypothesis_settings.get_profile("default"))
+    _hypothesis_settings.register_profile("dev", max_examples=20)
+    _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or (
+        "ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "dev"))
+
+
+def fuzz_examples(full: int) -> int:
+    """A fuzz test's example count: `full` under the ci profile, a fifth of it under dev."""
+    if _hypothesis_settings is None:
+        return full
+    default = _hypothesis_settings.get_profile("default").max_examples
+    return max(10, full * _hypothesis_settings.default.max_examples // default)
+
+
+# The suite runs in parallel workers (pytest-xdist, `--dist loadgroup` in pyproject.toml). Each
+# worker starts its own sshd and builds its own agent and fake NVML library (session fixtures,
+# free ports, tmp_path); what exists once per machine runs in one worker, in order: the one-node
+# Slurm cluster (its daemons own the node's CPUs and cgroups) and the Ray cluster. A test of a
+# new such part marks itself `@pytest.mark.xdist_group("name")`.
+_ONE_PER_MACHINE = {"slurm": "slurm", "ray": "ray"}     # fixture or marker -> group
+
+
+@pytest.hookimpl(tryfirst=True)    # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     is_root = os.geteuid() == 0
     for item in items:
         if "root" in item.keywords and not is_root:
             item.add_marker(pytest.mark.skip(reason="needs root (cgroups, tmpfs mounts, /dev/kmsg)"))
+        if item.get_closest_marker("xdist_group") is None:
+            names = set(getattr(item, "fixturenames", ())) | {m.name for m in item.iter_markers()}
+            group = next((g for key, g in _ONE_PER_MACHINE.items() if key in names), None)
+            if group is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: the suite mostly waits (daemons, ssh, sleeps in the programs under test), so two
+    workers per core, at least 4 and at most 8 (each starts its own sshd)."""
+    return min(8, max(4, 2 * (os.cpu_count() or 1)))
 
 
 @pytest.fixture(scope="session")
