@@ -147,15 +147,16 @@ def agent_command(target: Target, args: list[str]) -> str:
 
 
 def python_command(target: Target, script: str, args: list[str] | None = None,
-                   need_agent: bool = False) -> str:
+                   need_agent: bool = False, bare: bool = False) -> str:
     """Run a small Python script on the box: base64 in one argv word, so no newline or quote
-    in it ever meets the remote login shell (csh/fish users included)."""
+    in it ever meets the remote login shell (csh/fish users included). `bare`: the script needs
+    only the standard library, so -S spares it the box's site-packages (as for `status`)."""
     import base64
     code = base64.b64encode(script.encode("utf-8")).decode("ascii")
     boot = "import base64;exec(compile(base64.b64decode('%s'),'<rgt>','exec'))" % code
     words = " ".join(shlex.quote(a) for a in (args or []))
-    return preamble(target, need_agent=need_agent) + "exec %s -c %s %s" % (
-        target.python_word(), shlex.quote(boot), words)
+    return preamble(target, need_agent=need_agent) + "exec %s%s -c %s %s" % (
+        target.python_word(), " -S" if bare else "", shlex.quote(boot), words)
 
 
 def spawn(target: Target, remote_command: str, **popen_kw) -> subprocess.Popen:
@@ -442,6 +443,8 @@ def run_agent(target: Target, args: list[str], stdin: bytes | None = None,
 
 
 def run_python(target: Target, script: str, args: list[str] | None = None,
-               stdin: bytes | None = None, timeout: float | None = None, max_out: int | None = None) -> Result:
-    return check_reach(target, run_remote(target, python_command(target, script, args), stdin, timeout, max_out,
+               stdin: bytes | None = None, timeout: float | None = None, max_out: int | None = None,
+               bare: bool = False) -> Result:
+    return check_reach(target, run_remote(target, python_command(target, script, args, bare=bare), stdin, timeout,
+                                          max_out,
                                           "a box-side script"))
