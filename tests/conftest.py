@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,25 +35,67 @@ def fuzz_examples(full: int) -> int:
     return max(10, full * _hypothesis_settings.default.max_examples // default)
 
 
-# The suite runs in parallel workers (pytest-xdist, `--dist loadgroup` in pyproject.toml). Each
-# worker starts its own sshd and builds its own agent and fake NVML library (session fixtures,
-# free ports, tmp_path); what exists once per machine runs in one worker, in order: the one-node
-# Slurm cluster (its daemons own the node's CPUs and cgroups) and the Ray cluster. A test of a
-# new such part marks itself `@pytest.mark.xdist_group("name")`.
-_ONE_PER_MACHINE = {"slurm": "slurm", "ray": "ray"}     # fixture or marker -> group
-
-
-@pytest.hookimpl(tryfirst=True)    # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     is_root = os.geteuid() == 0
     for item in items:
         if "root" in item.keywords and not is_root:
             item.add_marker(pytest.mark.skip(reason="needs root (cgroups, tmpfs mounts, /dev/kmsg)"))
-        if item.get_closest_marker("xdist_group") is None:
-            names = set(getattr(item, "fixturenames", ())) | {m.name for m in item.iter_markers()}
-            group = next((g for key, g in _ONE_PER_MACHINE.items() if key in names), None)
-            if group is not None:
-                item.add_marker(pytest.mark.xdist_group(group))
+
+
+# The suite runs in parallel workers (pytest-xdist, `--dist loadgroup` in pyproject.toml). Each
+# worker starts its own sshd and builds its own agent and fake NVML library (session fixtures,
+# free ports, tmp_path). Some tests must share one worker:
+# - what exists once per machine: the one-node Slurm cluster (its daemons own the node's CPUs and
+#   cgroups; tests/slurm/ and tests marked `slurm`) and the Ray cluster (tests/ray/, `ray`);
+# - the tests of a file that share a module-scoped fixture (an installed box, a finished run):
+#   split over workers, each worker set the box up again (12 s each for tests/cost's), and a
+#   test that reads what an earlier one left found nothing;
+# - a file that names its group: `pytestmark = pytest.mark.xdist_group("name")`.
+# xdist 3.8's own loadgroup groups nothing under pytest 9 (it renames node ids through an
+# attribute pytest 9 no longer reads), so the groups are read here, from the test files.
+_MACHINE_GROUPS = (("tests/slurm/", "mark.slurm", "slurm"), ("tests/ray/", "mark.ray", "ray"))
+_NAMED_GROUP = re.compile(r"""xdist_group\(\s*(?:name\s*=\s*)?["']([^"']+)["']""")
+_MODULE_FIXTURE = re.compile(r"""fixture\([^)]*scope\s*=\s*["']module["']""")
+_file_groups: dict = {}
+
+
+def _group_of_file(path: str) -> str | None:
+    """The group every test of the file `path` (relative to the repository) runs in, or None."""
+    if path not in _file_groups:
+        def text(p: Path) -> str:
+            try:
+                return p.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                return ""
+        body = text(REPO / path)
+        near = text((REPO / path).parent / "conftest.py")
+        group = None
+        for prefix, marker, name in _MACHINE_GROUPS:
+            if path.startswith(prefix) or marker in body:
+                group = name
+                break
+        named = _NAMED_GROUP.search(body)
+        if group is None and named:
+            group = named.group(1)
+        if group is None and (_MODULE_FIXTURE.search(body) or _MODULE_FIXTURE.search(near)):
+            group = path
+        _file_groups[path] = group
+    return _file_groups[path]
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedPartsScheduling(LoadScopeScheduling):
+        """Each test is its own unit of work, but a group's tests are one unit (one worker, in
+        order); the biggest units are handed out first."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return _group_of_file(nodeid.split("::", 1)[0]) or nodeid
+
+    return SharedPartsScheduling(config, log)
 
 
 def pytest_xdist_auto_num_workers(config):
