@@ -8,8 +8,14 @@ no netem), with the agent installed over that link and one finished run with art
 figure is measured with rgt's shared connection (the default) and without it
 (RGT_SSH_MULTIPLEX=0, what every command paid before), paired with `ssh far true` in the same
 run, and with the connections and bytes the proxy saw. Goals at 150 ms: the first `status`
-<= 1.1x `ssh true`, repeated `status` <= 0.35x, a re-pull of an unchanged run <= 1.5x, and
-`watch` showing a stage's end within 1 s + one round trip.
+<= 1.05x `ssh true`, a re-pull of an unchanged run <= 1.5x, and `watch` showing a stage's end
+within 1 s + one round trip.
+
+The floor of a repeated command is `ssh far true` over the same open master: nothing rgt does
+over the shared connection can be faster. Against it: repeated `status` <= 1.3x, `status --json`
+and the MCP server's `wait_for_change` (box_wait in a long-lived process, as the server runs it)
+<= 1.5x, and `logs -n 50`. A pull copying 300 KB opens no new connection, and `auto` is within
+1.2x of the faster of rsync and stream. `--phases` also prints where a repeated `status` goes.
 """
 from __future__ import annotations
 
@@ -36,7 +42,7 @@ JOB = '''name = "far1"
 workdir = %(work)s
 [[stage]]
 name = "train"
-run = "mkdir -p out && head -c 200000 /dev/urandom > out/model.bin && echo trained"
+run = "mkdir -p out && head -c 300000 /dev/urandom > out/model.bin && echo trained"
 [artifacts]
 include = ["out/**"]
 '''
@@ -146,15 +152,121 @@ def main() -> int:
     ap.add_argument("--rtt", type=float, default=0.15, help="round trip in seconds (default 0.15)")
     ap.add_argument("-n", type=int, default=5, help="runs per figure (default 5)")
     ap.add_argument("--only", default=None, help="only the commands whose label has this word (e.g. pull)")
+    ap.add_argument("--phases", action="store_true", help="also where a repeated status goes, phase by phase")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="rgt-far-") as tmp:
         far = Far(Path(tmp), args.rtt)
         try:
             far.setup()
             report(far, args.n, args.rtt, args.only)
+            floor_report(far, args.n, args.rtt, args.only)
+            if args.phases:
+                phases(far, args.n)
         finally:
             far.close()
     return 0
+
+
+def mux_options(far: Far) -> list[str]:
+    """rgt's own multiplexing options for `far`, as the client computes them."""
+    out = subprocess.run([sys.executable, "-c", "import json,sys; from rgt_client.box import sshmux; "
+                          "print(json.dumps(sshmux.options('far', sys.argv[1])))", str(far.cfg)],
+                         capture_output=True, text=True, env=dict(far.env, PYTHONPATH=str(REPO)), check=True)
+    return json.loads(out.stdout)
+
+
+# wait_for_change as the MCP server makes it: one long-lived process, one box_wait per call
+# (timeout 0: the events after the cursor, none, and the run's status beside them).
+WAIT_LOOP = r"""
+import json, sys, time
+from rgt_client.box import hosts
+from rgt_client.status.eventwait import box_wait
+t = hosts.target_for("far", sys.argv[1], None, None)
+cursor = box_wait(t, None, None, 0.0)["cursor"]
+took = []
+for _ in range(int(sys.argv[2])):
+    t0 = time.perf_counter()
+    box_wait(t, None, cursor, 0.0)
+    took.append(time.perf_counter() - t0)
+print(json.dumps(took))
+"""
+
+
+def wait_for_change(far: Far, n: int) -> tuple[float, int, int]:
+    c0, b0 = far.proxy.counters()
+    out = subprocess.run([sys.executable, "-c", WAIT_LOOP, str(far.cfg), str(n)], capture_output=True, text=True,
+                         env=dict(far.env, PYTHONPATH=str(REPO)), timeout=600)
+    if out.returncode != 0:
+        raise SystemExit("wait_for_change loop failed: %s" % out.stderr)
+    c1, b1 = far.proxy.counters()
+    took = json.loads(out.stdout)
+    return statistics.median(took), (c1 - c0) // max(1, n), (b1 - b0) // max(1, n + 1)
+
+
+def floor_report(far: Far, n: int, rtt: float, only: str | None = None) -> None:
+    """Repeated commands against `ssh far true` over the same open master, side by side."""
+    far.rgt("status", "far")                                   # the master is up from here on
+    floor_argv = ["ssh", "-F", str(far.cfg)] + mux_options(far) + ["far", "true"]
+    rows = [("ssh far true over the open master (the floor)", medians(far, floor_argv, far.env, n), None)]
+    cmds = [("repeated status", ["status", "far"], 1.3),
+            ("status --json", ["status", "far", "--json"], 1.5),
+            ("logs -n 50", ["logs", "far", "far1", "-n", "50"], None)]
+    for label, argv, goal in cmds:
+        if not only or only in label:
+            rows.append((label, medians(far, [CLIENT, *argv], far.env, n), goal))
+    if not only or only in "wait_for_change":
+        rows.append(("wait_for_change (MCP, long-lived process)", wait_for_change(far, n), 1.5))
+    pulls: dict[str, float] = {}
+    if not only or only in "pull":
+        for method in ("rsync", "stream", "auto"):
+            dest = far.base / ("pull300-" + method)
+            again = lambda: subprocess.run(["rm", "-rf", str(dest)], check=True)  # noqa: E731 - a fresh copy each time
+            got = medians(far, [CLIENT, "pull", "far", "far1", str(dest), "--method", method], far.env, n, again)
+            pulls[method] = got[0]
+            rows.append(("pull copying 300 KB, --method %s" % method, got, None))
+    floor = rows[0][1][0]
+    print()
+    print("over one open master: %.0f ms round trip, medians of %d" % (rtt * 1000, n))
+    print("%-48s %8s %8s %6s %10s  %s" % ("command", "seconds", "x floor", "conns", "bytes", "goal"))
+    for label, (sec, conns, nbytes), goal in rows:
+        ok = "" if goal is None else ("<= %.2fx %s" % (goal, "ok" if sec / floor <= goal else "MISSED"))
+        print("%-48s %8.3f %8.2f %6d %10d  %s" % (label, sec, sec / floor, conns, nbytes, ok))
+    if pulls:
+        best = min(pulls["rsync"], pulls["stream"])
+        print("pull auto / the faster of rsync and stream: %.2fx (goal <= 1.20x: %s)"
+              % (pulls["auto"] / best, "ok" if pulls["auto"] / best <= 1.2 else "MISSED"))
+
+
+def phases(far: Far, n: int) -> None:
+    """Where a repeated status goes: each piece timed alone, medians of n (the box is this machine)."""
+    py = sys.executable
+    env = dict(far.env, PYTHONPATH=str(REPO))
+    box_env = dict(os.environ, RGT_HOME=str(far.home))
+    pyz = str(far.home / "rgt-agent.pyz")
+    pieces = [
+        ("client: python start, site", [py, "-c", "pass"], env),
+        ("client: start + imports before the ssh call", [py, "-c", "from rgt_client.status import prefetch; "
+                                                         "from rgt_client.box import agentcall, hosts, transport"], env),
+        ("client: start + every import of status", [py, "-c", "import rgt_client.cli, rgt_client.status.cmd"], env),
+        ("box: python3 -S start", ["python3", "-S", "-c", "pass"], box_env),
+        ("box: python3 -S agent status --json", ["python3", "-S", pyz, "status", "--json", "--events", "0"], box_env),
+        ("box: the remote shell line (sh -c)", ["sh", "-c", "true"], box_env),
+    ]
+    import resource
+    print()
+    print("phases of a repeated status (each alone, medians of %d; CPU is the process's own user+sys,"
+          " which a loaded machine does not inflate)" % n)
+    print("%-48s %8s %8s" % ("phase", "wall s", "CPU ms"))
+    for label, argv, e in pieces:
+        took, cpu = [], []
+        for _ in range(n):
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            subprocess.run(argv, capture_output=True, env=e, timeout=120)
+            took.append(time.perf_counter() - t0)
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000)
+        print("%-48s %8.3f %8.1f" % (label, statistics.median(took), statistics.median(cpu)))
 
 
 def report(far: Far, n: int, rtt: float, only: str | None = None) -> None:
@@ -162,8 +274,8 @@ def report(far: Far, n: int, rtt: float, only: str | None = None) -> None:
     ssh_true = ["ssh", "-F", str(far.cfg), "far", "true"]
     close = lambda: subprocess.run([CLIENT, "ssh-close", "far"], capture_output=True, env=far.env)  # noqa: E731
     rows = [("ssh far true", medians(far, ssh_true, far.env, n), None)]
-    cmds = [("first status (no master yet)", ["status", "far"], close, 1.1),
-            ("repeated status", ["status", "far"], None, 0.35),
+    cmds = [("first status (no master yet)", ["status", "far"], close, 1.05),
+            ("repeated status", ["status", "far"], None, None),
             ("pull of an unchanged run", ["pull", "far", "far1", str(far.pulls)], None, 1.5),
             ("install of an unchanged agent", ["install", "far"], None, None)]
     for label, argv, before, goal in cmds:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,11 +13,108 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # `tests.sshd` importable
 
 
+# Hypothesis: `ci` is the suite's full strength (each test's own settings, else hypothesis'
+# defaults), the profile whenever CI=true; `dev` runs a fifth of the examples for the inner loop.
+# HYPOTHESIS_PROFILE=ci|dev chooses (or pytest's --hypothesis-profile).
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:    # the dev extra brings it; without it the fuzz tests are not collected either
+    _hypothesis_settings = None
+if _hypothesis_settings is not None:
+    _hypothesis_settings.register_profile("ci", _hypothesis_settings.get_profile("default"))
+    _hypothesis_settings.register_profile("dev", max_examples=20)
+    _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or (
+        "ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "dev"))
+
+
+def fuzz_examples(full: int) -> int:
+    """A fuzz test's example count: `full` under the ci profile, a fifth of it under dev."""
+    if _hypothesis_settings is None:
+        return full
+    default = _hypothesis_settings.get_profile("default").max_examples
+    return max(10, full * _hypothesis_settings.default.max_examples // default)
+
+
 def pytest_collection_modifyitems(config, items):
     is_root = os.geteuid() == 0
     for item in items:
         if "root" in item.keywords and not is_root:
             item.add_marker(pytest.mark.skip(reason="needs root (cgroups, tmpfs mounts, /dev/kmsg)"))
+
+
+# The suite runs in parallel workers (pytest-xdist, `--dist loadgroup` in pyproject.toml). Each
+# worker starts its own sshd and builds its own agent and fake NVML library (session fixtures,
+# free ports, tmp_path). Some tests must share one worker:
+# - what exists once per machine: the one-node Slurm cluster (its daemons own the node's CPUs and
+#   cgroups; tests/slurm/ and tests marked `slurm`) and the Ray cluster (tests/ray/, `ray`);
+# - the tests of a file that share a module-scoped fixture (an installed box, a finished run):
+#   split over workers, each worker set the box up again (12 s each for tests/cost's), and a
+#   test that reads what an earlier one left found nothing;
+# - a file that names its group: `pytestmark = pytest.mark.xdist_group("name")`.
+# xdist 3.8's own loadgroup groups nothing under pytest 9 (it renames node ids through an
+# attribute pytest 9 no longer reads), so the groups are read here, from the test files.
+_MACHINE_GROUPS = (("tests/slurm/", "mark.slurm", "slurm"), ("tests/ray/", "mark.ray", "ray"))
+_NAMED_GROUP = re.compile(r"""xdist_group\(\s*(?:name\s*=\s*)?["']([^"']+)["']""")
+_MODULE_FIXTURE = re.compile(r"""fixture\([^)]*scope\s*=\s*["']module["']""")
+_file_groups: dict = {}
+_LAST = ("slurm",)
+
+
+def _group_of_file(path: str) -> str | None:
+    """The group every test of the file `path` (relative to the repository) runs in, or None."""
+    if path not in _file_groups:
+        def text(p: Path) -> str:
+            try:
+                return p.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                return ""
+        body = text(REPO / path)
+        near = text((REPO / path).parent / "conftest.py")
+        group = None
+        for prefix, marker, name in _MACHINE_GROUPS:
+            if path.startswith(prefix) or marker in body:
+                group = name
+                break
+        named = _NAMED_GROUP.search(body)
+        if group is None and named:
+            group = named.group(1)
+        if group is None and (_MODULE_FIXTURE.search(body) or _MODULE_FIXTURE.search(near)):
+            group = path
+        _file_groups[path] = group
+    return _file_groups[path]
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedPartsScheduling(LoadScopeScheduling):
+        """Each test is its own unit of work, but a group's tests are one unit (one worker, in
+        order); the biggest units are handed out first. The Slurm group is handed out last, so
+        it runs once the other workers are on their last tests: beside the daemon and cgroup
+        tests of other workers its jobs failed to launch (a second cluster's job stayed PENDING,
+        launch_failed_requeued_held) and the node did not come back after `state=down`; alone,
+        as in a serial run, they pass. (Holding it back further would deadlock: an xdist worker
+        keeps its last test until it is given another or told to stop.)"""
+
+        def _assign_work_unit(self, node) -> None:
+            scope = next((s for s in self.workqueue if s not in _LAST), None) or next(iter(self.workqueue))
+            unit = self.workqueue.pop(scope)
+            self.assigned_work.setdefault(node, {})[scope] = unit
+            collection = self.registered_collections[node]
+            node.send_runtest_some([collection.index(nodeid) for nodeid, done in unit.items() if not done])
+
+        def _split_scope(self, nodeid: str) -> str:
+            return _group_of_file(nodeid.split("::", 1)[0]) or nodeid
+
+    return SharedPartsScheduling(config, log)
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: the suite mostly waits (daemons, ssh, sleeps in the programs under test), so two
+    workers per core, at least 4 and at most 8 (each starts its own sshd)."""
+    return min(8, max(4, 2 * (os.cpu_count() or 1)))
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ import re
 import shlex
 from typing import Any, Callable
 
-from boxagent import api
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
 from rgt_client.box.transport import Target, run_agent
@@ -24,10 +23,17 @@ ANSWER_MAX = 1 << 20          # submit, cancel, resume, notify-*: a few lines of
 TEXT_MAX = 16 << 20           # handbook and the like: text a human reads
 DEFAULT_TIMEOUT_S = 120.0
 
-# The agent's exit codes -> the client's (same numbers today; the map says it on purpose).
-_CODES = {api.EXIT_OK: exitcodes.OK, api.EXIT_ERROR: exitcodes.ERROR,
-          api.EXIT_USAGE: exitcodes.USAGE, api.EXIT_NOT_RUNNING: exitcodes.AGENT_DOWN,
-          api.EXIT_RUN_FAILED: exitcodes.RUN_FAILED}
+
+
+def _client_code(agent_rc: int) -> int:
+    """The agent's exit codes -> the client's (same numbers today; the map says it on purpose).
+    boxagent.api is imported here, after the answer came: importing it first was a third of
+    what the client did before `status` could start its ssh call."""
+    from boxagent import api
+    codes = {api.EXIT_OK: exitcodes.OK, api.EXIT_ERROR: exitcodes.ERROR,
+             api.EXIT_USAGE: exitcodes.USAGE, api.EXIT_NOT_RUNNING: exitcodes.AGENT_DOWN,
+             api.EXIT_RUN_FAILED: exitcodes.RUN_FAILED}
+    return codes.get(agent_rc, exitcodes.ERROR)
 
 
 class Answer:
@@ -46,7 +52,7 @@ class Answer:
     @property
     def code(self) -> int:
         """The client's exit code for the agent's."""
-        return _CODES.get(self.rc, exitcodes.ERROR)
+        return _client_code(self.rc)
 
     @property
     def message(self) -> str | None:

@@ -179,3 +179,39 @@ def socket_path(host: str, ssh_config: str | None, extra: list[str] | None = Non
     name = hashlib.sha1(("%s%s%s%s" % (socket.gethostname(), conf["hostname"], conf["port"], conf["user"]))
                         .encode()).hexdigest()
     return str(control_dir() / name)
+
+
+# A master that accepts and never answers (stopped, or wedged): a call through it waited its
+# whole timeout, 125 s for `status`, and was then blamed on the network. ssh asks a master
+# `-O check` over the local socket, with no network in between: a live master answers at once
+# however far the box is, and with no master there ssh says so at once. Only a master that
+# does not answer leaves the question hanging.
+STALL_AFTER_S = 2.0       # no first byte by then: ask the master (a live one answers in ms)
+STALL_PROBE_S = 1.5       # ...and it has this long to answer
+
+
+def master_stalled(host: str, ssh_config: str | None, extra: list[str] | None = None,
+                   timeout: float = STALL_PROBE_S) -> bool:
+    """True when rgt's master for `host` does not answer `ssh -O check` within `timeout`."""
+    opts = options(host, ssh_config)
+    if not opts:
+        return False
+    argv = ["ssh"] + (["-F", ssh_config] if ssh_config else []) + opts + list(extra or []) + ["-O", "check", host]
+    try:
+        subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def forget(host: str, ssh_config: str | None, extra: list[str] | None = None) -> None:
+    """Take a master that does not answer out of the way (its socket removed; asking it to exit
+    would only wait on it): the next call makes a new master at the same path."""
+    sock = socket_path(host, ssh_config, extra)
+    if sock is not None:
+        try:
+            os.unlink(sock)
+        except OSError:
+            pass

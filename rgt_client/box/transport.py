@@ -147,15 +147,16 @@ def agent_command(target: Target, args: list[str]) -> str:
 
 
 def python_command(target: Target, script: str, args: list[str] | None = None,
-                   need_agent: bool = False) -> str:
+                   need_agent: bool = False, bare: bool = False) -> str:
     """Run a small Python script on the box: base64 in one argv word, so no newline or quote
-    in it ever meets the remote login shell (csh/fish users included)."""
+    in it ever meets the remote login shell (csh/fish users included). `bare`: the script needs
+    only the standard library, so -S spares it the box's site-packages (as for `status`)."""
     import base64
     code = base64.b64encode(script.encode("utf-8")).decode("ascii")
     boot = "import base64;exec(compile(base64.b64decode('%s'),'<rgt>','exec'))" % code
     words = " ".join(shlex.quote(a) for a in (args or []))
-    return preamble(target, need_agent=need_agent) + "exec %s -c %s %s" % (
-        target.python_word(), shlex.quote(boot), words)
+    return preamble(target, need_agent=need_agent) + "exec %s%s -c %s %s" % (
+        target.python_word(), " -S" if bare else "", shlex.quote(boot), words)
 
 
 def spawn(target: Target, remote_command: str, **popen_kw) -> subprocess.Popen:
@@ -180,22 +181,28 @@ def _no_binary(name: str, exc: OSError) -> ClientError:
 
 def run_remote(target: Target, remote_command: str, stdin: bytes | None = None,
                timeout: float | None = None, max_out: int | None = None, what: str = "",
-               on_out: Callable[[bytes], None] | None = None) -> Result:
+               on_out: Callable[[bytes], None] | None = None, fresh: bool = False) -> Result:
     """Run a shell line on the box (ssh) or here (local). rc 255 from ssh = unreachable.
 
     Bounded: at most `max_out` bytes of stdout (more is an error naming the host; the box may be
     compromised) and the last STDERR_KEEP bytes of stderr; `timeout` is wall seconds. With `on_out`
-    stdout goes to it chunk by chunk as it arrives and is not kept."""
+    stdout goes to it chunk by chunk as it arrives and is not kept.
+    A shared connection whose master does not answer is found within seconds, taken out of the
+    way, and the call made once more on a new connection (`fresh`: this is that second try)."""
     argv, env = _argv_env(target, remote_command)
     t0 = time.monotonic()
-    proc = None if stdin else _EARLY.pop(_key(argv, env), None)
+    proc = None if stdin or fresh else _EARLY.pop(_key(argv, env), None)
     try:
         proc = proc or subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE)
     except FileNotFoundError as exc:
         raise _no_binary(argv[0], exc)
+    stalled = _stall_probe(target, argv, timeout)
     try:
-        out, err = _collect(proc, stdin or b"", t0 + timeout if timeout else None, max_out, on_out)
+        out, err = _collect(proc, stdin or b"", t0 + timeout if timeout else None, max_out, on_out, stalled)
+    except _Stalled:
+        _reap(proc)
+        return _again_on_a_new_connection(target, remote_command, stdin, timeout, t0, max_out, what, on_out, fresh)
     except _Overflow:
         raise ClientError("%s sent more than %s for %s: no agent answer is that big" % (
             target.host, _mib(max_out or 0), what or "one command"),
@@ -211,6 +218,41 @@ def run_remote(target: Target, remote_command: str, stdin: bytes | None = None,
         drop_master(target)       # the link broke mid-answer: the master behind it is dead too
     return Result(proc.returncode, bytes(out), bytes(err[len(CONNECTED):] if connected else err),
                   time.monotonic() - t0, connected)
+
+
+# A call shorter than this keeps the plain timeout: there is no time left to ask the master,
+# take it away and go again.
+_STALL_MIN_TIMEOUT_S = 10.0
+
+
+def _stall_probe(target: Target, argv: list[str], timeout: float | None) -> tuple[float, Callable[[], bool]] | None:
+    """(when to ask, how) for a call through rgt's shared connection; None for any other."""
+    if target.is_local or "ControlMaster=auto" not in argv or (timeout is not None and timeout < _STALL_MIN_TIMEOUT_S):
+        return None
+    from rgt_client.box import sshmux
+    return (time.monotonic() + sshmux.STALL_AFTER_S,
+            lambda: sshmux.master_stalled(target.host, target.ssh_config, target.extra_ssh))
+
+
+def _again_on_a_new_connection(target: Target, remote_command: str, stdin: bytes | None, timeout: float | None,
+                               t0: float, max_out: int | None, what: str,
+                               on_out: Callable[[bytes], None] | None, fresh: bool) -> Result:
+    """The master took the call and never answered (stopped, or wedged on a dead link): nothing
+    reached the box through it. Remove it and make the call once more on a new connection."""
+    from rgt_client.box import sshmux
+    waited = sshmux.STALL_AFTER_S + sshmux.STALL_PROBE_S
+    sshmux.forget(target.host, target.ssh_config, target.extra_ssh)
+    if fresh:
+        raise ClientError("the shared ssh connection to %s did not answer within %.0f s, and neither did the new "
+                          "one made in its place" % (target.host, waited),
+                          "end it and try again: rgt-client ssh-close %s (RGT_SSH_MULTIPLEX=0 turns sharing off)"
+                          % shlex.quote(target.host), exitcodes.UNREACHABLE)
+    sys.stderr.write("Note: the shared ssh connection to %s did not answer within %.0f s (its master is stopped "
+                     "or wedged); rgt set it aside and made the call again on a new connection.\n"
+                     % (target.host, waited))
+    sys.stderr.flush()
+    left = None if timeout is None else max(1.0, timeout - (time.monotonic() - t0))
+    return run_remote(target, remote_command, stdin, left, max_out, what, on_out, fresh=True)
 
 
 # Calls started before the client finished starting (prefetch.py), by (argv, environment).
@@ -247,6 +289,10 @@ class _Overflow(Exception):
     pass
 
 
+class _Stalled(Exception):
+    pass
+
+
 class _Timeout(Exception):
     def __init__(self, connected: bool) -> None:
         super().__init__()
@@ -258,8 +304,10 @@ def _mib(n: int) -> str:
 
 
 def _collect(proc: subprocess.Popen, data: bytes, deadline: float | None, max_out: int | None,
-             on_out: Callable[[bytes], None] | None = None) -> tuple[bytearray, bytearray]:
-    """communicate(), bounded: stdout up to max_out, the tail of stderr, stdin fed as it drains."""
+             on_out: Callable[[bytes], None] | None = None,
+             stalled: tuple[float, Callable[[], bool]] | None = None) -> tuple[bytearray, bytearray]:
+    """communicate(), bounded: stdout up to max_out, the tail of stderr, stdin fed as it drains.
+    `stalled`: (when, ask): nothing heard by `when` and ask() says the master is stuck: _Stalled."""
     assert proc.stdin and proc.stdout and proc.stderr
     out, err, sent, got = bytearray(), bytearray(), 0, 0
     with selectors.DefaultSelector() as sel:
@@ -271,9 +319,19 @@ def _collect(proc: subprocess.Popen, data: bytes, deadline: float | None, max_ou
         else:
             proc.stdin.close()
         while sel.get_map():
-            left = None if deadline is None else deadline - time.monotonic()
+            now = time.monotonic()
+            left = None if deadline is None else deadline - now
             if left is not None and left <= 0:
                 raise _Timeout(err.startswith(CONNECTED))
+            if stalled is not None:
+                if got or err:
+                    stalled = None            # the box answered: the connection works
+                elif now >= stalled[0]:
+                    if stalled[1]():
+                        raise _Stalled()
+                    stalled = None            # a live master, or none yet: only the link is slow
+                else:
+                    left = stalled[0] - now if left is None else min(left, stalled[0] - now)
             for key, _ in sel.select(left):
                 if key.fileobj is proc.stdin:
                     sent = _feed(sel, proc.stdin, data, sent)
@@ -395,6 +453,8 @@ def run_agent(target: Target, args: list[str], stdin: bytes | None = None,
 
 
 def run_python(target: Target, script: str, args: list[str] | None = None,
-               stdin: bytes | None = None, timeout: float | None = None, max_out: int | None = None) -> Result:
-    return check_reach(target, run_remote(target, python_command(target, script, args), stdin, timeout, max_out,
+               stdin: bytes | None = None, timeout: float | None = None, max_out: int | None = None,
+               bare: bool = False) -> Result:
+    return check_reach(target, run_remote(target, python_command(target, script, args, bare=bare), stdin, timeout,
+                                          max_out,
                                           "a box-side script"))

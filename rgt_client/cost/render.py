@@ -35,6 +35,8 @@ def money(amount: Any, cost: dict[str, Any]) -> str:
 
 def _when(text: Any) -> str:
     """ "2026-11-20 14:02 UTC" from the box's ISO time (box text otherwise, sanitised)."""
+    if not isinstance(text, str):       # a box's null or number here once raised AttributeError
+        return s(text)
     try:
         return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(parse_iso_utc(text)))
     except (TypeError, ValueError, OverflowError, AttributeError):     # `"since": null` from the box

@@ -77,9 +77,13 @@ def remote_rsync(head: Dict[str, Any]) -> Optional[str]:
 
 
 def _ssh_command(target: transport.Target) -> str:
-    """rsync's -e: the same bounded OpenSSH call as every other rgt ssh call."""
+    """rsync's -e: the same bounded OpenSSH call as every other rgt ssh call, on the same shared
+    connection (a pull by rsync opened its own: 3.12 s against 1.16 s by stream for 300 KB at a
+    150 ms round trip)."""
+    from rgt_client.box import sshmux
     argv = ["ssh"] + (["-F", target.ssh_config] if target.ssh_config else [])
-    return " ".join(shlex.quote(a) for a in argv + list(transport.SSH_OPTIONS) + list(target.extra_ssh))
+    argv += list(transport.SSH_OPTIONS) + sshmux.options(target.host, target.ssh_config) + list(target.extra_ssh)
+    return " ".join(shlex.quote(a) for a in argv)
 
 
 # A box chooses its files' modes: an executable bit kept from it made a pulled `post-commit`

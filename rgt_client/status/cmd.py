@@ -32,6 +32,9 @@ def status(ctx: click.Context, hosts: tuple[str, ...], as_json: bool, run_name: 
     """Status of HOST(s): one ssh round trip per host, hosts in parallel."""
     from rgt_client.box.agentcall import status_events
     from rgt_client.status.fetch import fetch_many
+    # The renderer is imported while the box's answer is on its way (prefetch.py started the
+    # call), not after it came: after it, its import was part of every status's wait.
+    from rgt_client.status.render import error_lines, render_status
     targets = [options.target(ctx, h, home, python) for h in hosts]
     results = fetch_many(targets, status_events(events, as_json), run_name, all_runs=show_all)
     if as_json:   # streamed: json.dumps of a 4 MiB answer held ~140 MB of text at once
@@ -40,7 +43,6 @@ def status(ctx: click.Context, hosts: tuple[str, ...], as_json: bool, run_name: 
         json.dump(data[0] if len(data) == 1 else data, out, indent=1, ensure_ascii=False)
         out.write("\n")
     else:
-        from rgt_client.status.render import error_lines, render_status
         shown = 0
         for hs in results:
             if hs.error is not None:

@@ -243,7 +243,7 @@ def box_wait(target: Target, run: str | None, cursor: str | None, timeout_s: flo
     tells a broken link from the rest) or the box answers something else. `slack_s` bounds the
     call past timeout_s: a link that stalls is found out then, not hours later."""
     res = run_python(target, BOX_SCRIPT, [cursor or "", run or "", "%.3f" % timeout_s, str(max_events)],
-                     timeout=timeout_s + slack_s, max_out=WAIT_MAX_OUT)
+                     timeout=timeout_s + slack_s, max_out=WAIT_MAX_OUT, bare=True)
     if res.rc != 0:
         from rgt_client.textsafe import safe_line
         raise ClientError("a box-side read on %s failed: %s" % (target.host, safe_line(res.err.strip()[-300:])),

@@ -169,6 +169,14 @@ def test_rsync_only_when_both_ends_have_a_usable_one(head, here, method, want):
     assert choose_method(method, remote_rsync(head), here) == want
 
 
+@pytest.mark.parametrize("size, want", [(300_000, "stream"), ((64 << 20) - 1, "stream"), (64 << 20, "rsync"),
+                                        (None, "rsync")])
+def test_auto_streams_a_small_copy_whose_cost_is_round_trips(size, want):
+    from rgt_client.pull.transfer import choose_method
+    assert choose_method("auto", "/usr/bin/rsync", "/usr/bin/rsync", size) == want
+    assert choose_method("rsync", "/usr/bin/rsync", "/usr/bin/rsync", size) == "rsync"
+
+
 def test_method_rsync_without_rsync_is_a_usage_error():
     from rgt_client.pull.transfer import choose_method
     with pytest.raises(ClientError) as exc:

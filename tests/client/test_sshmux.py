@@ -72,6 +72,41 @@ def test_a_wedged_master_is_replaced_not_waited_on(mux_config):
         os.kill(pid, signal.SIGTERM)
 
 
+def _master_pid(cfg) -> int:
+    return int(_check(cfg).stderr.split("pid=")[1].split(")")[0])
+
+
+def test_a_stalled_master_is_found_within_seconds_and_the_status_retried_on_a_fresh_connection(mux_config, homes):
+    """A master that accepts and never answers held the next `status` for 125 s, then blamed the
+    network. Now it is asked over its socket after 2 s, set aside, and the status made again."""
+    home = homes.new()
+    rgt = Cli(mux_config)
+    assert rgt("install", "rgt-box", "--home", str(home)).exit_code == 0
+    stopped = _master_pid(mux_config)
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        res = rgt("status", "rgt-box", "--home", str(home))
+        took = time.monotonic() - t0
+        assert res.exit_code == 0, res.output
+        assert "rgt-box" in res.stdout and took < 15, (took, res.output)
+        assert "did not answer within 4 s" in res.stderr and "new connection" in res.stderr, res.stderr
+        assert "never came up" not in res.output
+        assert _master_pid(mux_config) != stopped       # the status made a new master; later calls use it
+    finally:
+        os.kill(stopped, signal.SIGCONT)
+        os.kill(stopped, signal.SIGTERM)
+
+
+def test_a_slow_box_behind_a_live_master_is_waited_on_not_retried(mux_config):
+    """Asking the master costs nothing on the wire: a command that takes longer than the 2 s is
+    not a stall, and runs once."""
+    t = Target("rgt-box", ssh_config=str(mux_config))
+    assert run_remote(t, "true", timeout=30).rc == 0
+    res = run_remote(t, "sleep 3; echo once", timeout=30)
+    assert res.rc == 0 and res.stdout == b"once\n"
+
+
 def test_ssh_close_ends_the_master(mux_config):
     t = Target("rgt-box", ssh_config=str(mux_config))
     assert run_remote(t, "true", timeout=30).rc == 0

@@ -123,7 +123,7 @@ def test_wait_times_out_and_fail_pattern_ends_a_wait(box):
 
 
 def test_timeout_kills_the_process_group(box):
-    box.submit(job("slow", box.workdir, {"name": "s", "run": "trap '' TERM; sleep 30 & sleep 30; wait", "timeout": "0.5s"}))
+    box.submit(job("slow", box.workdir, {"name": "s", "run": "trap '' TERM; sleep 30 & sleep 30; wait", "timeout": "2s"}))
     box.start()
     run = box.wait_run("slow", timeout=15)
     st = run["stages"][0]

@@ -127,7 +127,8 @@ class SlurmCluster:
             if rec.get("JobState") in states:
                 return rec
             time.sleep(0.2)
-        raise AssertionError("job %s not in %s after %ss: %s" % (job_id, states, timeout, rec.get("JobState")))
+        raise AssertionError("job %s not in %s after %ss: %s (reason %s)" % (job_id, states, timeout, rec.get("JobState"),
+                                                                          rec.get("Reason")))
 
     def log_tail(self, n: int = 15) -> str:
         parts = []

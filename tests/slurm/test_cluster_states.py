@@ -110,4 +110,4 @@ def _resume_node(slurm, timeout=60):
         # ReturnToService=2 usually brings the node back by itself; resume where it did not.
         slurm.run("scontrol", "update", "nodename=" + slurm.node, "state=resume")
         time.sleep(0.5)
-    raise AssertionError("node %s did not come back: %s" % (slurm.node, slurm.log_tail()))
+    raise AssertionError("node %s did not come back (sinfo said %r): %s" % (slurm.node, state, slurm.log_tail()))

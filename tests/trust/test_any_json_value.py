@@ -22,6 +22,7 @@ from rgt_client.status.render import render_status
 from rgt_client.status.render_poll import patrol_detail
 from rgt_client.report.page import render as render_report
 from tests.client.test_render import BASE, FAILED, RUNNING
+from tests.conftest import fuzz_examples
 from tests.report.conftest import gpu, run_block, status as report_status
 
 HOSTILE_NUMBERS = [float("inf"), float("-inf"), float("nan"), 1e308, -1e308, 10 ** 400, 2.49e-320, 0, -1,
@@ -31,7 +32,7 @@ SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan
 JSON = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                       st.dictionaries(st.text(max_size=8), inner, max_size=4)),
                     max_leaves=12)
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=fuzz_examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _paths(doc: Any, prefix: tuple = ()) -> List[tuple]:
