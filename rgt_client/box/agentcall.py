@@ -108,6 +108,7 @@ def ok(target: Target, args: list[str], what: str, accept: tuple[int, ...] = (0,
 
 def json_of(ans: Answer, what: str) -> dict[str, Any]:
     """The answer's JSON object; anything else is an error naming the host."""
+    from boxagent import api
     try:
         data = api.box_json(ans.stdout)
     except ValueError:      # BadJSON too: `[[[[…` nested 100 000 deep, a huge answer
@@ -156,6 +157,7 @@ def _last_lines(stderr: str, n: int = 2) -> str:
 
 def check_names(run: str, stage: str | None = None) -> None:
     """Refuse a run or stage name that is not one (exit 2), before anything is sent."""
+    from boxagent import api
     for kind, value in (("run", run), ("stage", stage)):
         if value is not None and not api.valid_name(kind, value):
             err = api.name_error(kind, value)
