@@ -81,8 +81,10 @@ class RayBackend:
     def sync(self, host: RunHost, now: float) -> None:
         """Where each running attempt's job is, and its state, into the stage (status shows it)."""
         for run in list(host.runs.values()):
-            if run.state != S.RUNNING or (host.specs.get(run.name) or {}).get("backend") != self.name:
-                continue
+            if (host.specs.get(run.name) or {}).get("backend") != self.name or not (
+                    run.state == S.RUNNING or any(st.placement and st.placement.get("state") not in FINAL
+                                                  for st in run.stages)):
+                continue            # an ended run is followed until Ray names its job's end (status converges)
             view = self.procs.queue_view(run.name)
             changed = False
             for st in run.stages:
@@ -385,7 +387,7 @@ class RayProcesses:
             if name != run or (stage in out and out[stage]["attempt"] > attempt):
                 continue
             rec = self.book.recs.get(job["submission_id"]) or {}
-            pid = self._pid_record(AttemptRef(name, stage, attempt)) if rec.get("status") else {}
+            pid = self._pid_record(AttemptRef(name, stage, attempt))
             where: Dict[str, Any] = pid["ray"] if isinstance(pid.get("ray"), dict) else {}
             state = rec.get("status") or ("WAITING_FOR_GPUS" if job.get("submitted_at") is None else "SUBMITTED")
             out[stage] = {"job_id": job["submission_id"], "attempt": attempt, "submitted_at": job.get("submitted_at"),
