@@ -184,6 +184,7 @@ class RayProcesses:
     def _submit_waiting(self, now: float) -> bool:
         """Submit, in order, what some live node can place now. True when one was submitted."""
         free: Dict[str, Optional[Dict[str, Tuple[float, float]]]] = {}
+        spent: Dict[str, float] = {}                # GPUs submitted in this pass, per cluster
         done = False
         for ref in list(self.waiting):
             job = self.book.get(ref)
@@ -206,7 +207,10 @@ class RayProcesses:
                              "lower the job's `gpus` to what one node has, or add a node with more GPUs")
                 continue
             fit = [n for n, (f, _t) in nodes.items() if f >= gpus]
-            if gpus and not fit:
+            # Ray's report of GPUs in use lags a few seconds behind: rgt's own jobs still running
+            # count against the cluster's total too, so a burst of submissions never overcommits.
+            budget = sum(t for _f, t in nodes.values()) - self._held(job["address"]) - spent.get(job["address"], 0.0)
+            if gpus and (not fit or budget < gpus):
                 continue                            # the GPUs are busy: it waits here, not in Ray
             try:
                 said = api.submit(job["submission_id"], self._entrypoint(ref), gpus,
@@ -221,12 +225,24 @@ class RayProcesses:
             if gpus:
                 best = max(fit, key=lambda n: nodes[n][0])
                 nodes[best] = (nodes[best][0] - gpus, nodes[best][1])
+                spent[job["address"]] = spent.get(job["address"], 0.0) + gpus
             self.waiting.remove(ref)
             self.book.put(ref, dict(job, submitted_at=now))
             self.log("run %s: stage %s attempt %d is Ray job %s" % (ref.run, ref.stage, ref.attempt,
                                                                      job["submission_id"]))
             self.urgent = done = True
         return done
+
+    def _held(self, address: str) -> float:
+        """GPUs rgt's own submitted jobs on that cluster hold (or are about to): until the shim's
+        exit file is there or Ray names the job's end."""
+        held = 0.0
+        for ref_t, job in self.book.jobs.items():
+            if job["address"] == address and job.get("submitted_at") is not None \
+                    and self.book.status(job["submission_id"]) not in FINAL \
+                    and not os.path.exists(self.home.stage_exit(*ref_t)):
+                held += float(job.get("gpus") or 0)
+        return held
 
     def _refuse(self, ref: AttemptRef, now: float, why: str, hint: str) -> None:
         self.waiting.remove(ref)

@@ -83,7 +83,7 @@ def test_cancel_stops_the_ray_job_and_frees_its_gpus(ray_box):
     box.daemon()
     assert box.submit(ray_job(box, "long", {"name": "s", "run": PROBE % 60}, gpus=4)).returncode == 0
     wait_for(lambda: placement(box, "long").get("state") == "RUNNING", 60, "running on Ray")
-    assert box.cluster.gpus_in_use() == 4
+    wait_for(lambda: box.cluster.gpus_in_use() == 4, 20, "Ray's report of the 4 GPUs held")
     assert box.agent("cancel", "long").returncode == 0
     assert box.wait_run("long", timeout=30)["state"] == "cancelled"
     sid = box.stage("long", "s")["placement"]["job_id"]
@@ -140,7 +140,7 @@ def test_a_node_killed_mid_run_is_node_failure_with_rays_evidence_and_retried_on
     try:
         st = wait_for(lambda: (lambda s: s if s.get("attempt") == 2 else None)(box.stage(victim, "s")), 60, "a retry")
         assert st["attempt"] == 2
-        events = [e for e in box.events("stage_retrying") + box.events("stage_failed") if e.get("run") == victim]
+        events = [e for e in box.events("stage_retry") + box.events("stage_failed") if e.get("run") == victim]
         cause = events[0]["cause"]
         assert cause["class"] == "node_failure", cause
         assert any("DEAD" in e and dead in e for e in cause["evidence"]), cause
