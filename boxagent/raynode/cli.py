@@ -1,0 +1,289 @@
+"""`rgt-agent ray-node ...`: this box as a node of the Ray cluster `rgt-client ray up` forms.
+
+    ray-node listen --ports P,Q,.. --token T [--for S]
+                                             a short listener on each port (a child that exits
+                                             after S seconds or `listen --stop`) that answers each
+                                             connection with T; JSON {listening, taken}: a port
+                                             another process holds is `taken`
+    ray-node listen --stop                   end that listener now
+    ray-node reach --expect T --to ADDR:PORT ...
+                                             connect to each (2 s) and read T back: JSON {target:
+                                             "ok" | why}. A connection that does not answer T
+                                             reached something else (a proxy, a NAT box, another
+                                             process), never the other box
+    ray-node start --role head|worker --base B --ip ADDR [--head ADDR]
+                                             `ray start` with every port pinned from B, usage
+                                             stats off, --num-gpus from NVML; the processes it
+                                             made are recorded (ray-node.json) for `stop`
+    ray-node stop                            kill what `start` recorded (pid + start time), and
+                                             their children; nothing else
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Optional, Set
+
+from boxagent.base.errors import AgentError, UsageError
+from boxagent.base.fsutil import atomic_write_json, read_json
+from boxagent.base.home import Home
+from boxagent.base.roots import Roots
+from boxagent.raynode.ports import layout
+
+LISTEN_FOR_S = 60.0
+CONNECT_TIMEOUT_S = 2.0
+START_TIMEOUT_S = 180.0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("ray-node", help="(for rgt-client ray up/down) this box as a Ray node")
+    p.add_argument("action", choices=("listen", "reach", "start", "stop"))
+    p.add_argument("--ports", default="", help="listen: comma-separated ports")
+    p.add_argument("--for", dest="for_s", type=float, default=LISTEN_FOR_S)
+    p.add_argument("--stop", action="store_true", help="listen: end the listener now")
+    p.add_argument("--to", nargs="*", default=[], help="reach: ADDR:PORT targets")
+    p.add_argument("--token", default="", help="listen: what each connection is answered with")
+    p.add_argument("--expect", default="", help="reach: what the other box's listener answers")
+    p.add_argument("--role", choices=("head", "worker"))
+    p.add_argument("--base", type=int)
+    p.add_argument("--ip", help="this node's address as the others reach it")
+    p.add_argument("--head", help="worker: the head's address")
+    p.set_defaults(func=cmd_ray_node)
+
+
+def cmd_ray_node(args: Any) -> int:
+    home = Home.from_env(getattr(args, "home", None))
+    os.makedirs(home.root, exist_ok=True)
+    if args.action == "listen":
+        out = stop_listener(home) if args.stop else listen(home, _ports(args.ports), args.for_s, args.token)
+    elif args.action == "reach":
+        out = reach(args.to, args.expect)
+    elif args.action == "start":
+        out = start(home, args.role, args.base, args.ip, args.head)
+    else:
+        out = stop(home, Roots.from_env())
+    print(json.dumps(out, sort_keys=True))
+    return 0
+
+
+def _ports(text: str) -> List[int]:
+    try:
+        ports = [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise UsageError("--ports: expected comma-separated port numbers, got %r" % text, "e.g. --ports 26379,26380")
+    if not ports or any(not 0 < p < 65536 for p in ports):
+        raise UsageError("--ports: expected ports between 1 and 65535", "e.g. --ports 26379,26380")
+    return ports
+
+
+# -- the reachability probe
+def listen(home: Home, ports: List[int], for_s: float, token: str = "") -> Dict[str, Any]:
+    """Bind every port now (a taken one is said, never waited for), then serve them from a child
+    that lives `for_s` seconds at most: the other boxes connect while it does."""
+    socks, taken = [], []
+    for port in ports:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(("0.0.0.0", port))
+            s.listen(16)
+            socks.append(s)
+        except OSError as exc:
+            s.close()
+            taken.append({"port": port, "why": exc.strerror or str(exc)})
+    if taken or not socks:
+        for s in socks:
+            s.close()
+        return {"listening": [], "taken": taken}
+    pid = os.fork()
+    if pid == 0:                                   # the child: accept and close until the deadline
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        _serve(socks, time.monotonic() + max(1.0, min(for_s, 600.0)), (token + "\n").encode())
+        os._exit(0)
+    for s in socks:
+        s.close()
+    atomic_write_json(os.path.join(home.root, "ray-listen.json"), {"pid": pid, "ports": ports})
+    return {"listening": ports, "taken": [], "pid": pid}
+
+
+def _serve(socks: List[socket.socket], deadline: float, answer: bytes) -> None:
+    import select
+    while time.monotonic() < deadline:
+        ready, _w, _x = select.select(socks, [], [], max(0.0, min(1.0, deadline - time.monotonic())))
+        for s in ready:
+            try:
+                conn, _addr = s.accept()
+                conn.settimeout(1.0)
+                conn.sendall(answer)
+                conn.close()
+            except OSError:
+                pass
+
+
+def stop_listener(home: Home) -> Dict[str, Any]:
+    path = os.path.join(home.root, "ray-listen.json")
+    data = read_json(path)
+    stopped = False
+    if isinstance(data, dict) and isinstance(data.get("pid"), int):
+        try:
+            os.kill(data["pid"], signal.SIGTERM)
+            stopped = True
+        except OSError:
+            pass
+        try:
+            os.waitpid(data["pid"], os.WNOHANG)
+        except OSError:
+            pass
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    return {"stopped": stopped}
+
+
+def reach(targets: List[str], expect: str = "") -> Dict[str, str]:
+    out = {}
+    for target in targets:
+        addr, _, port = target.rpartition(":")
+        if not addr or not port.isdigit():
+            raise UsageError("--to: expected ADDR:PORT, got %r" % target, "e.g. --to 10.0.0.6:26389")
+        try:
+            with socket.create_connection((addr.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S) as conn:
+                got = b""
+                while len(got) < 256 and not got.endswith(b"\n"):
+                    chunk = conn.recv(256)
+                    if not chunk:
+                        break
+                    got += chunk
+            out[target] = "ok" if got.decode("utf-8", "replace").strip() == expect else \
+                "connected, but not to that box's listener (a proxy, NAT or another process answered)"
+        except socket.timeout:
+            out[target] = "connected, but nothing answered (a proxy or NAT in between?)"
+        except OSError as exc:
+            out[target] = exc.strerror or type(exc).__name__
+    return out
+
+
+# -- Ray on this box
+def _ray_bin() -> str:
+    here = os.path.join(os.path.dirname(sys.executable), "ray")
+    if os.access(here, os.X_OK):
+        return here
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        path = os.path.join(folder, "ray")
+        if os.access(path, os.X_OK):
+            return path
+    raise AgentError("Ray is not installed on this box (no `ray` next to %s or on PATH)" % sys.executable,
+                     "install it where the agent's Python is: %s -m pip install 'ray[default]'" % sys.executable)
+
+
+def gpu_count() -> int:
+    """The GPUs NVML sees here (0 without NVML): what the node declares to Ray."""
+    from boxagent.health.nvml import Nvml
+    nvml = Nvml()
+    return len(nvml.gpus) if nvml.start() else 0
+
+
+def start(home: Home, role: Optional[str], base: Optional[int], ip: Optional[str], head: Optional[str]) -> Dict[str, Any]:
+    if role is None or base is None or not ip or (role == "worker" and not head):
+        raise UsageError("ray-node start needs --role, --base, --ip (and --head for a worker)",
+                         "rgt-client ray up runs it for you")
+    record_path = os.path.join(home.root, "ray-node.json")
+    if isinstance(read_json(record_path), dict):
+        raise UsageError("Ray started by rgt already runs on this box (%s)" % record_path,
+                         "stop it first: rgt-client ray down")
+    p = layout(base, role == "head")
+    gpus = gpu_count()
+    argv = [_ray_bin(), "start", "--node-ip-address", ip, "--num-gpus", str(gpus), "--disable-usage-stats",
+            "--node-manager-port", str(p["node_manager"]), "--object-manager-port", str(p["object_manager"]),
+            "--min-worker-port", str(p["min_worker"]), "--max-worker-port", str(p["max_worker"]),
+            "--dashboard-agent-listen-port", str(p["dashboard_agent"]), "--metrics-export-port", str(p["metrics_export"]),
+            "--runtime-env-agent-port", str(p["runtime_env_agent"])]
+    if role == "head":
+        argv += ["--head", "--port", str(p["gcs"]), "--dashboard-port", str(p["dashboard"]), "--dashboard-host", ip,
+                 "--include-dashboard=true", "--ray-client-server-port", str(p["client_server"])]
+    else:
+        argv += ["--address", "%s:%d" % (head, base)]
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    roots = Roots.from_env()
+    before = set(_pids(roots))
+    try:
+        res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=START_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        res = None
+        said = str(exc)
+    made = _made_since(roots, before, "%s:%d" % (head or ip, base), p)
+    atomic_write_json(record_path, {"role": role, "base": base, "ip": ip, "gpus": gpus,
+                                    "procs": [{"pid": pid, "ticks": roots.process_start_ticks(pid)} for pid in made]})
+    if res is None or res.returncode != 0:
+        stop(home, roots)
+        said = said if res is None else (res.stderr or res.stdout).strip().splitlines()[-1:] or ["exit %d" % res.returncode]
+        raise AgentError("`ray start` failed on this box: %s" % (said if isinstance(said, str) else said[0])[:400],
+                         "see the box's /tmp/ray/session_latest/logs; nothing of it was left running")
+    out = {"role": role, "ip": ip, "gpus": gpus, "procs": len(made)}
+    if role == "head":
+        out["dashboard"] = "http://%s:%d" % (ip, p["dashboard"])
+    return out
+
+
+def _pids(roots: Roots) -> List[int]:
+    return [int(n) for n in os.listdir(roots.proc) if n.isdigit()]
+
+
+def _cmdline(roots: Roots, pid: int) -> str:
+    try:
+        with open(os.path.join(roots.proc, str(pid), "cmdline"), "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _made_since(roots: Roots, before: Set[int], gcs: str, p: Dict[str, int]) -> List[int]:
+    """The processes `ray start` left running: new since it began, and naming this node's GCS
+    address or its own node-manager port (Ray's daemons all carry one or the other)."""
+    marks = (gcs, "--node_manager_port=%d" % p["node_manager"], "--gcs_server_port=%d" % p.get("gcs", -1))
+    return [pid for pid in _pids(roots) if pid not in before and pid != os.getpid()
+            and any(m in _cmdline(roots, pid) for m in marks)]
+
+
+def _children(roots: Roots) -> Dict[int, List[int]]:
+    kids: Dict[int, List[int]] = {}
+    for pid in _pids(roots):
+        try:
+            with open(os.path.join(roots.proc, str(pid), "stat")) as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(pid)
+    return kids
+
+
+def stop(home: Home, roots: Roots) -> Dict[str, Any]:
+    """Kill the processes `start` recorded (still the same processes: pid + start ticks) and
+    every process under them. Nothing else: another Ray on this box is not ours."""
+    path = os.path.join(home.root, "ray-node.json")
+    data = read_json(path)
+    if not isinstance(data, dict):
+        return {"stopped": 0, "note": "no Ray started by rgt on this box"}
+    ours = [int(p["pid"]) for p in data.get("procs") or []
+            if isinstance(p, dict) and isinstance(p.get("pid"), int) and roots.process_start_ticks(p["pid"]) == p.get("ticks")]
+    kids, victims, todo = _children(roots), set(), list(ours)
+    while todo:
+        pid = todo.pop()
+        if pid not in victims:
+            victims.add(pid)
+            todo += kids.get(pid, [])
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    os.unlink(path)
+    return {"stopped": len(victims)}

@@ -1,0 +1,91 @@
+"""`rgt-client ray up/down` on two loopback "boxes" through the real sshd (aliases rgt-box and
+rgt-box2, each its own RGT_HOME with the built agent): a port taken or a pair that cannot connect
+refuses the cluster naming the pair, with nothing started; otherwise a real two-node Ray cluster
+forms, and `down` stops it and nothing else (the session's other Ray cluster lives on)."""
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from tests.clirunner import Cli
+from tests.ray.cluster import free_base
+
+pytestmark = [pytest.mark.slow, pytest.mark.ssh, pytest.mark.xdist_group("ray")]
+
+
+@pytest.fixture
+def two_boxes(sshd, agent_pyz, client_config, tmp_path):
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        pytest.skip("the `ray` package is not installed (pip install -e '.[dev]' brings it)")
+    homes = {}
+    for alias in ("rgt-box", "rgt-box2"):
+        home = tmp_path / alias
+        home.mkdir()
+        shutil.copy(agent_pyz, home / "rgt-agent.pyz")
+        homes[alias] = home
+    client_config.mkdir(parents=True, exist_ok=True)
+    (client_config / "hosts.json").write_text(json.dumps(
+        {"hosts": {a: {"home": str(h), "python": sys.executable} for a, h in homes.items()}}))
+    yield homes
+    cli = Cli(sshd.config)
+    cli("ray", "down", "rgt-box", "rgt-box2")
+
+
+def up(sshd, base, *extra):
+    return Cli(sshd.config)("ray", "up", "rgt-box", "rgt-box2", "--ip", "rgt-box=127.0.0.1", *extra,
+                            "--port-base", str(base), "--port-step", "200")
+
+
+def test_a_taken_port_refuses_the_cluster_naming_the_box_and_starts_nothing(sshd, two_boxes):
+    base = free_base(400)
+    squatter = socket.socket()
+    squatter.bind(("0.0.0.0", base + 200 + 10))      # rgt-box2's node-manager port
+    squatter.listen(1)
+    try:
+        res = up(sshd, base, "--ip", "rgt-box2=127.0.0.1")
+    finally:
+        squatter.close()
+    assert res.exit_code == 1, res.output
+    assert "Error: cannot form a Ray cluster: port %d on rgt-box2 is taken" % (base + 210) in res.stderr
+    assert "Hint: " in res.stderr and "private" in res.stderr
+    assert not any((h / "ray-node.json").exists() for h in two_boxes.values())
+
+
+def test_an_unreachable_pair_refuses_the_cluster_naming_the_pair(sshd, two_boxes):
+    base = free_base(400)
+    # rgt-box2 "is" at a TEST-NET address nothing answers on: rgt-box cannot reach it (the NAT case).
+    res = up(sshd, base, "--ip", "rgt-box2=198.51.100.7")
+    assert res.exit_code == 1, res.output
+    assert "rgt-box cannot reach rgt-box2 (198.51.100.7) on port" in res.stderr, res.stderr
+    assert "NAT" in res.stderr
+    assert not any((h / "ray-node.json").exists() for h in two_boxes.values())
+
+
+def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, two_boxes, ray_cluster):
+    base = free_base(400)
+    res = up(sshd, base, "--ip", "rgt-box2=127.0.0.1")
+    assert res.exit_code == 0, res.output
+    assert 'backend = "ray"' in res.stdout
+
+    def alive():
+        with urllib.request.urlopen("http://127.0.0.1:%d/api/v0/nodes?detail=1" % (base + 1), timeout=10) as r:
+            rows = json.loads(r.read())["data"]["result"]["result"]
+        return [n for n in rows if n["state"] == "ALIVE"]
+    deadline = time.time() + 60
+    while len(alive()) < 2 and time.time() < deadline:
+        time.sleep(0.5)
+    assert len(alive()) == 2
+    res = Cli(sshd.config)("ray", "down", "rgt-box", "rgt-box2")
+    assert res.exit_code == 0, res.output
+    assert not any((h / "ray-node.json").exists() for h in two_boxes.values())
+    with pytest.raises(OSError):
+        urllib.request.urlopen("http://127.0.0.1:%d/api/v0/nodes" % (base + 1), timeout=5)
+    assert len([n for n in ray_cluster.nodes() if n["state"] == "ALIVE"]) == 2   # not ours: untouched
