@@ -52,7 +52,7 @@ def register(sub: Any) -> None:
     p.add_argument("--role", choices=("head", "worker"))
     p.add_argument("--base", type=int)
     p.add_argument("--ip", help="this node's address as the others reach it")
-    p.add_argument("--head", help="worker: the head's address")
+    p.add_argument("--head", help="worker: the head's GCS, ADDR:PORT")
     p.set_defaults(func=cmd_ray_node)
 
 
@@ -122,6 +122,10 @@ def _serve(socks: List[socket.socket], deadline: float, answer: bytes) -> None:
                 conn, _addr = s.accept()
                 conn.settimeout(1.0)
                 conn.sendall(answer)
+                # The dialer closes first: TIME_WAIT then stays on its side, never on this port,
+                # which Ray binds moments later (a port in TIME_WAIT made its GCS fail to start).
+                while conn.recv(64):
+                    pass
                 conn.close()
             except OSError:
                 pass
@@ -210,7 +214,7 @@ def start(home: Home, role: Optional[str], base: Optional[int], ip: Optional[str
         argv += ["--head", "--port", str(p["gcs"]), "--dashboard-port", str(p["dashboard"]), "--dashboard-host", ip,
                  "--include-dashboard=true", "--ray-client-server-port", str(p["client_server"])]
     else:
-        argv += ["--address", "%s:%d" % (head, base)]
+        argv += ["--address", str(head)]          # the head's GCS, ADDR:PORT
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
     roots = Roots.from_env()
     before = set(_pids(roots))
@@ -219,7 +223,7 @@ def start(home: Home, role: Optional[str], base: Optional[int], ip: Optional[str
     except (OSError, subprocess.TimeoutExpired) as exc:
         res = None
         said = str(exc)
-    made = _made_since(roots, before, "%s:%d" % (head or ip, base), p)
+    made = _made_since(roots, before, str(head) if role == "worker" else "%s:%d" % (ip, base), p)
     atomic_write_json(record_path, {"role": role, "base": base, "ip": ip, "gpus": gpus,
                                     "procs": [{"pid": pid, "ticks": roots.process_start_ticks(pid)} for pid in made]})
     if res is None or res.returncode != 0:

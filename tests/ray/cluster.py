@@ -25,17 +25,23 @@ class RayUnavailable(Exception):
     pass
 
 
-def free_base(span: int = 200) -> int:
-    """A run of `span` free TCP ports on loopback (probed), for the pinned ports."""
-    for base in range(23000, 40000, span):
+def free_base(span: int = 200, start: int = 0) -> int:
+    """A run of `span` free TCP ports (every one probed, on all addresses: other test sessions on
+    this machine hold ports too), below the ephemeral range, for the pinned ports."""
+    for base in range(start or 21000 + (os.getpid() % 20) * 400, 32000 - span, span):
         ok = True
-        for port in (base, base + 1, base + 2, base + 10, base + 11):
+        for port in range(base, base + span):
             with socket.socket() as s:
                 try:
-                    s.bind(("127.0.0.1", port))
+                    s.bind(("0.0.0.0", port))
                 except OSError:
                     ok = False
-                    break
+            if ok:
+                with socket.socket() as c:      # Ray's gRPC binds with SO_REUSEPORT: ask it too
+                    c.settimeout(0.2)
+                    ok = c.connect_ex(("127.0.0.1", port)) != 0
+            if not ok:
+                break
         if ok:
             return base
     raise RayUnavailable("no free port range for the Ray test cluster")
@@ -45,7 +51,7 @@ class RayCluster:
     def __init__(self, base_dir: Path):
         self.dir = base_dir
         self.temp = base_dir / "r"          # short: Ray's socket paths must fit in 107 bytes
-        self.base = free_base()
+        self.base = free_base(400)
         self.gcs = "127.0.0.1:%d" % self.base
         self.dashboard = "http://127.0.0.1:%d" % (self.base + 1)
         self.env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0",

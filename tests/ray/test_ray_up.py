@@ -45,7 +45,7 @@ def up(sshd, base, *extra):
 
 
 def test_a_taken_port_refuses_the_cluster_naming_the_box_and_starts_nothing(sshd, two_boxes):
-    base = free_base(400)
+    base = free_base(600)
     squatter = socket.socket()
     squatter.bind(("0.0.0.0", base + 200 + 10))      # rgt-box2's node-manager port
     squatter.listen(1)
@@ -60,7 +60,7 @@ def test_a_taken_port_refuses_the_cluster_naming_the_box_and_starts_nothing(sshd
 
 
 def test_an_unreachable_pair_refuses_the_cluster_naming_the_pair(sshd, two_boxes):
-    base = free_base(400)
+    base = free_base(600)
     # rgt-box2 "is" at a TEST-NET address nothing answers on: rgt-box cannot reach it (the NAT case).
     res = up(sshd, base, "--ip", "rgt-box2=198.51.100.7")
     assert res.exit_code == 1, res.output
@@ -70,7 +70,7 @@ def test_an_unreachable_pair_refuses_the_cluster_naming_the_pair(sshd, two_boxes
 
 
 def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, two_boxes, ray_cluster):
-    base = free_base(400)
+    base = free_base(600, start=ray_cluster.base + 1000)
     res = up(sshd, base, "--ip", "rgt-box2=127.0.0.1")
     assert res.exit_code == 0, res.output
     assert 'backend = "ray"' in res.stdout
