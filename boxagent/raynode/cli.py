@@ -251,10 +251,19 @@ def _cmdline(roots: Roots, pid: int) -> str:
 
 def _made_since(roots: Roots, before: Set[int], gcs: str, p: Dict[str, int]) -> List[int]:
     """The processes `ray start` left running: new since it began, and naming this node's GCS
-    address or its own node-manager port (Ray's daemons all carry one or the other)."""
-    marks = (gcs, "--node_manager_port=%d" % p["node_manager"], "--gcs_server_port=%d" % p.get("gcs", -1))
-    return [pid for pid in _pids(roots) if pid not in before and pid != os.getpid()
-            and any(m in _cmdline(roots, pid) for m in marks)]
+    port (Ray rewrites 127.0.0.1 to the node's own address in `--gcs-address`, so the port is
+    what is matched) or its own node-manager port; their children die with them at `stop`."""
+    port = gcs.rpartition(":")[2]
+    marks = ("--node_manager_port=%d" % p["node_manager"], "--gcs_server_port=%s" % port)
+    made = []
+    for pid in _pids(roots):
+        if pid in before or pid == os.getpid():
+            continue
+        words = _cmdline(roots, pid).split()
+        if any(m in words for m in marks) or any(w.startswith("--gcs-address=") and w.endswith(":" + port)
+                                                 for w in words):
+            made.append(pid)
+    return made
 
 
 def _children(roots: Roots) -> Dict[int, List[int]]:

@@ -85,6 +85,11 @@ def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, tw
     assert len(alive()) == 2
     res = Cli(sshd.config)("ray", "down", "rgt-box", "rgt-box2")
     assert res.exit_code == 0, res.output
+    import psutil
+    time.sleep(1)
+    left = [p.pid for p in psutil.process_iter(["cmdline"])
+            if any(a.endswith(":%d" % base) and a.startswith("--gcs-address=") for a in (p.info["cmdline"] or []))]
+    assert not left, "processes of the cluster `down` left running: %s" % left
     assert not any((h / "ray-node.json").exists() for h in two_boxes.values())
     with pytest.raises(OSError):
         urllib.request.urlopen("http://127.0.0.1:%d/api/v0/nodes" % (base + 1), timeout=5)
