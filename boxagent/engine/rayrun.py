@@ -66,7 +66,7 @@ class RayBackend:
     def assemble(cls, home: Home, config: Dict[str, Any], settings: Dict[str, Any],
                  log: Callable[[str], None]) -> "RayBackend":
         python = config.get("ray_python")
-        token = _token(config)
+        token = _token(config, home)
         return cls(RayProcesses(home, python if isinstance(python, str) and python else None, token,
                                 settings["ray_poll"], settings["ray_exit_grace"], log), config)
 
@@ -102,16 +102,20 @@ class RayBackend:
         return []       # one stage's job at a time: nothing of a later stage waits in Ray
 
 
-def _token(config: Dict[str, Any]) -> Optional[str]:
+def _token(config: Dict[str, Any], home: Home) -> Optional[str]:
     """Ray's auth token (RAY_AUTH_MODE=token), read from a file: `ray_token_file` in config.json,
-    else Ray's own default path. Never from argv or config.json itself."""
-    path = config.get("ray_token_file") or os.environ.get("RAY_AUTH_TOKEN_PATH") \
-        or os.path.expanduser("~/.ray/auth_token")
-    try:
-        with open(str(path)) as fh:
-            return fh.read().strip() or None
-    except OSError:
-        return None
+    else RAY_AUTH_TOKEN_PATH, else the one `rgt-client ray up` left in RGT_HOME, else Ray's own
+    default path. Never from argv or config.json itself."""
+    for path in (config.get("ray_token_file"), os.environ.get("RAY_AUTH_TOKEN_PATH"),
+                 os.path.join(home.root, "ray-auth-token"), os.path.expanduser("~/.ray/auth_token")):
+        if not path:
+            continue
+        try:
+            with open(str(path)) as fh:
+                return fh.read().strip() or None
+        except OSError:
+            continue
+    return None
 
 
 class RayProcesses:

@@ -53,6 +53,8 @@ def register(sub: Any) -> None:
     p.add_argument("--base", type=int)
     p.add_argument("--ip", help="this node's address as the others reach it")
     p.add_argument("--head", help="worker: the head's GCS, ADDR:PORT")
+    p.add_argument("--token-stdin", action="store_true",
+                   help="start: Ray's auth token on stdin (RAY_AUTH_MODE=token); never in argv")
     p.set_defaults(func=cmd_ray_node)
 
 
@@ -64,7 +66,8 @@ def cmd_ray_node(args: Any) -> int:
     elif args.action == "reach":
         out = reach(args.to, args.expect)
     elif args.action == "start":
-        out = start(home, args.role, args.base, args.ip, args.head)
+        token = sys.stdin.read().strip() if args.token_stdin else None
+        out = start(home, args.role, args.base, args.ip, args.head, token)
     else:
         out = stop(home, Roots.from_env())
     print(json.dumps(out, sort_keys=True))
@@ -195,7 +198,13 @@ def gpu_count() -> int:
     return len(nvml.gpus) if nvml.start() else 0
 
 
-def start(home: Home, role: Optional[str], base: Optional[int], ip: Optional[str], head: Optional[str]) -> Dict[str, Any]:
+def token_path(home: Home) -> str:
+    """Ray's auth token of the cluster `ray up` formed (0600): the nodes and this box's daemon read it."""
+    return os.path.join(home.root, "ray-auth-token")
+
+
+def start(home: Home, role: Optional[str], base: Optional[int], ip: Optional[str], head: Optional[str],
+          token: Optional[str] = None) -> Dict[str, Any]:
     if role is None or base is None or not ip or (role == "worker" and not head):
         raise UsageError("ray-node start needs --role, --base, --ip (and --head for a worker)",
                          "rgt-client ray up runs it for you")
@@ -216,22 +225,33 @@ def start(home: Home, role: Optional[str], base: Optional[int], ip: Optional[str
     else:
         argv += ["--address", str(head)]          # the head's GCS, ADDR:PORT
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    if token:
+        # Anyone who reaches Ray's ports can run code: with a token, only who holds it.
+        fd = os.open(token_path(home), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(token)
+        env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=token_path(home))
+        env.pop("RAY_AUTH_TOKEN", None)
     roots = Roots.from_env()
     before = set(_pids(roots))
+    said = ""
     try:
-        res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=START_TIMEOUT_S)
+        res: Optional[subprocess.CompletedProcess] = subprocess.run(argv, env=env, capture_output=True, text=True,
+                                                                   timeout=START_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        res = None
-        said = str(exc)
+        res, said = None, str(exc)
     made = _made_since(roots, before, str(head) if role == "worker" else "%s:%d" % (ip, base), p)
     atomic_write_json(record_path, {"role": role, "base": base, "ip": ip, "gpus": gpus,
                                     "procs": [{"pid": pid, "ticks": roots.process_start_ticks(pid)} for pid in made]})
     if res is None or res.returncode != 0:
         stop(home, roots)
-        said = said if res is None else (res.stderr or res.stdout).strip().splitlines()[-1:] or ["exit %d" % res.returncode]
-        raise AgentError("`ray start` failed on this box: %s" % (said if isinstance(said, str) else said[0])[:400],
+        if res is not None:
+            lines = [ln.strip() for ln in (res.stderr or res.stdout or "").splitlines() if ln.strip()]
+            errs = [ln for ln in lines if "Error" in ln or "failed" in ln]
+            said = (errs or lines or ["exit %d" % res.returncode])[-1]
+        raise AgentError("`ray start` failed on this box: %s" % said[:400],
                          "see the box's /tmp/ray/session_latest/logs; nothing of it was left running")
-    out = {"role": role, "ip": ip, "gpus": gpus, "procs": len(made)}
+    out = {"role": role, "ip": ip, "gpus": gpus, "procs": len(made), "token_auth": bool(token)}
     if role == "head":
         out["dashboard"] = "http://%s:%d" % (ip, p["dashboard"])
     return out
@@ -298,5 +318,9 @@ def stop(home: Home, roots: Roots) -> Dict[str, Any]:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
-    os.unlink(path)
+    for done in (path, token_path(home)):
+        try:
+            os.unlink(done)
+        except OSError:
+            pass
     return {"stopped": len(victims)}

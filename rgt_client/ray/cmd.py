@@ -72,12 +72,12 @@ def up(ctx: click.Context, head: str, workers: tuple[str, ...], ips: tuple[str, 
     ports = {h: _ports(base[h], h == head) for h in hosts}
     problems: list[str] = []
     listening: list[str] = []
-    token = secrets.token_hex(8)       # a probe's nonce: proves the connection reached that box
+    nonce = secrets.token_hex(8)       # the probe's answer: proves the connection reached that box
     try:
         for h in hosts:
             said = agentcall.json_of(agentcall.ok(targets[h], ["ray-node", "listen", "--ports",
                                                                ",".join(str(p) for p in ports[h]), "--for", "60",
-                                                               "--token", token],
+                                                               "--token", nonce],
                                                   "ray-node listen"), "ray-node listen")
             for t in said.get("taken") or []:
                 problems.append("port %s on %s is taken by another process (%s)" % (t.get("port"), h, t.get("why")))
@@ -89,7 +89,7 @@ def up(ctx: click.Context, head: str, workers: tuple[str, ...], ips: tuple[str, 
                     if a == b:
                         continue
                     want = ["%s:%d" % (addr[b], p) for p in ports[b]]
-                    said = agentcall.json_of(agentcall.ok(targets[a], ["ray-node", "reach", "--expect", token, "--to"] + want,
+                    said = agentcall.json_of(agentcall.ok(targets[a], ["ray-node", "reach", "--expect", nonce, "--to"] + want,
                                                           "ray-node reach"), "ray-node reach")
                     bad = ["%s (%s)" % (t.rpartition(":")[2], said.get(t)) for t in want if said.get(t) != "ok"]
                     if bad:
@@ -100,13 +100,15 @@ def up(ctx: click.Context, head: str, workers: tuple[str, ...], ips: tuple[str, 
     if problems:
         raise ClientError("cannot form a Ray cluster: %s" % "; ".join(problems), NAT_HINT)
     started: list[str] = []
+    auth = secrets.token_hex(32)       # Ray's auth token: every node's and the daemons' (stdin, 0600 files)
     try:
         for h in hosts:
             args = ["ray-node", "start", "--role", "head", "--base", str(base[h]), "--ip", addr[h]]
             if h != head:
                 args = ["ray-node", "start", "--role", "worker", "--base", str(base[h]), "--ip", addr[h],
                         "--head", "%s:%d" % (addr[head], base[head])]
-            said = agentcall.json_of(agentcall.ok(targets[h], args, "ray-node start", timeout=240.0), "ray-node start")
+            said = agentcall.json_of(agentcall.ok(targets[h], args + ["--token-stdin"], "ray-node start", timeout=240.0,
+                                                  stdin=auth.encode()), "ray-node start")
             started.append(h)
             click.echo("%s: Ray %s, %s GPU(s)%s" % (h, "head" if h == head else "worker", said.get("gpus"),
                                                    ", dashboard %s" % said["dashboard"] if said.get("dashboard") else ""))

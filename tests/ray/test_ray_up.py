@@ -9,6 +9,7 @@ import shutil
 import socket
 import sys
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -75,8 +76,16 @@ def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, tw
     assert res.exit_code == 0, res.output
     assert 'backend = "ray"' in res.stdout
 
+    token = (two_boxes["rgt-box"] / "ray-auth-token").read_text().strip()
+    assert oct((two_boxes["rgt-box"] / "ray-auth-token").stat().st_mode & 0o777) == "0o600"
+    url = "http://127.0.0.1:%d/api/v0/nodes?detail=1" % (base + 1)
+    with pytest.raises(urllib.error.HTTPError) as refused:      # token auth: no token, no cluster
+        urllib.request.urlopen(url, timeout=10)
+    assert refused.value.code in (401, 403)
+
     def alive():
-        with urllib.request.urlopen("http://127.0.0.1:%d/api/v0/nodes?detail=1" % (base + 1), timeout=10) as r:
+        req = urllib.request.Request(url, headers={"Authorization": "Bearer " + token})
+        with urllib.request.urlopen(req, timeout=10) as r:
             rows = json.loads(r.read())["data"]["result"]["result"]
         return [n for n in rows if n["state"] == "ALIVE"]
     deadline = time.time() + 60
