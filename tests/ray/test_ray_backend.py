@@ -149,3 +149,25 @@ def test_a_node_killed_mid_run_is_node_failure_with_rays_evidence_and_retried_on
         assert box.wait_run(other, timeout=60)["state"] == "succeeded"
     finally:
         cluster.add_worker()
+
+
+def test_pull_verifies_a_runs_files_written_on_the_node_that_ran_it(ray_box, agent_pyz, rgt_local, client_config, tmp_path):
+    """The files a stage wrote on its node are on the shared filesystem: the manifest is built and
+    `pull` verifies them where they live, from the box the user talks to."""
+    import shutil
+    box = ray_box
+    box.daemon()
+    shutil.copy(agent_pyz, box.home / "rgt-agent.pyz")          # what `rgt-client pull` runs on the box
+    write = 'mkdir -p out && head -c 300000 /dev/urandom > out/model.bin && echo "$CUDA_VISIBLE_DEVICES" > out/gpu.txt'
+    assert box.submit(ray_job(box, "art", {"name": "s", "run": write}, gpus=1,
+                              artifacts={"include": ["out/**"]})).returncode == 0
+    assert box.wait_run("art", timeout=60)["state"] == "succeeded", box.diagnostics()
+    ran_on = wait_for(lambda: (lambda p: p if p.get("state") == "SUCCEEDED" else None)(placement(box, "art")),
+                      10, "Ray's end state in status")
+    assert ran_on.get("node_id") in (box.cluster.head_id, box.cluster.worker_id)
+    assert (box.workdir / "out" / "gpu.txt").read_text().strip() == ran_on["gpus"]
+    dest = tmp_path / "pulled"
+    res = rgt_local("pull", "local", "art", str(dest), "--home", str(box.home))
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("OK 2/2 files") and (dest / "PULL_VERIFIED.json").exists(), res.stdout
+    assert (dest / "out" / "model.bin").read_bytes() == (box.workdir / "out" / "model.bin").read_bytes()
