@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -50,7 +51,9 @@ def free_base(span: int = 200, start: int = 0) -> int:
 class RayCluster:
     def __init__(self, base_dir: Path):
         self.dir = base_dir
-        self.temp = base_dir / "r"          # short: Ray's socket paths must fit in 107 bytes
+        # Short, whatever pytest's own tmp path is (xdist adds popen-gwN): Ray's socket paths under
+        # it must fit in 107 bytes.
+        self.temp = Path(tempfile.mkdtemp(prefix="rgtray", dir="/tmp"))
         self.base = free_base(400)
         self.gcs = "127.0.0.1:%d" % self.base
         self.dashboard = "http://127.0.0.1:%d" % (self.base + 1)

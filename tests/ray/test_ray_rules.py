@@ -69,3 +69,10 @@ def test_with_the_shims_exit_file_the_log_decides_as_on_one_box():
                       "last_lines": lines, "hits": [{"class": "cuda_oom", "severity": "critical", "line_no": 2,
                                                      "line": lines[1], "source": "builtin"}]})
     assert cause["class"] == "cuda_oom"
+
+
+def test_status_shows_where_ray_placed_a_stage_and_its_gpus():
+    from rgt_client.status.render_run import stage_head
+    st = {"name": "train", "state": "running", "attempt": 2,
+          "placement": {"state": "RUNNING", "node": "10.0.0.6", "host": "gpu-b", "gpus": "3"}}
+    assert "ray RUNNING on gpu-b GPU 3" in stage_head(st)
