@@ -23,6 +23,7 @@ from boxagent.engine.ports import AttemptRef
 from boxagent.engine.raybook import DEFAULT_ADDRESS, FINAL, JobBook, RayApi, RayError
 
 EXIT_CHECK_S = 0.25     # while a job is followed: look for exit files (a stat) this often
+REPORT_LAG_S = 10.0     # Ray's cluster_status may still count a released GPU this long
 GONE_AFTER_S = 10.0     # a submitted job the list no longer has, this long after its submission: gone
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -47,6 +48,8 @@ class RayProcesses:
         self.next_poll, self.urgent = 0.0, False
         self.said: set = set()
         self._restored: set = set()                    # runs whose attempt files were read back
+        self.released: Dict[str, List[Tuple[float, float]]] = {}   # address -> (when, GPUs) let go
+        self.freed: set = set()                        # attempts whose release is counted
 
     def api(self, address: str) -> RayApi:
         if address not in self.apis:
@@ -120,10 +123,16 @@ class RayProcesses:
                              "lower the job's `gpus` to what one node has, or add a node with more GPUs")
                 continue
             fit = [n for n, (f, _t) in nodes.items() if f >= gpus]
-            # Ray's report of GPUs in use lags a few seconds behind: rgt's own jobs still running
-            # count against the cluster's total too, so a burst of submissions never overcommits.
-            budget = sum(t for _f, t in nodes.values()) - self._held(job["address"]) - spent.get(job["address"], 0.0)
-            if gpus and (not fit or budget < gpus):
+            # Ray's report of GPUs in use lags seconds behind both ways: rgt's own running jobs
+            # count against the cluster's total whether it shows them yet or not, and the GPUs
+            # rgt's jobs just let go of are free although it still counts them. What it counts
+            # beyond both is other users'.
+            total = sum(t for _f, t in nodes.values())
+            held, recent = self._held(job["address"]), self._recent(job["address"], now)
+            others = max(0.0, sum(t - f for f, t in nodes.values()) - held - recent)
+            budget = total - held - others - spent.get(job["address"], 0.0)
+            # One GPU fits wherever one is free; more must fit on one node (Ray's per-node view).
+            if gpus and (budget < gpus or (gpus > 1 and not fit)):
                 continue                            # the GPUs are busy: it waits here, not in Ray
             try:
                 said = api.submit(job["submission_id"], self._entrypoint(ref), gpus,
@@ -135,9 +144,10 @@ class RayProcesses:
                 self._refuse(ref, now, "Ray refused the job: %s" % said,
                              "check the cluster's dashboard log (ray logs dashboard.log)")
                 continue
-            if gpus:
+            if gpus and fit:
                 best = max(fit, key=lambda n: nodes[n][0])
                 nodes[best] = (nodes[best][0] - gpus, nodes[best][1])
+            if gpus:
                 spent[job["address"]] = spent.get(job["address"], 0.0) + gpus
             self.waiting.remove(ref)
             self.book.put(ref, dict(job, submitted_at=now))
@@ -145,6 +155,12 @@ class RayProcesses:
                                                                      job["submission_id"]))
             self.urgent = done = True
         return done
+
+    def _recent(self, address: str, now: float) -> float:
+        """GPUs rgt's jobs on that cluster let go of within the last REPORT_LAG_S."""
+        keep = [(t, g) for t, g in self.released.get(address, []) if now - t < REPORT_LAG_S]
+        self.released[address] = keep
+        return sum(g for _t, g in keep)
 
     def _held(self, address: str) -> float:
         """GPUs rgt's own submitted jobs on that cluster hold (or are about to): until the shim's
@@ -213,6 +229,7 @@ class RayProcesses:
             return info
         rec = self.book.recs.get(job["submission_id"])
         if info is not None:
+            self._release(ref, job)
             return dict(info, ray=self._details(job, rec, self._pid_record(ref)))
         if (rec or {}).get("status") not in FINAL:
             return None
@@ -221,6 +238,12 @@ class RayProcesses:
         if now - since < self.exit_grace_s:
             return None                 # the shim's exit file may still be on its way
         return self._from_ray(job, rec or {}, now, self._pid_record(ref))
+
+    def _release(self, ref: AttemptRef, job: Dict[str, Any]) -> None:
+        """The attempt's command ended: its GPUs are free, whatever Ray's report still says."""
+        if job.get("submitted_at") is not None and ref not in self.freed and job.get("gpus"):
+            self.released.setdefault(job["address"], []).append((self.clock(), float(job["gpus"])))
+        self.freed.add(ref)
 
     def _pid_record(self, ref: AttemptRef) -> Dict[str, Any]:
         data = read_json(self.home.stage_pid(*ref))
@@ -334,6 +357,7 @@ class RayProcesses:
 
     def release(self, ref: AttemptRef) -> None:
         self.end_seen.pop(ref, None)
+        self.freed.discard(ref)
 
     def reap(self) -> None:
         pass
