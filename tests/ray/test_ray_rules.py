@@ -7,6 +7,8 @@ import pytest
 from boxagent.engine import jobspec
 from boxagent.triage import diagnose
 
+pytestmark = pytest.mark.xdist_group("ray")     # beside the other Ray tests (no cluster needed here)
+
 BASE = {"name": "abl", "workdir": "/shared/abl", "backend": "ray", "gpus": 1,
         "ray": {"address": "http://10.0.0.5:8265"}, "stage": [{"name": "train", "run": "python train.py"}]}
 
