@@ -70,7 +70,7 @@ def test_an_unreachable_pair_refuses_the_cluster_naming_the_pair(sshd, two_boxes
     assert not any((h / "ray-node.json").exists() for h in two_boxes.values())
 
 
-def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, two_boxes, ray_cluster):
+def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, two_boxes, ray_cluster, tmp_path):
     base = free_base(600, start=ray_cluster.base + 1000)
     res = up(sshd, base, "--ip", "rgt-box2=127.0.0.1")
     assert res.exit_code == 0, res.output
@@ -92,6 +92,21 @@ def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, tw
     while len(alive()) < 2 and time.time() < deadline:
         time.sleep(0.5)
     assert len(alive()) == 2
+    # The one-command path on: a daemon beside the head runs a Ray stage there, its Jobs API calls
+    # carrying the token `ray up` left (without it the dashboard refuses them, as just seen).
+    from tests.realbox import Box, job
+    daemon_box = Box(tmp_path / "daemon")
+    daemon_box.home.mkdir(parents=True)
+    shutil.copy(two_boxes["rgt-box"] / "ray-auth-token", daemon_box.home / "ray-auth-token")
+    daemon_box.env.update(RGT_RAY_POLL="0.2", RGT_RAY_EXIT_GRACE="1")
+    try:
+        daemon_box.daemon()
+        spec = job("on-up", daemon_box.workdir, {"name": "s", "run": "echo hello from ray"}, backend="ray",
+                   ray={"address": "http://127.0.0.1:%d" % (base + 1)})
+        assert daemon_box.submit(spec).returncode == 0
+        assert daemon_box.wait_run("on-up", timeout=90)["state"] == "succeeded", daemon_box.diagnostics()
+    finally:
+        daemon_box.cleanup()
     res = Cli(sshd.config)("ray", "down", "rgt-box", "rgt-box2")
     assert res.exit_code == 0, res.output
     import psutil
