@@ -332,8 +332,11 @@ class RayProcesses:
 
     def queue_view(self, run: str) -> Dict[str, Dict[str, Any]]:
         """stage -> its newest attempt's job: {job_id, attempt, submitted_at, state, reason,
-        start_at, node, node_id, gpus}."""
+        start_at, node, node_id, host, gpus, ssh_host}."""
         self.book.load(run)
+        # Which box each node is, where `rgt-client ray up` formed the cluster (ray-node hosts).
+        boxes = read_json(os.path.join(self.home.root, "ray-hosts.json"))
+        boxes = boxes if isinstance(boxes, dict) else {}
         out: Dict[str, Dict[str, Any]] = {}
         for (name, stage, attempt), job in self.book.jobs.items():
             if name != run or (stage in out and out[stage]["attempt"] > attempt):
@@ -345,7 +348,8 @@ class RayProcesses:
             out[stage] = {"job_id": job["submission_id"], "attempt": attempt, "submitted_at": job.get("submitted_at"),
                           "state": state, "reason": rec.get("message"), "start_at": _sec(rec.get("start_time")),
                           "node": _ip(rec.get("driver_agent_http_address")), "node_id": rec.get("driver_node_id"),
-                          "host": where.get("host"), "gpus": where.get("cuda_visible_devices")}
+                          "host": where.get("host"), "gpus": where.get("cuda_visible_devices"),
+                          "ssh_host": boxes.get(rec.get("driver_node_id") or "")}
         return out
 
     # -- nothing of these on a cluster

@@ -176,8 +176,8 @@ class Stage:
 
     def placed(self, seen: Dict[str, Any]) -> bool:
         """Where a cluster (Ray) placed the stage's newest attempt and what it says of it: {job_id,
-        attempt, state, reason, node, node_id, host, gpus}. True when that changed (saved, no event)."""
-        keep = ("job_id", "attempt", "state", "reason", "node", "node_id", "host", "gpus")
+        attempt, state, reason, node, node_id, host, gpus, ssh_host}. True when that changed (saved, no event)."""
+        keep = ("job_id", "attempt", "state", "reason", "node", "node_id", "host", "gpus", "ssh_host")
         where = {k: seen.get(k) for k in keep}
         if self.placement == where:
             return False

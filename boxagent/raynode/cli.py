@@ -15,6 +15,9 @@
                                              `ray start` with every port pinned from B, usage
                                              stats off, --num-gpus from NVML; the processes it
                                              made are recorded (ray-node.json) for `stop`
+    ray-node hosts  (stdin: {node id: ssh host})
+                                             which box each Ray node is (ray-hosts.json): status
+                                             names a Ray stage's box as the user called it
     ray-node stop                            kill what `start` recorded (pid + start time), and
                                              their children; nothing else
 """
@@ -42,7 +45,7 @@ START_TIMEOUT_S = 180.0
 
 def register(sub: Any) -> None:
     p = sub.add_parser("ray-node", help="(for rgt-client ray up/down) this box as a Ray node")
-    p.add_argument("action", choices=("listen", "reach", "start", "stop"))
+    p.add_argument("action", choices=("listen", "reach", "start", "stop", "hosts"))
     p.add_argument("--ports", default="", help="listen: comma-separated ports")
     p.add_argument("--for", dest="for_s", type=float, default=LISTEN_FOR_S)
     p.add_argument("--stop", action="store_true", help="listen: end the listener now")
@@ -68,6 +71,8 @@ def cmd_ray_node(args: Any) -> int:
     elif args.action == "start":
         token = sys.stdin.read().strip() if args.token_stdin else None
         out = start(home, args.role, args.base, args.ip, args.head, token)
+    elif args.action == "hosts":
+        out = hosts(home, sys.stdin.read())
     else:
         out = stop(home, Roots.from_env())
     print(json.dumps(out, sort_keys=True))
@@ -198,6 +203,21 @@ def gpu_count() -> int:
     return len(nvml.gpus) if nvml.start() else 0
 
 
+def hosts_path(home: Home) -> str:
+    return os.path.join(home.root, "ray-hosts.json")
+
+
+def hosts(home: Home, text: str) -> Dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise UsageError("ray-node hosts: expected {node id: ssh host} on stdin", "rgt-client ray up sends it")
+    atomic_write_json(hosts_path(home), data)
+    return {"hosts": len(data)}
+
+
 def token_path(home: Home) -> str:
     """Ray's auth token of the cluster `ray up` formed (0600): the nodes and this box's daemon read it."""
     return os.path.join(home.root, "ray-auth-token")
@@ -251,7 +271,9 @@ def start(home: Home, role: Optional[str], base: Optional[int], ip: Optional[str
             said = (errs or lines or ["exit %d" % res.returncode])[-1]
         raise AgentError("`ray start` failed on this box: %s" % said[:400],
                          "see the box's /tmp/ray/session_latest/logs; nothing of it was left running")
-    out = {"role": role, "ip": ip, "gpus": gpus, "procs": len(made), "token_auth": bool(token)}
+    node_id = next((w.split("=", 1)[1] for pid in made for w in _cmdline(roots, pid).split()
+                    if w.startswith("--node_id=") and "--node_manager_port=%d" % p["node_manager"] in _cmdline(roots, pid)), None)
+    out = {"role": role, "ip": ip, "gpus": gpus, "procs": len(made), "token_auth": bool(token), "node_id": node_id}
     if role == "head":
         out["dashboard"] = "http://%s:%d" % (ip, p["dashboard"])
     return out
@@ -318,7 +340,7 @@ def stop(home: Home, roots: Roots) -> Dict[str, Any]:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
-    for done in (path, token_path(home)):
+    for done in (path, token_path(home), hosts_path(home)):
         try:
             os.unlink(done)
         except OSError:

@@ -91,7 +91,7 @@ def run_block(run: Dict[str, Any], live: Optional[Dict[str, Any]], artifacts: Op
              "artifacts": artifacts or {"files": 0, "bytes": 0, "manifest": None}}
     placed = [st["placement"] for st in run.get("stages", []) if st.get("placement")]
     if placed:      # where the newest placed attempt ran (a Ray node): its address and host
-        block["node"] = {k: placed[-1].get(k) for k in ("node", "node_id", "host", "gpus")}
+        block["node"] = {k: placed[-1].get(k) for k in ("node", "node_id", "host", "gpus", "ssh_host")}
     if run.get("pending_pickup"):
         block["pending_pickup"] = True
     if finalizing:

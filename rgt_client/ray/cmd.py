@@ -11,6 +11,7 @@ cluster. `down` stops what `up` started (the processes each agent recorded) and 
 """
 from __future__ import annotations
 
+import json
 import secrets
 from typing import Any
 
@@ -100,6 +101,7 @@ def up(ctx: click.Context, head: str, workers: tuple[str, ...], ips: tuple[str, 
     if problems:
         raise ClientError("cannot form a Ray cluster: %s" % "; ".join(problems), NAT_HINT)
     started: list[str] = []
+    node_ids: dict[str, str] = {}      # Ray's node id -> the box as the user calls it (status shows it)
     auth = secrets.token_hex(32)       # Ray's auth token: every node's and the daemons' (stdin, 0600 files)
     try:
         for h in hosts:
@@ -110,8 +112,11 @@ def up(ctx: click.Context, head: str, workers: tuple[str, ...], ips: tuple[str, 
             said = agentcall.json_of(agentcall.ok(targets[h], args + ["--token-stdin"], "ray-node start", timeout=240.0,
                                                   stdin=auth.encode()), "ray-node start")
             started.append(h)
+            if isinstance(said.get("node_id"), str):
+                node_ids[said["node_id"]] = h
             click.echo("%s: Ray %s, %s GPU(s)%s" % (h, "head" if h == head else "worker", said.get("gpus"),
                                                    ", dashboard %s" % said["dashboard"] if said.get("dashboard") else ""))
+        agentcall.ok(targets[head], ["ray-node", "hosts"], "ray-node hosts", stdin=json.dumps(node_ids).encode())
     except ClientError:
         for h in reversed(started):
             agentcall.call(targets[h], ["ray-node", "stop"])

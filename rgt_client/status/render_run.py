@@ -90,7 +90,7 @@ def stage_head(st: Stage, live: bool = True, run_state: Any = None) -> str:
     where = st.get("placement") or {}
     if isinstance(where, dict) and where.get("state"):
         # A Ray stage: where Ray placed it and the GPUs it gave (CUDA_VISIBLE_DEVICES).
-        node = where.get("host") or where.get("node")
+        node = where.get("ssh_host") or where.get("host") or where.get("node")
         parts.append("ray %s%s%s" % (s(where["state"]), " on %s" % s(node) if node else "",
                                       " GPU %s" % s(where["gpus"]) if where.get("gpus") else ""))
     if warned:

@@ -31,7 +31,7 @@ _CAUSE = {"class": "s", "summary": "s", "remediation": "s", "retryable": "b", "e
 _STAGE = {"name": "s", "kind": "s", "state": "s", "attempt": "i", "exit_code": "i", "duration_s": "n",
           "log": "s", "progress": _PROGRESS, "cause": _CAUSE, "warnings": ["s"], "metrics": {"*": "m"},
           "slurm_job_id": "s", "slurm_state": "s", "slurm_waiting": {"text": "s", "blocked": "b"},
-          "placement": {"state": "s", "node": "s", "host": "s", "gpus": "s"}}
+          "placement": {"state": "s", "node": "s", "host": "s", "gpus": "s", "ssh_host": "s"}}
 _RUN = {"name": "s", "state": "s", "workdir": "s", "created_at": "s", "started_at": "s", "ended_at": "s",
         "stages": [_STAGE], "artifacts": {"files": "i", "bytes": "n"}, "pending_pickup": "b",
         "cost": {"hours": "n", "spent": "n"}}
@@ -74,7 +74,7 @@ Cause = TypedDict("Cause", {"class": "str | None", "summary": "str | None", "rem
                             "tell_apart": "str | None", "decided_by_fact": "str | None"}, total=False)
 SlurmWaiting = TypedDict("SlurmWaiting", {"text": "str | None", "blocked": "bool | None"}, total=False)
 Placement = TypedDict("Placement", {"state": "str | None", "node": "str | None", "host": "str | None",
-                                    "gpus": "str | None"}, total=False)
+                                    "gpus": "str | None", "ssh_host": "str | None"}, total=False)
 Stage = TypedDict("Stage", {"name": "str | None", "kind": "str | None", "state": "str | None",
                             "attempt": "int | None", "exit_code": "int | None", "duration_s": "float | None",
                             "log": "str | None", "progress": "Progress | None", "cause": "Cause | None",

@@ -98,6 +98,9 @@ def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, tw
     daemon_box = Box(tmp_path / "daemon")
     daemon_box.home.mkdir(parents=True)
     shutil.copy(two_boxes["rgt-box"] / "ray-auth-token", daemon_box.home / "ray-auth-token")
+    boxes = json.loads((two_boxes["rgt-box"] / "ray-hosts.json").read_text())
+    assert sorted(boxes.values()) == ["rgt-box", "rgt-box2"], boxes     # each Ray node id -> its box
+    shutil.copy(two_boxes["rgt-box"] / "ray-hosts.json", daemon_box.home / "ray-hosts.json")
     daemon_box.env.update(RGT_RAY_POLL="0.2", RGT_RAY_EXIT_GRACE="1")
     try:
         daemon_box.daemon()
@@ -105,6 +108,10 @@ def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, tw
                    ray={"address": "http://127.0.0.1:%d" % (base + 1)})
         assert daemon_box.submit(spec).returncode == 0
         assert daemon_box.wait_run("on-up", timeout=90)["state"] == "succeeded", daemon_box.diagnostics()
+        from tests.realbox import wait_for
+        placed = wait_for(lambda: (lambda p: p if p.get("state") == "SUCCEEDED" else None)(
+            (daemon_box.stage("on-up", "s").get("placement") or {})), 15, "Ray's end state in status")
+        assert placed["ssh_host"] == boxes[placed["node_id"]], placed        # status names the box
     finally:
         daemon_box.cleanup()
     res = Cli(sshd.config)("ray", "down", "rgt-box", "rgt-box2")
