@@ -137,6 +137,11 @@ def _made_since(roots: Roots, before: Set[int], gcs: str, p: Dict[str, int]) -> 
         if pid in before or pid == os.getpid():
             continue
         words = _cmdline(roots, pid).split()
+        mine = "%d" % p["node_manager"]
+        # (a raylet's own worker command line names RAY_NODE_MANAGER_PORT_PLACEHOLDER: not a port)
+        if any(w.split("=", 1)[0] in ("--node-manager-port", "--node_manager_port")
+               and w.split("=", 1)[1].isdigit() and w.split("=", 1)[1] != mine for w in words if "=" in w):
+            continue            # a worker process of another node (the head, on the same machine)
         if any(m in words for m in marks) or any(w.startswith("--gcs-address=") and w.endswith(":" + port)
                                                  for w in words):
             made.append(pid)
