@@ -237,7 +237,12 @@ class RayProcesses:
         since = self.end_seen.setdefault(ref, now)
         if now - since < self.exit_grace_s:
             return None                 # the shim's exit file may still be on its way
-        return self._from_ray(job, rec or {}, now, self._pid_record(ref))
+        info = self._from_ray(job, rec or {}, now, self._pid_record(ref))
+        node = info["ray"].get("node") or {}
+        if "node has died" in str((rec or {}).get("message") or "") and node.get("state") != "DEAD" \
+                and now - since < 3 * self.exit_grace_s:
+            return None                 # the State API lists the node DEAD a moment after the job says so
+        return info
 
     def _release(self, ref: AttemptRef, job: Dict[str, Any]) -> None:
         """The attempt's command ended: its GPUs are free, whatever Ray's report still says."""

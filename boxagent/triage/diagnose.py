@@ -178,9 +178,12 @@ def _ray(f: Dict[str, Any]) -> Optional[Cause]:
     job = "Ray job %s" % rec.get("submission_id")
     said = "%s ended %s: %s" % (job, rec.get("status"), rec.get("message") or "no message")
     node: Dict[str, Any] = rec["node"] if isinstance(rec.get("node"), dict) else {}
-    if node.get("state") == "DEAD":
-        where = "node %s at %s is DEAD: %s" % (node.get("node_id"), node.get("node_ip") or rec.get("node_ip"),
-                                               node.get("state_message") or "no state message")
+    # Ray's own message may say the node died before the State API lists it DEAD (its health
+    # check gives up a moment later): either is Ray's evidence of the node's loss.
+    if node.get("state") == "DEAD" or "node has died" in str(rec.get("message") or ""):
+        where = "node %s at %s is %s: %s" % (node.get("node_id") or rec.get("node_id"),
+                                            node.get("node_ip") or rec.get("node_ip"), node.get("state") or "not listed",
+                                            node.get("state_message") or "no state message")
         return _cause("node_failure", "the Ray node running the stage died (%s)" % (node.get("node_ip") or node.get("node_id")),
                       [said, where], RAY_NODE_FIX, True, fact=where)
     if rec.get("status") == "STOPPED" and not f.get("cancelled"):

@@ -78,3 +78,10 @@ def test_status_shows_where_ray_placed_a_stage_and_its_gpus():
     st = {"name": "train", "state": "running", "attempt": 2,
           "placement": {"state": "RUNNING", "node": "10.0.0.6", "host": "gpu-b", "gpus": "3"}}
     assert "ray RUNNING on gpu-b GPU 3" in stage_head(st)
+
+
+def test_rays_word_that_the_node_died_is_node_failure_even_before_the_state_api_says_dead():
+    rec = dict(RAY_DEAD, node={"node_id": "ab12", "node_ip": "10.0.0.6", "state": "ALIVE", "state_message": None})
+    cause = diagnose({"exit_code": None, "signal": None, "no_exit_file": True, "ray": rec})
+    assert cause["class"] == "node_failure" and cause["retryable"] is True
+    assert any("node ab12 at 10.0.0.6 is ALIVE" in e for e in cause["evidence"])
