@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "boxagent.artifacts.cli",     # manifest
     "boxagent.runlog.cli",        # report-data
     "boxagent.cost.cli",          # pull-verified
+    "boxagent.raynode.cli",       # ray-node
 )
 
 
@@ -28,7 +29,8 @@ COMMAND_MODULES = (
 PART_COMMANDS = {"probe": "boxagent.health.cli", "triage": "boxagent.triage.cli",
                  "notify-set": "boxagent.notify.cli", "notify-test": "boxagent.notify.cli",
                  "manifest": "boxagent.artifacts.cli", "pull-info": "boxagent.artifacts.cli",
-                 "pull-stream": "boxagent.artifacts.cli", "report-data": "boxagent.runlog.cli"}
+                 "pull-stream": "boxagent.artifacts.cli", "report-data": "boxagent.runlog.cli",
+                 "ray-node": "boxagent.raynode.cli"}
 
 # The core's commands: `status` & co. then import only the core (a CLI call is ~3x faster than
 # with every part's imports, which matters for the client's one-round-trip `status`).

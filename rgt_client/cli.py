@@ -28,6 +28,7 @@ COMMAND_MODULES = {
     "rgt_client.pull.cmd": ("pull", "verify"),
     "rgt_client.report.cmd": ("report",),
     "rgt_client.ssh.cmd": ("ssh-close",),
+    "rgt_client.ray.cmd": ("ray",),
     "rgt_client.mcp.cmd": ("mcp",),
 }
 MODULE_OF = {name: module for module, names in COMMAND_MODULES.items() for name in names}

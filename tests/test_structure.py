@@ -15,7 +15,7 @@ LAYERS = [
     ("daemon", ["boxagent.daemon"]),
     ("engine", ["boxagent.engine"]),
     ("parts", ["boxagent.health", "boxagent.triage", "boxagent.notify", "boxagent.artifacts",
-               "boxagent.runlog", "boxagent.slurm", "boxagent.cost"]),
+               "boxagent.runlog", "boxagent.slurm", "boxagent.cost", "boxagent.raynode"]),
     ("wire", ["boxagent.wire"]),
     ("base", ["boxagent.base", "boxagent"]),
 ]

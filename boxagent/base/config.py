@@ -28,6 +28,8 @@ INTERVALS = {
     "retry_backoff": (5.0, "RGT_RETRY_BACKOFF", 0.0),  # first retry delay; doubles per attempt
     "slurm_poll": (5.0, "RGT_SLURM_POLL", 0.5),        # one squeue call for every Slurm job followed
     "slurm_exit_grace": (15.0, "RGT_SLURM_EXIT_GRACE", 0.0),  # Slurm says ended: wait for the exit file
+    "ray_poll": (1.0, "RGT_RAY_POLL", 0.1),            # one Jobs API list call for every Ray job followed
+    "ray_exit_grace": (5.0, "RGT_RAY_EXIT_GRACE", 0.0),  # Ray says ended: wait for the exit file
 }
 # Stage exits and requests wake the loop at once (SIGCHLD, SIGUSR1 from the shim and the commands,
 # inotify): the tick only paces log tailing and is a safety net. A wakeup costs ~0.1 ms of CPU on a

@@ -85,8 +85,8 @@ def _plan(home: Home, spec: Dict[str, Any], sha: str, replace: bool) -> Dict[str
 def _check_gpu_count(home: Home, spec: Dict[str, Any]) -> None:
     """A run asking more GPUs than the box has would wait for ever: refuse it now."""
     want = spec.get("gpus")
-    if not isinstance(want, int) or want == 0:
-        return
+    if not isinstance(want, int) or want == 0 or spec.get("backend", "local") != "local":
+        return          # a cluster's nodes hold the GPUs (Ray), not this box
     have = box_gpu_count(home)
     if have is not None and want > have:
         raise UsageError("the job asks for %d GPU(s); this box has %d" % (want, have),

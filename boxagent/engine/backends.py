@@ -36,9 +36,15 @@ def _slurm(m: Makings) -> Backend:
     return SlurmBackend.assemble(m.home, m.config, m.settings, m.log)
 
 
+def _ray(m: Makings) -> Backend:
+    from boxagent.engine.rayrun import RayBackend
+    return RayBackend.assemble(m.home, m.config, m.settings, m.log)
+
+
 REGISTRY: Dict[str, Callable[[Makings], Backend]] = {
     "local": _local,
     "slurm": _slurm,
+    "ray": _ray,
 }
 
 

@@ -55,6 +55,9 @@ def build_facts(stage_spec: Dict[str, Any], stage_state: Dict[str, Any], workdir
     if isinstance(exit_info.get("slurm"), dict):
         facts["slurm"] = exit_info["slurm"]          # the job's record: state, reason, node, ...
         facts["no_exit_file"] = bool(exit_info.get("no_exit_file"))
+    if isinstance(exit_info.get("ray"), dict):
+        facts["ray"] = exit_info["ray"]              # the Ray job's record: status, message, node, ...
+        facts["no_exit_file"] = bool(exit_info.get("no_exit_file"))
     if watch is not None:
         facts.update(watch.facts())      # success_seen, fail_line, hits, last_lines, progress_line_no...
     elif stage_state.get("log"):

@@ -16,7 +16,7 @@ Spec = Dict[str, Any]
 STAGE_FIELDS = ("name", "kind", "state", "attempt", "tries", "exit_code", "signal", "started_at", "ended_at",
                 "duration_s", "marker", "log", "cause", "warnings", "retry_at", "proc", "launched_at",
                 "boot_id", "progress", "metrics", "last_success_s", "anchor",
-                "slurm_job_id", "slurm_state", "slurm_reason", "slurm_waiting")
+                "slurm_job_id", "slurm_state", "slurm_reason", "slurm_waiting", "placement")
 RUN_FIELDS = ("name", "state", "spec_sha256", "workdir", "created_at", "queued_at", "seq", "started_at",
               "ended_at", "current_stage", "cause", "failed_stage", "resumes", "gpus", "gpu_uuids", "group",
               "matrix", "pending_events")
@@ -59,6 +59,7 @@ class Stage:
     slurm_state: Optional[str]
     slurm_reason: Optional[str]
     slurm_waiting: Optional[Dict[str, Any]]
+    placement: Optional[Dict[str, Any]]
     run_name: str
 
     def __init__(self, name: str, kind: str, run_name: str = "") -> None:
@@ -171,6 +172,16 @@ class Stage:
         if (self.slurm_job_id, self.slurm_state, self.slurm_reason, self.slurm_waiting) == seen:
             return False
         self.slurm_job_id, self.slurm_state, self.slurm_reason, self.slurm_waiting = seen
+        return True
+
+    def placed(self, seen: Dict[str, Any]) -> bool:
+        """Where a cluster (Ray) placed the stage's newest attempt and what it says of it: {job_id,
+        attempt, state, reason, node, node_id, host, gpus, ssh_host}. True when that changed (saved, no event)."""
+        keep = ("job_id", "attempt", "state", "reason", "node", "node_id", "host", "gpus", "ssh_host")
+        where = {k: seen.get(k) for k in keep}
+        if self.placement == where:
+            return False
+        self.placement = where
         return True
 
     def reset(self) -> None:

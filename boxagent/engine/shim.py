@@ -95,11 +95,15 @@ def run_shim(home: Home, run: str, stage: str, attempt: int) -> int:
         return EXIT_NO_SPACE
     roots = Roots.from_env()
     on_slurm = bool(launch.get("slurm"))
+    elsewhere = on_slurm or bool(launch.get("ray"))
     token = contain.new_token()
-    cgroup = None if on_slurm else contain.make_cgroup(roots)
+    cgroup = None if elsewhere else contain.make_cgroup(roots)
     forwarder = _Forwarder()        # before the spawn: a TERM in the launch window is not lost
     child = _spawn(launch, token, cgroup)
-    held = {"token": token, "cgroup": cgroup}
+    held: Dict[str, Any] = {"token": token, "cgroup": cgroup}
+    if launch.get("ray"):
+        # Where Ray placed it, as this process sees it: the node's name and the GPUs Ray gave it.
+        held["ray"] = {"host": os.uname()[1], "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     if not isinstance(child, subprocess.Popen):
         _fill(slots[0], pid_path, _pid_record(roots, None, held))
         record = {"exit_code": SPAWN_FAILED, "signal": None, "ended_at": time.time(), "error": child}
@@ -116,6 +120,8 @@ def run_shim(home: Home, run: str, stage: str, attempt: int) -> int:
         _fill(slots[1], exit_path, record)
         return verdict
     _fill(slots[1], exit_path, record)
+    if elsewhere:
+        return 0        # daemon.pid names a process on the submit host, not on this node
     contain.remove_cgroup(cgroup)   # kept while a leftover process lives in it
     # A daemon that re-adopted this stage is not our parent (no SIGCHLD): wake it.
     procs.poke_daemon(home.pidfile, roots)
@@ -243,9 +249,10 @@ def _kill_group(pgid: int, signum: int) -> None:
 
 def _pid_record(roots: Roots, child: Optional[int], held: Dict[str, Any]) -> Dict[str, Any]:
     me = os.getpid()
-    return {"shim_pid": me, "shim_start_ticks": roots.process_start_ticks(me), "pid": child, "pgid": child,
+    where = {"ray": held["ray"]} if "ray" in held else {}
+    return {**where, "shim_pid": me, "shim_start_ticks": roots.process_start_ticks(me), "pid": child, "pgid": child,
             "start_ticks": roots.process_start_ticks(child) if child else None, "boot_id": roots.boot_id(),
-            "started_at": time.time(), "contain": held}
+            "started_at": time.time(), "contain": {k: held[k] for k in ("token", "cgroup")}}
 
 
 def main(argv: Optional[list] = None) -> int:

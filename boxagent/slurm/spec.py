@@ -16,9 +16,11 @@ from typing import Any, Callable, Dict, List, Optional
 
 from boxagent.base.units import parse_duration, parse_size
 
-TOP_KEYS = ("backend", "slurm")
+TOP_KEYS = ("backend", "slurm", "ray")
 STAGE_KEYS = ("slurm",)
-BACKENDS = ("local", "slurm")
+BACKENDS = ("local", "slurm", "ray")
+RAY_KEYS = ("address",)
+_RAY_ADDRESS = re.compile(r"^https?://[A-Za-z0-9._:\[\]-]+(:[0-9]{1,5})?/?$")
 TABLE_KEYS = ("partition", "gres", "time", "mem", "cpus_per_task", "nodes", "account", "qos", "extra")
 
 Bad = Callable[[str, str], None]
@@ -81,6 +83,7 @@ def check_job(job: Dict[str, Any], bad: Bad) -> Dict[str, Any]:
         if "preflight" in job:
             bad("preflight", "it checks the host the agent runs on (the login node), not the compute "
                              "node: remove it (Slurm checks what the job asks for at submission)")
+    out.update(_ray_keys(job, name == "ray", bad))
     key = "stages" if "stages" in job else "stage"
     stages = job.get(key)
     for i, st in enumerate(stages if isinstance(stages, list) else []):
@@ -91,6 +94,33 @@ def check_job(job: Dict[str, Any], bad: Bad) -> Dict[str, Any]:
             bad(path, 'only with backend = "slurm" at the top of the job')
         elif "wait" in st:
             bad(path, "a wait stage runs on the submit host, never as a Slurm job: remove this table")
+    return out
+
+
+def _ray_keys(job: Dict[str, Any], is_ray: bool, bad: Bad) -> Dict[str, Any]:
+    """`backend = "ray"`: the `[ray]` table (the cluster's dashboard address), and the keys that
+    read this host where a Ray node runs the stage."""
+    out: Dict[str, Any] = {}
+    if "ray" in job and not is_ray:
+        bad("ray", 'only with backend = "ray" (add it, or remove the [ray] table)')
+    elif "ray" in job:
+        value = job["ray"]
+        if not isinstance(value, dict):
+            bad("ray", "expected a table (address), got %s" % _show(value))
+        else:
+            for key, item in value.items():
+                if key not in RAY_KEYS:
+                    bad("ray.%s" % key, "unknown key (allowed: %s)" % ", ".join(RAY_KEYS))
+                elif not isinstance(item, str) or not _RAY_ADDRESS.match(item):
+                    bad("ray.address", 'expected the dashboard\'s URL, e.g. "http://10.0.0.5:8265", got %s' % _show(item))
+            out["ray"] = {k: v for k, v in value.items() if k in RAY_KEYS and isinstance(v, str)}
+    if is_ray:
+        gpus = job.get("gpus", 0)
+        if not isinstance(gpus, int) or isinstance(gpus, bool):
+            bad("gpus", 'with backend = "ray", the GPUs each run holds on a node: a whole number '
+                        '(Ray places the run on a node with that many free), got %s' % _show(gpus))
+        if "preflight" in job:
+            bad("preflight", "it checks the host the agent runs on, not the Ray node a stage gets: remove it")
     return out
 
 

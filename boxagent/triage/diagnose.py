@@ -60,6 +60,9 @@ facts keys (all optional):
   reason, exit_code, signal, node, end_at, time_limit_s, cancelled_by_uid, source; or
   {job_id, state: None, gone: True}), no_exit_file (the shim wrote none: the node or the
   kill took it too), spawn_hint (sbatch's refusal: what to change).
+  Added for Ray: ray (the job's record from boxagent/engine/rayrun.py: submission_id, status,
+  message, error_type, node_id, node_ip, host, cuda_visible_devices, and for a failed job the
+  node's {node_id, node_ip, state, state_message} from the State API), no_exit_file.
   Added for the box's words and offline triage: cgroup_version ("v1" | "v2" | None: the box's
   cgroup, so the cgroup_oom remediation names memory.max or memory.limit_in_bytes), offline
   (True from `triage LOG`: nothing on the box was looked at, so an unknown oom_kill counter
@@ -94,7 +97,7 @@ def reread_hits(facts: Dict[str, Any]) -> Dict[str, Any]:
 def diagnose(facts: Dict[str, Any]) -> Cause:
     facts = reread_hits(dict(facts or {}))
     steps: List[Callable[[Dict[str, Any]], Optional[Cause]]] = [
-        _cancelled, _preflight, _slurm, _machine_restart, _preempted, _gpu_hardware, _timeout,
+        _cancelled, _preflight, _slurm, _ray, _machine_restart, _preempted, _gpu_hardware, _timeout,
         _oom_counter, _spawn_error, _vanished, _signalled, _from_log, _exit_zero]
     cause = next((c for c in (step(facts) for step in steps) if c is not None), None) or _nonzero(facts)
     # the known failures last: evidence, and a class where no rule named one (known/advice.py)
@@ -162,6 +165,40 @@ def _slurm(f: Dict[str, Any]) -> Optional[Cause]:
         fix = REMEDIATION["killed"]
     return _cause(c["class"], c["summary"], c["evidence"], fix.replace("<node>", rec.get("node") or "<node>"),
                   c["retryable"], fact="Slurm job %s ended %s" % (rec.get("job_id"), rec.get("state")))
+
+
+RAY_NODE_FIX = ("Ray lost the node the stage ran on: rgt submits the identical stage again (Ray places it on "
+                "a live node) while it has `retries` left; if nodes keep dying, look at that box (its "
+                "raylet log: /tmp/ray/session_latest/logs/raylet.out) and resume from the last checkpoint")
+
+
+def _ray(f: Dict[str, Any]) -> Optional[Cause]:
+    """A Ray job that ended without its shim's exit file: Ray's record says why (a dead node,
+    a stop from outside rgt, the job gone); with an exit file the exit status and the log decide."""
+    rec = f.get("ray")
+    if not isinstance(rec, dict) or not f.get("no_exit_file"):
+        return None
+    job = "Ray job %s" % rec.get("submission_id")
+    said = "%s ended %s: %s" % (job, rec.get("status"), rec.get("message") or "no message")
+    node: Dict[str, Any] = rec["node"] if isinstance(rec.get("node"), dict) else {}
+    # Ray's own message may say the node died before the State API lists it DEAD (its health
+    # check gives up a moment later): either is Ray's evidence of the node's loss.
+    if node.get("state") == "DEAD" or "node has died" in str(rec.get("message") or ""):
+        where = "node %s at %s is %s: %s" % (node.get("node_id") or rec.get("node_id"),
+                                            node.get("node_ip") or rec.get("node_ip"), node.get("state") or "not listed",
+                                            node.get("state_message") or "no state message")
+        return _cause("node_failure", "the Ray node running the stage died (%s)" % (node.get("node_ip") or node.get("node_id")),
+                      [said, where], RAY_NODE_FIX, True, fact=where)
+    if rec.get("status") == "STOPPED" and not f.get("cancelled"):
+        return _cause("killed", "%s was stopped from outside rgt" % job, [said],
+                      "someone ran `ray job stop` (or the dashboard's stop): resume the run when ready", False,
+                      fact=said)
+    if rec.get("gone") or rec.get("status") == "FAILED":
+        return _cause("nonzero_exit", "%s ended without the stage shim writing its exit file" % job,
+                      [said, "no exit file under RGT_HOME (is it on a filesystem every node shares?)"],
+                      "read Ray's job log (`ray job logs %s`) and the node's raylet log" % rec.get("submission_id"),
+                      fact=said)
+    return None
 
 
 def _machine_restart(f: Dict[str, Any]) -> Optional[Cause]:

@@ -61,6 +61,8 @@ def stage_block(st: Dict[str, Any], live: Optional[Dict[str, Any]], now: float) 
              "warnings": st.get("warnings") or [], "retry_at": iso_utc(st.get("retry_at"))}
     if st.get("slurm_job_id") or st.get("slurm_state"):
         block.update(slurm_block(st))
+    if st.get("placement"):
+        block["placement"] = st["placement"]
     if live and running:
         block.update(live)
     return block
@@ -87,6 +89,9 @@ def run_block(run: Dict[str, Any], live: Optional[Dict[str, Any]], artifacts: Op
              "stages": [stage_block(st, live if st["name"] == current else None, now)
                         for st in run.get("stages", [])],
              "artifacts": artifacts or {"files": 0, "bytes": 0, "manifest": None}}
+    placed = [st["placement"] for st in run.get("stages", []) if st.get("placement")]
+    if placed:      # where the newest placed attempt ran (a Ray node): its address and host
+        block["node"] = {k: placed[-1].get(k) for k in ("node", "node_id", "host", "gpus", "ssh_host")}
     if run.get("pending_pickup"):
         block["pending_pickup"] = True
     if finalizing:

@@ -88,6 +88,12 @@ def stage_head(st: Stage, live: bool = True, run_state: Any = None) -> str:
         waiting = block if isinstance(block := st.get("slurm_waiting"), dict) else {}
         if waiting.get("text"):
             parts.append("(%s%s)" % (s(waiting["text"]), ", blocked" if waiting.get("blocked") is True else ""))
+    where = st.get("placement") or {}
+    if isinstance(where, dict) and where.get("state"):
+        # A Ray stage: where Ray placed it and the GPUs it gave (CUDA_VISIBLE_DEVICES).
+        node = where.get("ssh_host") or where.get("host") or where.get("node")
+        parts.append("ray %s%s%s" % (s(where["state"]), " on %s" % s(node) if node else "",
+                                      " GPU %s" % s(where["gpus"]) if where.get("gpus") else ""))
     if warned:
         n = len(st.get("warnings") or [])
         parts.append("%d warning%s" % (n, "" if n == 1 else "s"))

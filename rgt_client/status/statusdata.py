@@ -31,7 +31,8 @@ _CAUSE = {"class": "s", "summary": "s", "remediation": "s", "retryable": "b", "e
           "similar": [{"source": "s", "url": "s", "class": "s", "why": "s", "fix": "s", "score": "n"}]}
 _STAGE = {"name": "s", "kind": "s", "state": "s", "attempt": "i", "exit_code": "i", "duration_s": "n",
           "log": "s", "progress": _PROGRESS, "cause": _CAUSE, "warnings": ["s"], "metrics": {"*": "m"},
-          "slurm_job_id": "s", "slurm_state": "s", "slurm_waiting": {"text": "s", "blocked": "b"}}
+          "slurm_job_id": "s", "slurm_state": "s", "slurm_waiting": {"text": "s", "blocked": "b"},
+          "placement": {"state": "s", "node": "s", "host": "s", "gpus": "s", "ssh_host": "s"}}
 _RUN = {"name": "s", "state": "s", "workdir": "s", "created_at": "s", "started_at": "s", "ended_at": "s",
         "stages": [_STAGE], "artifacts": {"files": "i", "bytes": "n"}, "pending_pickup": "b",
         "cost": {"hours": "n", "spent": "n"},
@@ -77,12 +78,14 @@ Cause = TypedDict("Cause", {"class": "str | None", "summary": "str | None", "rem
                             "tell_apart": "str | None", "decided_by_fact": "str | None",
                             "similar": "list[dict[str, Any]] | None"}, total=False)
 SlurmWaiting = TypedDict("SlurmWaiting", {"text": "str | None", "blocked": "bool | None"}, total=False)
+Placement = TypedDict("Placement", {"state": "str | None", "node": "str | None", "host": "str | None",
+                                    "gpus": "str | None", "ssh_host": "str | None"}, total=False)
 Stage = TypedDict("Stage", {"name": "str | None", "kind": "str | None", "state": "str | None",
                             "attempt": "int | None", "exit_code": "int | None", "duration_s": "float | None",
                             "log": "str | None", "progress": "Progress | None", "cause": "Cause | None",
                             "warnings": "list[str] | None", "metrics": "dict[str, Union[float, str]] | None",
                             "slurm_job_id": "str | None", "slurm_state": "str | None",
-                            "slurm_waiting": "SlurmWaiting | None"}, total=False)
+                            "slurm_waiting": "SlurmWaiting | None", "placement": "Placement | None"}, total=False)
 _NAMES = {"s": "a string", "n": "a finite number", "f": "a number", "m": "a number or \"nan\"/\"inf\"/\"-inf\"", "i": "an integer", "b": "true or false"}
 _BIG = 1e18   # past this a number is nonsense, and %d/%.0f of it is slow or overflows
 

@@ -76,7 +76,7 @@ def test_time_forms(value, expected):
 
 
 BAD = [
-    ("backend_unknown", job(backend="k8s"), 'backend: expected one of "local", "slurm", got "k8s"'),
+    ("backend_unknown", job(backend="k8s"), 'backend: expected one of "local", "slurm", "ray", got "k8s"'),
     ("table_without_backend", job(backend="local"), 'slurm: only with backend = "slurm"'),
     ("stage_table_without_backend", dict(with_stage(0), backend="local", slurm=None),
      'stage[0].slurm: only with backend = "slurm"'),

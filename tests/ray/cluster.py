@@ -1,0 +1,151 @@
+"""A real two-node Ray cluster on loopback for the Ray backend's tests: two `ray start` processes
+(a head and a worker, each declaring 4 GPUs), pinned ports, usage stats off, a small object store,
+fast health checks (a killed node is DEAD within ~2 s instead of ~15 s). Every process it made is
+found by its own temp dir and killed by pid at the end (never `ray stop`: that stops every Ray of
+the machine's user).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Dict, List
+
+RAY = str(Path(sys.executable).with_name("ray"))
+GPUS_PER_NODE = 4
+
+
+class RayUnavailable(Exception):
+    pass
+
+
+def free_base(span: int = 200, start: int = 0) -> int:
+    """A run of `span` free TCP ports (every one probed, on all addresses: other test sessions on
+    this machine hold ports too), below the ephemeral range, for the pinned ports."""
+    for base in range(start or 21000 + (os.getpid() % 20) * 400, 32000 - span, span):
+        ok = True
+        for port in range(base, base + span):
+            with socket.socket() as s:
+                try:
+                    s.bind(("0.0.0.0", port))
+                except OSError:
+                    ok = False
+            if ok:
+                with socket.socket() as c:      # Ray's gRPC binds with SO_REUSEPORT: ask it too
+                    c.settimeout(0.2)
+                    ok = c.connect_ex(("127.0.0.1", port)) != 0
+            if not ok:
+                break
+        if ok:
+            return base
+    raise RayUnavailable("no free port range for the Ray test cluster")
+
+
+class RayCluster:
+    def __init__(self, base_dir: Path):
+        self.dir = base_dir
+        # Short, whatever pytest's own tmp path is (xdist adds popen-gwN): Ray's socket paths under
+        # it must fit in 107 bytes.
+        self.temp = Path(tempfile.mkdtemp(prefix="rgtray", dir="/tmp"))
+        self.base = free_base(400)
+        self.gcs = "127.0.0.1:%d" % self.base
+        self.dashboard = "http://127.0.0.1:%d" % (self.base + 1)
+        self.env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0",
+                        RAY_health_check_period_ms="500", RAY_health_check_failure_threshold="3",
+                        RAY_health_check_initial_delay_ms="500", RAY_health_check_timeout_ms="500")
+        self.env.pop("RAY_ADDRESS", None)
+        self.worker_port = self.base + 100
+
+    def _ray(self, *args: str) -> None:
+        out = subprocess.run([RAY, *args], env=self.env, capture_output=True, text=True, timeout=120,
+                             cwd=str(self.dir))
+        if out.returncode != 0:
+            raise RayUnavailable("`ray %s` failed: %s" % (args[0], (out.stderr or out.stdout)[-2000:]))
+
+    def start(self) -> None:
+        common = ["--num-gpus", str(GPUS_PER_NODE), "--num-cpus", "1", "--object-store-memory", "80000000",
+                  "--node-ip-address", "127.0.0.1", "--disable-usage-stats"]
+        self._ray("start", "--head", "--port", str(self.base), "--dashboard-port", str(self.base + 1),
+                  "--dashboard-host", "127.0.0.1", "--include-dashboard=true", "--temp-dir", str(self.temp),
+                  "--node-manager-port", str(self.base + 10), "--object-manager-port", str(self.base + 11),
+                  "--min-worker-port", str(self.base + 20), "--max-worker-port", str(self.base + 60),
+                  "--dashboard-agent-listen-port", str(self.base + 2), "--ray-client-server-port", str(self.base + 3),
+                  *common)
+        self.add_worker()
+        self.head_id = next(n["node_id"] for n in self.nodes() if n.get("is_head_node"))
+
+    def add_worker(self) -> None:
+        self.worker_port += 50
+        p = self.worker_port
+        self._ray("start", "--address", self.gcs, "--node-manager-port", str(p), "--object-manager-port", str(p + 1),
+                  "--min-worker-port", str(p + 5), "--max-worker-port", str(p + 45),
+                  "--dashboard-agent-listen-port", str(p + 2), "--metrics-export-port", str(p + 3),
+                  "--runtime-env-agent-port", str(p + 4),
+                  "--num-gpus", str(GPUS_PER_NODE), "--num-cpus", "1", "--object-store-memory", "80000000",
+                  "--node-ip-address", "127.0.0.1", "--disable-usage-stats")
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if len([n for n in self.nodes() if n["state"] == "ALIVE"]) >= 2:
+                self.worker_id = next(n["node_id"] for n in self.nodes() if n["state"] == "ALIVE" and not n.get("is_head_node"))
+                return
+            time.sleep(0.3)
+        raise RayUnavailable("the worker node never joined: %s" % self.nodes())
+
+    # -- the cluster's own word
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.dashboard + path, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def nodes(self) -> List[Dict[str, Any]]:
+        return self.get("/api/v0/nodes?detail=1")["data"]["result"]["result"]
+
+    def jobs(self) -> List[Dict[str, Any]]:
+        return self.get("/api/jobs/")
+
+    def gpus_in_use(self) -> float:
+        usage = self.get("/api/cluster_status?format=0")["data"]["clusterStatus"]["loadMetricsReport"]["usage"]
+        return float((usage.get("GPU") or [0.0])[0])
+
+    # -- removing a node the way a machine dies: every process of it at once
+    def kill_worker(self) -> str:
+        import psutil
+        raylet = [p for p in psutil.process_iter(["cmdline"])
+                  if any("--node_manager_port=%d" % self.worker_port == a for a in (p.info["cmdline"] or []))]
+        if not raylet:
+            raise AssertionError("no raylet of the worker node")
+        victims = set(raylet)
+        for p in raylet:
+            victims.update(p.children(recursive=True))
+        for p in victims:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        return self.worker_id
+
+    def stop(self) -> None:
+        import psutil
+        tag = str(self.temp)
+        gcs = "--gcs-address=%s" % self.gcs
+        mine = set()
+        for p in psutil.process_iter(["cmdline"]):
+            try:
+                args = p.info["cmdline"] or []
+                if p.pid != os.getpid() and any(tag in a or gcs in a or self.gcs in a for a in args):
+                    mine.add(p)
+                    mine.update(p.children(recursive=True))
+            except psutil.Error:
+                pass
+        for p in mine:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        shutil.rmtree(self.temp, ignore_errors=True)

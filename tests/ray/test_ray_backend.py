@@ -1,0 +1,173 @@
+"""backend = "ray" with the real daemon against a real two-node Ray cluster on loopback (2 x 4
+declared GPUs): a sweep spread over both nodes with no GPU held twice, cancel freeing the GPUs,
+a failure diagnosed from its log, a SIGKILLed daemon re-adopting its Ray jobs exactly once, a
+node killed mid-run ending as node_failure with Ray's evidence and retried on the other node.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import time
+from typing import Any, Dict, List
+
+import pytest
+
+from tests.realbox import job, wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+
+# Each stage says where it ran and which GPUs Ray gave it.
+PROBE = 'echo "gpus=$CUDA_VISIBLE_DEVICES"; sleep %s; echo done'
+
+
+@pytest.fixture
+def ray_box(box, ray_cluster):
+    box.env.update(RGT_RAY_POLL="0.2", RGT_RAY_EXIT_GRACE="1", RGT_STOP_GRACE="5")
+    box.cluster = ray_cluster
+    return box
+
+
+def ray_job(box, name: str, *stages: Dict[str, Any], **top: Any) -> Dict[str, Any]:
+    return job(name, box.workdir, *stages, backend="ray", ray={"address": box.cluster.dashboard}, **top)
+
+
+def placement(box, run: str, stage: str = "s") -> Dict[str, Any]:
+    """The stage's Ray placement in its state file ({} before the daemon wrote one)."""
+    stages = box.run_state(run).get("stages") or []
+    return next((s.get("placement") or {} for s in stages if s["name"] == stage), {})
+
+
+def attempts(box, run: str) -> List[Dict[str, Any]]:
+    """Every attempt of a run's stages as the shim and rgt recorded them: where, which GPUs, when."""
+    out = []
+    for path in sorted((box.home / "runs" / run / "stages").glob("*.ray")):
+        stage, attempt = path.name[:-4].rsplit(".", 1)
+        pid = json.loads((path.with_name("%s.%s.pid" % (stage, attempt))).read_text())
+        end = json.loads((path.with_name("%s.%s.exit" % (stage, attempt))).read_text())
+        out.append({"run": run, "stage": stage, "attempt": int(attempt), "sid": json.loads(path.read_text())["submission_id"],
+                    "gpus": pid["ray"]["cuda_visible_devices"], "start": pid["started_at"], "end": end["ended_at"]})
+    return out
+
+
+def test_a_16_cell_sweep_spreads_over_both_nodes_and_no_gpu_is_held_twice(ray_box):
+    box = ray_box
+    box.daemon()
+    out = box.submit(ray_job(box, "sw", {"name": "s", "run": PROBE % 1}, gpus=1,
+                             matrix={"A": [str(i) for i in range(16)]}))
+    assert out.returncode == 0, out.stderr
+    names = ["sw-%d" % i for i in range(1, 17)]
+    for name in names:
+        assert box.wait_run(name, timeout=120)["state"] == "succeeded", box.diagnostics()
+    jobs = {j["submission_id"]: j for j in box.cluster.jobs()}
+    held = []
+    for name in names:
+        (a,) = attempts(box, name)
+        node = jobs[a["sid"]]["driver_node_id"]
+        # Status converges on Ray's end state once the next list call says it.
+        placement = wait_for(lambda: (lambda p: p if p.get("state") == "SUCCEEDED" else None)(
+            box.stage(name, "s").get("placement") or {}), 10, "Ray's end state in status")
+        assert placement["node_id"] == node and placement["gpus"] == a["gpus"], placement
+        held.append((node, a["gpus"], a["start"], a["end"]))
+    assert {h[0] for h in held} == {box.cluster.head_id, box.cluster.worker_id}, held
+    for i, (node, gpu, start, end) in enumerate(held):
+        for other in held[i + 1:]:
+            overlap = start < other[3] and other[2] < end
+            assert not (overlap and node == other[0] and gpu == other[1]), (held[i], other)
+    status = json.loads(box.agent("status", "--json").stdout)
+    shown = {r["name"]: r for r in status["runs"]}
+    assert shown["sw-1"]["node"]["node_id"] in (box.cluster.head_id, box.cluster.worker_id)
+
+
+def test_cancel_stops_the_ray_job_and_frees_its_gpus(ray_box):
+    box = ray_box
+    box.daemon()
+    assert box.submit(ray_job(box, "long", {"name": "s", "run": PROBE % 60}, gpus=4)).returncode == 0
+    wait_for(lambda: placement(box, "long").get("state") == "RUNNING", 60, "running on Ray")
+    wait_for(lambda: box.cluster.gpus_in_use() == 4, 20, "Ray's report of the 4 GPUs held")
+    assert box.agent("cancel", "long").returncode == 0
+    assert box.wait_run("long", timeout=30)["state"] == "cancelled"
+    sid = box.stage("long", "s")["placement"]["job_id"]
+    wait_for(lambda: box.cluster.gpus_in_use() == 0, 20, "Ray's GPUs free again")
+    assert next(j for j in box.cluster.jobs() if j["submission_id"] == sid)["status"] == "STOPPED"
+
+
+def test_a_stage_failure_is_diagnosed_from_its_log_as_on_one_box(ray_box):
+    box = ray_box
+    box.daemon()
+    crash = ('echo "epoch 1"; echo "Traceback (most recent call last):"; '
+             'echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"; exit 1')
+    assert box.submit(ray_job(box, "oom", {"name": "train", "run": crash}, gpus=1)).returncode == 0
+    assert box.wait_run("oom", timeout=60)["state"] == "failed"
+    cause = box.stage("oom", "train")["cause"]
+    assert cause["class"] == "cuda_oom", cause
+    assert any("CUDA out of memory" in e for e in cause["evidence"]), cause
+
+
+def test_a_sigkilled_daemon_readopts_its_ray_jobs_and_starts_none_twice(ray_box):
+    box = ray_box
+    first = box.daemon()
+    assert box.submit(ray_job(box, "ka", {"name": "s", "run": PROBE % 2}, gpus=1,
+                              matrix={"A": [str(i) for i in range(10)]})).returncode == 0
+    wait_for(lambda: len(list((box.home / "runs").glob("ka-*/stages/*.claim"))) >= 3, 60, "some cells running")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    box.daemon()
+    names = ["ka-%d" % i for i in range(1, 11)]
+    for name in names:
+        assert box.wait_run(name, timeout=120)["state"] == "succeeded", box.diagnostics()
+    mine = [j for j in box.cluster.jobs() if (j.get("metadata") or {}).get("rgt_run") in names]
+    assert len(mine) == 10, [(j["metadata"], j["status"]) for j in mine]
+    assert all(len(attempts(box, n)) == 1 for n in names)
+    logs = [(box.home / "runs" / n / "logs" / "s.1.log").read_text() for n in names]
+    assert all(text.count("done") == 1 for text in logs), logs
+
+
+def test_a_node_killed_mid_run_is_node_failure_with_rays_evidence_and_retried_on_the_other(ray_box):
+    box = ray_box
+    cluster = box.cluster
+    box.daemon()
+    # Two runs of 4 GPUs: Ray puts one on each node.
+    assert box.submit(ray_job(box, "va", {"name": "s", "run": PROBE % 8, "retries": 1}, gpus=4)).returncode == 0
+    assert box.submit(ray_job(box, "vb", {"name": "s", "run": PROBE % 8, "retries": 1}, gpus=4)).returncode == 0
+
+    def placed():
+        got = {n: placement(box, n) for n in ("va", "vb")}
+        return got if all(p.get("state") == "RUNNING" for p in got.values()) else None
+    where = wait_for(placed, 60, "both running")
+    victim = next(n for n, p in where.items() if p["node_id"] == cluster.worker_id)
+    other = "va" if victim == "vb" else "vb"
+    dead = cluster.kill_worker()
+    try:
+        st = wait_for(lambda: (lambda s: s if s.get("attempt") == 2 else None)(box.stage(victim, "s")), 60, "a retry")
+        assert st["attempt"] == 2
+        events = [e for e in box.events("stage_retry") + box.events("stage_failed") if e.get("run") == victim]
+        cause = events[0]["cause"]
+        assert cause["class"] == "node_failure", cause
+        assert any("DEAD" in e and dead in e for e in cause["evidence"]), cause
+        assert box.wait_run(victim, timeout=90)["state"] == "succeeded", box.diagnostics()
+        assert box.stage(victim, "s")["placement"]["node_id"] == cluster.head_id
+        assert box.wait_run(other, timeout=60)["state"] == "succeeded"
+    finally:
+        cluster.add_worker()
+
+
+def test_pull_verifies_a_runs_files_written_on_the_node_that_ran_it(ray_box, agent_pyz, rgt_local, client_config, tmp_path):
+    """The files a stage wrote on its node are on the shared filesystem: the manifest is built and
+    `pull` verifies them where they live, from the box the user talks to."""
+    import shutil
+    box = ray_box
+    box.daemon()
+    shutil.copy(agent_pyz, box.home / "rgt-agent.pyz")          # what `rgt-client pull` runs on the box
+    write = 'mkdir -p out && head -c 300000 /dev/urandom > out/model.bin && echo "$CUDA_VISIBLE_DEVICES" > out/gpu.txt'
+    assert box.submit(ray_job(box, "art", {"name": "s", "run": write}, gpus=1,
+                              artifacts={"include": ["out/**"]})).returncode == 0
+    assert box.wait_run("art", timeout=60)["state"] == "succeeded", box.diagnostics()
+    ran_on = wait_for(lambda: (lambda p: p if p.get("state") == "SUCCEEDED" else None)(placement(box, "art")),
+                      10, "Ray's end state in status")
+    assert ran_on.get("node_id") in (box.cluster.head_id, box.cluster.worker_id)
+    assert (box.workdir / "out" / "gpu.txt").read_text().strip() == ran_on["gpus"]
+    dest = tmp_path / "pulled"
+    res = rgt_local("pull", "local", "art", str(dest), "--home", str(box.home))
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("OK 2/2 files") and (dest / "PULL_VERIFIED.json").exists(), res.stdout
+    assert (dest / "out" / "model.bin").read_bytes() == (box.workdir / "out" / "model.bin").read_bytes()

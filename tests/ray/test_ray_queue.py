@@ -1,0 +1,92 @@
+"""rgt's own queue in front of Ray, without a cluster (a fake Jobs API at the seam): attempts are
+submitted only while the cluster can place them, so no Ray Job waits past
+RAY_JOB_START_WAIT_TIME_S; a GPU a finished cell let go of is used at once although Ray's report
+still counts it; a job no node can hold is refused with the hint; one submission id, once."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from boxagent.base.home import Home
+from boxagent.engine.ports import AttemptRef
+from boxagent.engine.rayctl import RayProcesses
+
+pytestmark = pytest.mark.xdist_group("ray")
+
+
+class FakeRay:
+    """The Jobs API's answers: per node (free, declared) GPUs as Ray's lagging report says them."""
+
+    def __init__(self, nodes):
+        self.nodes, self.submitted, self.refuse = nodes, [], set()
+
+    def free_gpus(self):
+        return dict(self.nodes)
+
+    def submit(self, sid, entrypoint, gpus, metadata):
+        if sid in [s for s, _g in self.submitted]:
+            return "Job with submission_id %s already exists." % sid
+        self.submitted.append((sid, gpus))
+        return ""
+
+    def jobs(self):
+        return {sid: {"submission_id": sid, "status": "RUNNING"} for sid, _g in self.submitted}
+
+
+@pytest.fixture
+def procs(tmp_path):
+    p = RayProcesses(Home(str(tmp_path / "home")), None, None, 1.0, 5.0, lambda t: None, clock=lambda: 2001.0)
+    fake = FakeRay({"head": (4.0, 4.0), "worker": (4.0, 4.0)})
+    p.apis["http://ray:8265"] = fake    # the seam: one cluster's API
+    return p, fake
+
+
+def launch(p, i, gpus=1):
+    ref = AttemptRef("sw-%d" % i, "s", 1)
+    p.launch(ref, {"command": "true", "workdir": "/", "env": {}, "log": "/dev/null",
+                   "ray": {"address": "http://ray:8265", "gpus": gpus}}, 1000.0)
+    return ref
+
+
+def test_only_what_the_cluster_can_place_is_submitted_and_a_freed_gpu_is_used_at_once(procs):
+    p, fake = procs
+    refs = [launch(p, i) for i in range(10)]
+    assert len(fake.submitted) == 8 and len(p.waiting) == 2          # 2 nodes x 4 GPUs, the rest wait here
+    fake.nodes = {"head": (0.0, 4.0), "worker": (0.0, 4.0)}          # Ray's report catches up: all used
+    p.refresh(2000.0)
+    assert len(fake.submitted) == 8
+    # One cell ends (its shim's exit file): Ray's report still counts its GPU, rgt does not.
+    open(p.home.stage_exit(*refs[0]), "w").write(json.dumps({"exit_code": 0, "signal": None, "ended_at": 2001}))
+    assert p.exit_info(refs[0])["exit_code"] == 0
+    p.urgent = True
+    p.refresh(2001.0)
+    assert len(fake.submitted) == 9 and p.waiting == [refs[9]]
+
+
+def test_a_job_no_node_can_hold_is_refused_at_once_with_the_hint(procs):
+    p, fake = procs
+    ref = launch(p, 1, gpus=5)
+    assert fake.submitted == [] and p.waiting == []
+    info = p.exit_info(ref)
+    assert "no node of the Ray cluster at http://ray:8265 has 5 GPUs (the nodes declare 4, 4)" in info["error"]
+    assert "lower the job's `gpus`" in info["hint"]
+
+
+def test_the_submission_id_is_written_before_the_submission_and_never_submitted_twice(procs, tmp_path):
+    p, fake = procs
+    fake.nodes = {"head": (0.0, 4.0), "worker": (0.0, 4.0)}          # full: it waits
+    ref = launch(p, 1)
+    sid = json.loads(open(os.path.join(p.home.stage_dir("sw-1"), "s.1.ray")).read())["submission_id"]
+    assert fake.submitted == [] and sid.startswith("rgt-")
+    # A new daemon (the old one SIGKILLed after the POST, before it wrote submitted_at) finds the
+    # attempt file, submits it again: Ray's "already exists" binds it, no second job.
+    fake.submitted.append((sid, 1))
+    again = RayProcesses(p.home, None, None, 1.0, 5.0, lambda t: None, clock=lambda: 1000.0)
+    again.apis["http://ray:8265"] = fake
+    fake.nodes = {"head": (3.0, 4.0), "worker": (4.0, 4.0)}
+    assert again.shim_state(ref) == "alive" and again.waiting == [ref]
+    again.urgent = True
+    again.refresh(1001.0)
+    assert fake.submitted == [(sid, 1)] and again.waiting == []
