@@ -364,6 +364,12 @@ class RayProcesses:
     def leftovers(self, ref: AttemptRef) -> List[str]:
         return []       # Ray kills the entrypoint's children when the job ends
 
+    def identity(self, ref: AttemptRef) -> Optional[Dict[str, Any]]:
+        """Only the token: Ray may place the attempt on this box or another, and a shim's pid
+        read from a node's record means nothing in this box's process table."""
+        token = (self._pid_record(ref).get("contain") or {}).get("token")
+        return {"token": token, "cgroup": None, "shim_pid": None, "shim_start_ticks": None} if token else None
+
     def release(self, ref: AttemptRef) -> None:
         self.end_seen.pop(ref, None)
         self.freed.discard(ref)
