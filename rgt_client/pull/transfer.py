@@ -196,8 +196,9 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
         check_links_inside(info.manifest, target.host)
     here = local_rsync()
     m = info.manifest
+    # a local copy makes no round trips: its size says nothing about which method is cheaper
     how = choose_method(method, remote_rsync(info.head) if not target.is_local else here, here,
-                        sum(f["bytes"] for f in m["files"]))
+                        None if target.is_local else sum(f["bytes"] for f in m["files"]))
     with Dest(dest, create=True) as d:
         try:
             # before a byte moves: a manifest path under a symlink in DEST (an earlier pull's)
