@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from boxagent.engine import jobspec
-from tests.realbox import job
+from tests.realbox import job, wait_for
 
 GOOD = {"name": "resnet-a3", "workdir": "/tmp/proj", "env": {"WANDB_MODE": "online"},
         "stage": [{"name": "train", "run": "python train.py", "expect": ["ckpt/best.pt"],
@@ -159,9 +159,12 @@ def test_resubmit_identical_is_a_noop_and_different_is_refused(box):
     assert out.returncode == 2 and "--replace" in out.stderr
     out = box.submit(other, "--replace")
     assert out.returncode == 0, out.stderr
+    # the old run is "succeeded" too: wait for the daemon to have archived it and run the new one
+    archive = box.home / "runs" / ".archive"
+    wait_for(lambda: archive.is_dir() and os.listdir(archive), 20, "the replaced run archived")
     run = box.wait_run("dup", "succeeded")
     assert box.wait_run("dup")["spec_sha256"] != ""
-    archived = os.listdir(box.home / "runs" / ".archive")
+    archived = os.listdir(archive)
     assert len(archived) == 1 and archived[0].startswith("dup.")
     assert (box.workdir / "count").read_text() == "x\n"
     assert run["stages"][0]["state"] == "succeeded"
