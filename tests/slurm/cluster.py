@@ -247,6 +247,11 @@ class SlurmCluster:
             # KillWait: SIGTERM -> SIGKILL on cancel/timeout (default 30 s): short, tests wait on it.
             # MinJobAge: ended jobs stay visible to squeue/scontrol for 5 minutes (the default).
             "KillWait=2", "MinJobAge=300", "InactiveLimit=0", "DefMemPerCPU=512",
+            # BatchStartTimeout (10 s by default): a batch launch slower than this is taken as
+            # missing and the job requeued and held (launch_failed_requeued_held). With the
+            # suite's parallel workers on 2 cores, slurmstepd's start took longer; a real node
+            # under load can too. MessageTimeout for the same reason.
+            "BatchStartTimeout=120", "MessageTimeout=60",
             # Two sessions' clusters on one machine share the node name, so task/cgroup's
             # slurm_localhost/uid_0/job_<id> dirs: distinct job ids keep their jobs apart.
             "FirstJobId=%d" % self.first_job_id,
