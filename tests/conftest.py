@@ -92,11 +92,10 @@ def pytest_xdist_make_scheduler(config, log):
     class SharedPartsScheduling(LoadScopeScheduling):
         """Each test is its own unit of work, but a group's tests are one unit (one worker, in
         order); the biggest units are handed out first. The Slurm group is handed out last, so
-        it runs once the other workers are on their last tests: beside the daemon and cgroup
-        tests of other workers its jobs failed to launch (a second cluster's job stayed PENDING,
-        launch_failed_requeued_held) and the node did not come back after `state=down`; alone,
-        as in a serial run, they pass. (Holding it back further would deadlock: an xdist worker
-        keeps its last test until it is given another or told to stop.)"""
+        its daemons compete with fewer of the other workers' tests for the two cores. (A second
+        cluster's job that stayed PENDING launch_failed_requeued_held under the workers was
+        slurmstepd's socket path: xdist's `popen-gwN/` made it one byte too long; the test
+        cluster's spool dir is kept short now.)"""
 
         def _assign_work_unit(self, node) -> None:
             scope = next((s for s in self.workqueue if s not in _LAST), None) or next(iter(self.workqueue))

@@ -87,6 +87,11 @@ class SlurmCluster:
         self.conf = base / "slurm.conf"
         self.logs = base / "log"
         self.munge_dir = _short_dir(base / "munge")
+        # slurmstepd makes its socket in the spool dir (`localhost_<job>.4294967291`, ~30 bytes):
+        # under pytest-xdist's deeper temp dirs (`popen-gwN/`) the path passed the 108-byte
+        # limit, slurmstepd could not start, and the job sat PENDING launch_failed_requeued_held
+        self.spool = base / "spool" if len(str(base / "spool")) + 40 < 100 else \
+            Path(tempfile.mkdtemp(prefix="rgt-spool-"))
         self.munge_socket = self.munge_dir / "munge.sock"
         self.node = NODE
         self.partitions = PARTITIONS
@@ -142,8 +147,9 @@ class SlurmCluster:
     # -- lifecycle
     def start(self) -> "SlurmCluster":
         t0 = time.monotonic()
-        for d in ("state", "spool", "log"):
+        for d in ("state", "log"):
             (self.dir / d).mkdir(parents=True, exist_ok=True)
+        self.spool.mkdir(parents=True, exist_ok=True)
         self.hardware = node_hardware()
         why_not = cgroup_v1_memory()
         self.mem_enforcement = "cgroup" if why_not is None else "jobacct"
@@ -233,7 +239,7 @@ class SlurmCluster:
             "SlurmctldPort=%d" % ctld_port, "SlurmdPort=%d" % slurmd_port,
             "SlurmUser=root", "SlurmdUser=root",
             "AuthType=auth/munge", "CredType=cred/munge", "AuthInfo=socket=%s" % self.munge_socket,
-            "StateSaveLocation=%s/state" % d, "SlurmdSpoolDir=%s/spool" % d,
+            "StateSaveLocation=%s/state" % d, "SlurmdSpoolDir=%s" % self.spool,
             "SlurmctldPidFile=%s/slurmctld.pid" % d, "SlurmdPidFile=%s/slurmd.pid" % d,
             "SlurmctldLogFile=%s/log/slurmctld.log" % d, "SlurmdLogFile=%s/log/slurmd.log" % d,
             "ProctrackType=proctrack/linuxproc", "MpiDefault=none", "ReturnToService=2",
@@ -247,11 +253,6 @@ class SlurmCluster:
             # KillWait: SIGTERM -> SIGKILL on cancel/timeout (default 30 s): short, tests wait on it.
             # MinJobAge: ended jobs stay visible to squeue/scontrol for 5 minutes (the default).
             "KillWait=2", "MinJobAge=300", "InactiveLimit=0", "DefMemPerCPU=512",
-            # BatchStartTimeout (10 s by default): a batch launch slower than this is taken as
-            # missing and the job requeued and held (launch_failed_requeued_held). With the
-            # suite's parallel workers on 2 cores, slurmstepd's start took longer; a real node
-            # under load can too. MessageTimeout for the same reason.
-            "BatchStartTimeout=120", "MessageTimeout=60",
             # Two sessions' clusters on one machine share the node name, so task/cgroup's
             # slurm_localhost/uid_0/job_<id> dirs: distinct job ids keep their jobs apart.
             "FirstJobId=%d" % self.first_job_id,
@@ -279,6 +280,8 @@ class SlurmCluster:
             _terminate(proc)
         if self.mem_enforcement == "cgroup":
             _remove_job_cgroups(NODE)
+        if self.spool.parent != self.dir:
+            shutil.rmtree(self.spool, ignore_errors=True)
 
     def _cancel_all(self) -> None:
         try:
