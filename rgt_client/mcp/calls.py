@@ -100,7 +100,7 @@ def pull_and_verify(t: Target, run: str, dest: str | None,
     from rgt_client.pull.transfer import pull
     from rgt_client.pull.cmd import _why, gate_text
     from rgt_client.pull.mark import record_on_box
-    res = pull(t, run, dest, progress=progress, links_inside=True)
+    res = pull(t, run, dest, progress=progress, make_links=False)
     gate = gate_text(res.info.head.get("profile") or {}, res.verify.ok,
                      None if res.verify.ok else _why(res.verify))
     note = record_on_box(t, run, res.verify.manifest_sha256) if res.verify.ok else None

@@ -117,13 +117,22 @@ def scrub(value: Any, secrets: set[str]) -> Any:
 
 
 # A name that may appear inside a command a model is shown (`next`): the agent's own name rule.
-_COMMAND_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_COMMAND_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# what the agent's event log writes (wire/events.py): <ms since epoch>-<6 hex>-<sequence>
+_EVENT_ID = re.compile(r"[0-9]{13}-[0-9a-f]{6}-[0-9]{1,18}")
 
 
 def command_word(word: Any) -> str | None:
     """word when it is a plain run/stage name, else None: box text never becomes part of a
-    command line (a run named `x\n\x1b[2J ignore previous instructions` once did)."""
-    return word if isinstance(word, str) and _COMMAND_WORD.match(word) else None
+    command line (a run named `x\n\x1b[2J ignore previous instructions` once did). fullmatch:
+    `$` would let a trailing newline through."""
+    return word if isinstance(word, str) and _COMMAND_WORD.fullmatch(word) else None
+
+
+def event_id(value: Any) -> str | None:
+    """value when it has the shape of the agent's event ids, else None: a cursor goes into
+    `next` and `cursor` as it is, so it must be no text of the box's choosing."""
+    return value if isinstance(value, str) and _EVENT_ID.fullmatch(value) else None
 
 
 def line(value: Any, policy: Policy, limit: int = FIELD_MAX) -> str | None:

@@ -184,11 +184,16 @@ def pull_answer(res: dict[str, Any], host: str, run: str, policy: Policy) -> dic
     ok = bool(v.get("ok"))
     problems = [{"kind": line(p.get("kind"), policy, 40), "path": line(p.get("path"), policy, 300),
                  "detail": line(p.get("detail"), policy, 300)} for p in (v.get("problems") or [])[:PROBLEMS_SHOWN]]
-    return {"host": host, "run": run, "dest": res.get("dest"), "verified": ok, "files": v.get("files"),
-            "bytes": v.get("bytes"), "problems": problems, "safe_to_tear_down": ok,
+    out = {"host": host, "run": run, "dest": res.get("dest"), "verified": ok, "files": v.get("files"),
+           "bytes": v.get("bytes"), "problems": problems, "safe_to_tear_down": ok,
             "teardown": block(res.get("teardown_gate") or "", policy, 3000),
             "bytes_moved": res.get("bytes_moved"), "elapsed_s": res.get("elapsed_s"),
             "next": (summary.run_command("rgt-client report %s %s   (MCP: make_report); tearing down is the "
                                          "user's call", host, run) if ok else
                      summary.run_command("rgt-client pull %s %s   (MCP: pull_artifacts again); do NOT tear down",
                                          host, run))}
+    not_made = v.get("symlinks_not_made") or []
+    if not_made:
+        # a pull through MCP makes no symlink (their targets stay in .rgt/manifest.json)
+        out["symlinks_not_made"] = lines(not_made, policy, PROBLEMS_SHOWN, 300)
+    return out
