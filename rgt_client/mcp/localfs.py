@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
+from rgt_client.pull.inert import mark_inert
 from rgt_client.textsafe import safe_line
 
 PULLS = "rgt-pulls"
@@ -111,7 +112,7 @@ class Project:
     def owned_dir(self, top: str, parts: list[str]) -> str:
         """PROJECT/top/parts..., made as needed, every component a real folder of this user's
         (never a symlink, never hidden, never another user's): the only folders a tool writes
-        into. rgt-pulls/ gets the markers that keep test runners out (INERT_MARKERS)."""
+        into. rgt-pulls/ gets the markers that keep test runners out (pull/inert.py)."""
         fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             for name in [top] + parts:
@@ -131,36 +132,12 @@ class Project:
                     raise _refuse("folder", "/".join([top] + parts), "%s belongs to another user; rgt writes "
                                   "only into folders it made as you" % name, "remove it, or name another folder")
                 if name == PULLS and top == PULLS:
-                    _mark_inert(fd)
+                    mark_inert(fd)
         finally:
             os.close(fd)
         return os.path.join(self.root, top, *parts)
 
 
-# Pulled files are data. rgt-pulls/ lies inside the project, and the user's (or a coding
-# agent's) next `pytest` from the project root once imported a box's pulled conftest.py. These
-# files keep test runners out of it: pytest (8.1 and later) skips any folder holding a
-# pyvenv.cfg as a virtualenv; the conftest.py, rgt's own, tells every pytest to collect nothing
-# below it (a box's conftest.py further down is then never imported). The hyphen in the name
-# keeps importers and `unittest discover` out (not a package name). Written once, never over
-# a file of the user's.
-INERT_MARKERS = {
-    "pyvenv.cfg": "# written by rgt: pulled files are data, not a project to test (pytest skips this folder)\n",
-    "conftest.py": "# written by rgt: pulled files are data; pytest collects nothing below rgt-pulls/\n"
-                   "collect_ignore_glob = [\"*\"]\n",
-}
-
-
-def _mark_inert(fd: int) -> None:
-    for name, text in INERT_MARKERS.items():
-        try:
-            out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd)
-        except OSError:
-            continue            # there already (rgt's, or the user's: left as it is)
-        try:
-            os.write(out, text.encode("utf-8"))
-        finally:
-            os.close(out)
 
 
 def plain_parts(path: str, what: str, hint: str) -> list[str]:

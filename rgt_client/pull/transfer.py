@@ -27,6 +27,7 @@ from rgt_client.box import agentcall, transport
 from rgt_client.pull import manifest_check, owned
 from rgt_client.box.bounded import AgentStream
 from rgt_client.pull.destdir import Blocked, Dest
+from rgt_client.pull.inert import mark_inert
 from rgt_client.errors import ClientError
 from rgt_client.pull.rsync import local_rsync, misplaced, remote_rsync, rsync_pull
 from rgt_client.pull.stream import blocked_error, check_parents, make_symlinks, stream_pull
@@ -139,6 +140,18 @@ def save_meta(dest: Dest, target: transport.Target, info: PullInfo, method: str,
         "pulled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}) + "\n").encode("utf-8"))
 
 
+def _mark_pulls(folder: str) -> None:
+    """./rgt-pulls/ gets the markers that keep test runners out of it (inert.py)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        mark_inert(fd)
+    finally:
+        os.close(fd)
+
+
 def _unchanged(d: Dest, dest: str, info: PullInfo, check_load: bool, workers: Optional[int],
                links: bool) -> Optional[VerifyResult]:
     """The verify of a copy already verified against this very manifest, when it still holds;
@@ -170,6 +183,7 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
     if target.host.startswith("-"):  # would reach ssh and rsync as an option, not a host
         raise ClientError("%r is not a host" % target.host, "name an ssh destination or `local`",
                           exitcodes.USAGE)
+    defaulted = dest is None
     dest = os.path.abspath(dest or default_dest(target.host, run))
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise ClientError("%s exists and is not a directory" % dest, "name another DEST", exitcodes.USAGE)
@@ -178,6 +192,8 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
     how = choose_method(method, remote_rsync(info.head) if not target.is_local else here, here)
     m = info.manifest
     with Dest(dest, create=True) as d:
+        if defaulted:
+            _mark_pulls(os.path.dirname(os.path.dirname(dest)))
         try:
             # before a byte moves: a manifest path under a symlink in DEST (an earlier pull's)
             check_parents(d, target.host, [f["path"] for f in m["files"]] + [s["path"] for s in m.get("symlinks") or []])

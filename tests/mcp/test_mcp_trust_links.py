@@ -161,19 +161,28 @@ def test_claim_next_and_cursor_carry_only_event_ids_the_agent_writes(server, wor
     assert sc["cursor"] == "1700000000000-abcdef-12" and "cursor 1700000000000-abcdef-12 " in sc["next"]
 
 
-def test_claim_pulled_files_never_run_at_the_projects_next_pytest(server, world, tmp_path):
+@pytest.mark.parametrize("via", ["mcp", "cli"])
+def test_claim_pulled_files_never_run_at_the_projects_next_pytest(server, world, tmp_path, monkeypatch, via):
     marker = tmp_path / "PWNED"
     code = ("import pathlib; pathlib.Path(%r).write_text('box code ran on the laptop')\n" % str(marker)).encode()
     m = world.box.manifest({"conftest.py": code, "eval/test_metrics.py": code + b"def test_ok():\n    pass\n"})
     m["run"] = "ctest"
     world.box.pull_info("ctest", m)
     world.box.answer("pull-verified", stdout={"ok": True})
-    res = server.call("pull_artifacts", host="local", run="ctest")
-    assert not res.is_error and res.structured_content["verified"] is True, res.content[0].text
-    (world.project / "tests" / "test_mine.py").write_text("def test_mine():\n    pass\n")
+    if via == "mcp":
+        project = world.project
+        res = server.call("pull_artifacts", host="local", run="ctest")
+        assert not res.is_error and res.structured_content["verified"] is True, res.content[0].text
+    else:
+        project = tmp_path / "proj"
+        (project / "tests").mkdir(parents=True)
+        monkeypatch.chdir(project)              # `rgt-client pull HOST RUN`: ./rgt-pulls/HOST/RUN
+        cli = Cli()("pull", "local", "ctest", "--home", str(world.box.home), env=world.env)
+        assert cli.exit_code == 0 and (project / "rgt-pulls" / "local" / "ctest" / "conftest.py").exists(), cli.stderr
+    (project / "tests" / "test_mine.py").write_text("def test_mine():\n    pass\n")
     # the user's (or a coding agent's) test run from the project root, as anyone runs it
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],
-                         cwd=world.project, capture_output=True, text=True, timeout=120,
+                         cwd=project, capture_output=True, text=True, timeout=120,
                          env={"PATH": os.environ["PATH"], "HOME": str(world.home)})
     assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout[-800:] + out.stderr[-800:]
     assert not marker.exists(), "box code ran on the laptop"
