@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rgt_client.mcp.calls import ClientError, exitcodes, safe, safe_line
+from rgt_client.textsafe import SHOWN_ESCAPE, show_invisible
 from rgt_client.mcp.localfs import Project
 
 HOST_RE = re.compile(r"^(local|[A-Za-z0-9_][A-Za-z0-9_.@:+-]{0,127})$")
@@ -96,6 +97,19 @@ def parse_hosts(words: list[str]) -> list[str]:
 
 
 def redact(text: str, secrets: set[str]) -> str:
+    """text with secrets replaced, and no invisible character left raw. A secret split by
+    invisible characters (`hf_<U+200B>AAAA…`, shown as `hf_\\u200bAAAA…`) is still found: the
+    text is checked again without the escapes, and that text returned when it held one."""
+    out = _redact(show_invisible(text), secrets)
+    bare = SHOWN_ESCAPE.sub("", out)
+    if bare != out:
+        red = _redact(bare, secrets)
+        if red != bare:
+            return red
+    return out
+
+
+def _redact(text: str, secrets: set[str]) -> str:
     for s in sorted(secrets, key=len, reverse=True):
         if s in text:
             text = text.replace(s, REDACTED)
