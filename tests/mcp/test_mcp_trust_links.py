@@ -218,3 +218,23 @@ def test_claim_box_text_hides_nothing_from_the_human_reading_along(server, world
     raw = res.content[0].text + json.dumps(res.structured_content, ensure_ascii=False)
     assert not [c for c in raw if c in INVISIBLE or 0xE0000 <= ord(c) <= 0xE0FFF], "an invisible character reached the model"
     assert "A" * 30 not in raw and "[redacted]" in raw
+
+
+def test_claim_every_answer_fits_its_byte_budget_whatever_characters_the_box_sends(server, world):
+    from tests.mcp.trustworld import BUDGET, answer_size
+    wide = "\U0001F600"                                    # four bytes each
+    cause = {"class": "unknown", "confidence": "low", "summary": wide * 600, "remediation": wide * 900,
+             "decided_by": wide * 600 + " line 3", "decided_by_fact": wide * 600, "tell_apart": wide * 600,
+             "runner_up": {"class": wide * 100}}
+    r = run_doc("big", "failed", failed_stage="train", cause=cause)
+    r["stages"][0]["state"] = "failed"
+    world.box.answer("status", stdout=status_doc([r]))
+    ev = {"id": "1700000000000-abcdef-1", "run": "big", "stage": "train", "type": "stage_failed"}
+    for i in range(38):                                    # 38 keys of 60 wide characters
+        ev[(wide * 60)[:59] + chr(0x4e00 + i)] = wide * 300
+    with open(world.box.home / "events.jsonl", "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(ev, ensure_ascii=False) + "\n")
+    res = server.call("diagnose", host="local", run="big")
+    assert not res.is_error, res.content[0].text[:300]
+    assert answer_size(res) <= BUDGET and res.structured_content["left_out"]["items"], answer_size(res)
+    os.unlink(world.box.home / "events.jsonl")
