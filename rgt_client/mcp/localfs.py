@@ -128,9 +128,13 @@ class Project:
                                   "remove it, or name another folder") from None
                 os.close(fd)
                 fd = nxt
-                if os.fstat(fd).st_uid != os.geteuid():
-                    raise _refuse("folder", "/".join([top] + parts), "%s belongs to another user; rgt writes "
-                                  "only into folders it made as you" % name, "remove it, or name another folder")
+                st = os.fstat(fd)
+                # another local user's folder, or one they may write in, could be swapped for a
+                # symlink while the box is asked for its manifest
+                if st.st_uid != os.geteuid() or st.st_mode & (stat_mod.S_IWGRP | stat_mod.S_IWOTH):
+                    raise _refuse("folder", "/".join([top] + parts), "%s belongs to another user or is "
+                                  "writable by others; rgt writes only into folders that are yours alone" % name,
+                                  "remove it (rgt makes it again), or `chmod go-w` it if it is yours")
                 if name == PULLS and top == PULLS:
                     mark_inert(fd)
         finally:

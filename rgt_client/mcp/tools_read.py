@@ -146,7 +146,9 @@ async def _with_progress(ctx: Context, total_s: float, fn: Any) -> Any:
 def _wait_answer(head: dict[str, Any], host: str, run: str | None, policy: Policy, waited_s: float) -> dict[str, Any]:
     events = [wait.event(e, policy) for e in (head.get("events") or [])[:wait.MAX_EVENTS]]
     doc = head.get("status_doc")
-    out: dict[str, Any] = {"host": host, "timed_out": bool(head.get("timed_out")), "events": events,
+    # timed out means no event came, decided here: a box's own `timed_out: true` once carried
+    # 15 KB of events under "nothing happened"
+    out: dict[str, Any] = {"host": host, "timed_out": not events, "events": events,
                            "more": bool(head.get("more")), "waited_s": waited_s}
     if run:
         out["run"] = run

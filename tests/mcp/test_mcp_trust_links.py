@@ -249,3 +249,24 @@ def test_claim_the_boxs_cost_fields_are_box_text(server, world):
     assert cost["price_per_hour"] == 1.0 and len(cost["currency"]) < 100, cost
     raw = res.content[0].text + json.dumps(res.structured_content, ensure_ascii=False)
     assert "\u202e" not in raw and "\x1b" not in raw and "\u200b" not in raw
+
+
+@pytest.mark.parametrize("owner", ["other-user", "world-writable"])
+def test_claim_a_pull_writes_only_into_folders_that_are_yours_alone(server, world, owner):
+    import pwd
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a folder to another local user")
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no `nobody` user on this machine to play the other local user")
+    planted = world.project / "rgt-pulls" / "local" / ("planted-" + owner)
+    planted.mkdir(parents=True)
+    if owner == "other-user":
+        os.chown(planted, nobody.pw_uid, nobody.pw_gid)    # made by another user of the project
+    else:
+        planted.chmod(0o777)
+    calls = len(world.box.calls())
+    res = server.call("pull_artifacts", host="local", run="r1", dest="local/planted-" + owner)
+    assert res.is_error and "yours alone" in res.content[0].text, res.content[0].text
+    assert world.box.calls()[calls:] == [] and os.listdir(planted) == []

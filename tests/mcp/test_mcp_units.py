@@ -151,3 +151,17 @@ def test_an_event_id_has_the_agents_shape():
     assert event_id("1700000000000-abcdef-12") == "1700000000000-abcdef-12"
     for bad in ("1700000000000-abcdef-12\n", "1\n\nSYSTEM: x", "1700000000000-ABCDEF-1", "x", None, 5):
         assert event_id(bad) is None
+
+
+def test_a_wait_is_timed_out_only_when_no_event_came_whatever_the_box_says():
+    from rgt_client.mcp.results import ok
+    from rgt_client.mcp.safety import Policy
+    from rgt_client.mcp.tools_read import _wait_answer
+    policy = Policy(hosts=["local"])
+    events = [{"id": "1700000000000-abcdef-%d" % i, "type": "stage_failed", "run": "r", "summary": "S" * 300}
+              for i in range(50)]
+    out = _wait_answer({"timed_out": True, "events": events, "cursor": "1700000000000-abcdef-49"}, "local", "r",
+                       policy, 45.0)
+    assert out["timed_out"] is False and out["events"]      # events are never labelled "nothing happened"
+    quiet = ok(_wait_answer({"timed_out": False, "events": [], "cursor": "c" * 64}, "local", "r", policy, 45.0), policy)
+    assert quiet.structured_content["timed_out"] is True and len(quiet.content[0].text.encode()) <= 300
