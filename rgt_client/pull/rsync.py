@@ -61,11 +61,17 @@ def _parse_version(text: Any) -> Optional[Tuple[int, ...]]:
     return tuple(int(g or 0) for g in m.groups()) if m else None
 
 
-def local_rsync() -> Optional[str]:
+# The box is rsync's sending side, and a malicious sender could write outside the receiver's
+# folder or learn its files' checksums with rsync before 3.4.0 (CVE-2024-12086/12087/12088). A
+# pull nobody watches (MCP) takes the stream path with an older rsync here.
+SAFE_AGAINST_SENDER = (3, 4, 0)
+
+
+def local_rsync(minimum: Tuple[int, ...] = (3, 1, 0)) -> Optional[str]:
     """This machine's rsync when it is new enough (3.1: --info=progress2), else None."""
     path = shutil.which("rsync")
     v = rsync_version(path)
-    return path if v and v >= (3, 1, 0) else None
+    return path if v and v >= minimum else None
 
 
 def remote_rsync(head: Dict[str, Any]) -> Optional[str]:

@@ -29,7 +29,7 @@ from rgt_client.box.bounded import AgentStream
 from rgt_client.pull.destdir import Blocked, Dest
 from rgt_client.pull.inert import mark_inert
 from rgt_client.errors import ClientError
-from rgt_client.pull.rsync import local_rsync, misplaced, remote_rsync, rsync_pull
+from rgt_client.pull.rsync import SAFE_AGAINST_SENDER, local_rsync, misplaced, remote_rsync, rsync_pull
 from rgt_client.pull.stream import blocked_error, check_parents, make_symlinks, stream_pull
 from rgt_client.textsafe import safe_line
 from rgt_client.pull.manifest_check import VERIFIED_NAME
@@ -188,7 +188,7 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise ClientError("%s exists and is not a directory" % dest, "name another DEST", exitcodes.USAGE)
     info = fetch_info(target, run, force)
-    here = local_rsync()
+    here = local_rsync() if make_links else local_rsync(SAFE_AGAINST_SENDER)
     how = choose_method(method, remote_rsync(info.head) if not target.is_local else here, here)
     m = info.manifest
     with Dest(dest, create=True) as d:

@@ -270,3 +270,29 @@ def test_claim_a_pull_writes_only_into_folders_that_are_yours_alone(server, worl
     res = server.call("pull_artifacts", host="local", run="r1", dest="local/planted-" + owner)
     assert res.is_error and "yours alone" in res.content[0].text, res.content[0].text
     assert world.box.calls()[calls:] == [] and os.listdir(planted) == []
+
+
+def test_claim_a_pull_through_mcp_never_runs_an_rsync_a_box_can_attack(world, tmp_path):
+    """rsync before 3.4.0 lets a malicious sender (the box) write outside the receiver's folder
+    or learn its files' checksums: through MCP such an rsync here is passed over for the stream."""
+    real = shutil.which("rsync")
+    if not real:
+        pytest.skip("no rsync here")
+    old = tmp_path / "bin" / "rsync"
+    old.parent.mkdir()
+    old.write_text("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'rsync  version 3.2.7  protocol version 31'; "
+                   "exit 0; fi\nexec %s \"$@\"\n" % real)
+    old.chmod(0o755)
+    s = SharedServer(dict(world.env, PATH="%s:%s" % (old.parent, os.environ["PATH"])))
+    try:
+        m = world.box.manifest({"out/w.bin": b"w"})
+        m["run"] = "oldrsync"
+        world.box.pull_info("oldrsync", m, rsync=True)
+        world.box.pull_stream(frame("out/w.bin", b"w"), END)
+        world.box.answer("pull-verified", stdout={"ok": True})
+        calls = len(world.box.calls())
+        res = s.call("pull_artifacts", host="local", run="oldrsync")
+        assert not res.is_error and res.structured_content["verified"] is True, res.content[0].text
+        assert "pull-stream" in [c["key"] for c in world.box.calls()[calls:]]
+    finally:
+        s.close()
