@@ -110,6 +110,9 @@ class Project:
         return rel
 
     def owned_dir(self, top: str, parts: list[str]) -> str:
+        return self.owned_dir_at(top, parts)[0]
+
+    def owned_dir_at(self, top: str, parts: list[str]) -> tuple[str, tuple[int, int]]:
         """PROJECT/top/parts..., made as needed, every component a real folder of this user's
         (never a symlink, never hidden, never another user's): the only folders a tool writes
         into. rgt-pulls/ gets the markers that keep test runners out (pull/inert.py)."""
@@ -137,9 +140,11 @@ class Project:
                                   "remove it (rgt makes it again), or `chmod go-w` it if it is yours")
                 if name == PULLS and top == PULLS:
                     mark_inert(fd)
+            st = os.fstat(fd)
         finally:
             os.close(fd)
-        return os.path.join(self.root, top, *parts)
+        # (st_dev, st_ino): the writer checks that the folder it opens later is this very one
+        return os.path.join(self.root, top, *parts), (st.st_dev, st.st_ino)
 
 
 

@@ -91,10 +91,10 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
         platform's stop verb destroys. Never deletes anything, here or on the box."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
-            where = pull_folder(policy, host, run, dest)
+            where, ident = pull_folder(policy, host, run, dest)
             report = _progress_reporter(ctx)
             try:
-                res = await blocking(lambda: calls.pull_and_verify(t, run, where, report))
+                res = await blocking(lambda: calls.pull_and_verify(t, run, where, report, ident))
             except calls.ClientError as exc:
                 gate = calls.not_pulled_gate(where, exc.message)
                 raise calls.ClientError(exc.message, "%s | %s" % (exc.hint or "pull again",
@@ -116,11 +116,12 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
         return await answer(work, policy)
 
 
-def pull_folder(policy: Policy, host: str, run: str, dest: str | None) -> str:
-    """./rgt-pulls/HOST/RUN, or ./rgt-pulls/DEST: made as real folders, never through a symlink."""
+def pull_folder(policy: Policy, host: str, run: str, dest: str | None) -> tuple[str, tuple[int, int]]:
+    """./rgt-pulls/HOST/RUN, or ./rgt-pulls/DEST: made as real folders, never through a symlink;
+    with the folder's identity (the pull refuses to write into any other folder at that path)."""
     hint = "name a folder below rgt-pulls/, e.g. %s/%s-v2 (or leave dest out)" % (plain_word(host), run)
     parts = plain_parts(dest, "pull destination", hint) if dest else [plain_word(host), plain_word(run)]
-    return policy.project.owned_dir(PULLS, parts)
+    return policy.project.owned_dir_at(PULLS, parts)
 
 
 async def _verb(policy: Policy, verb: str, host: str, run: str) -> CallToolResult:

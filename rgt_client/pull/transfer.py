@@ -19,7 +19,7 @@ import re
 import shlex
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from boxagent.api import dumps
 from rgt_client import exitcodes
@@ -171,7 +171,7 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
          method: str = "auto", bwlimit_kbps: Optional[int] = None, progress: Optional[Progress] = None,
          check_load: bool = False, workers: Optional[int] = None,
          on_info: Optional[Callable[[PullInfo, str], None]] = None, keep_mode: bool = False,
-         make_links: bool = True) -> PullResult:
+         make_links: bool = True, expect_dir: Optional[Tuple[int, int]] = None) -> PullResult:
     """Fetch the manifest, copy exactly its files into dest, verify; never deletes anything and
     never replaces a file that no earlier pull of this run wrote (owned.py).
 
@@ -191,7 +191,13 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
     here = local_rsync() if make_links else local_rsync(SAFE_AGAINST_SENDER)
     how = choose_method(method, remote_rsync(info.head) if not target.is_local else here, here)
     m = info.manifest
-    with Dest(dest, create=True) as d:
+    with Dest(dest, create=expect_dir is None) as d:
+        st = os.fstat(d.fd)
+        if expect_dir is not None and (st.st_dev, st.st_ino) != expect_dir:
+            # another local user swapped a folder on the path while the box was asked
+            raise ClientError("%s is no longer the folder rgt checked before asking %s; refused, nothing "
+                              "was written" % (dest, target.host),
+                              "check who else can write in the project folder, then pull again")
         if defaulted:
             _mark_pulls(os.path.dirname(os.path.dirname(dest)))
         try:

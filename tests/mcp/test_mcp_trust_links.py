@@ -296,3 +296,62 @@ def test_claim_a_pull_through_mcp_never_runs_an_rsync_a_box_can_attack(world, tm
         assert "pull-stream" in [c["key"] for c in world.box.calls()[calls:]]
     finally:
         s.close()
+
+
+def _as_nobody(fn) -> int:
+    import pwd
+    user = pwd.getpwnam("nobody")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+            fn()
+        finally:
+            os._exit(0)
+    return pid
+
+
+def test_claim_a_pull_never_writes_into_a_folder_swapped_in_while_the_box_answers(world):
+    """A project folder other users may write in (no sticky bit): while the box holds its
+    pull-info answer, another user renames rgt-pulls/ away and puts a symlink to a folder of the
+    victim's in its place. The pull checked its folder first; it refuses any other one."""
+    import pwd
+    import tempfile
+    import time
+    from tests.hostile import pause, raw
+    if os.geteuid() != 0:
+        pytest.skip("needs root to play a second local user")
+    try:
+        pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no `nobody` user on this machine to play the other local user")
+    base = Path(tempfile.mkdtemp(prefix="rgt-shared-"))     # outside pytest's 0700 tmp: nobody reaches it
+    try:
+        base.chmod(0o755)
+        proj, victim = base / "proj", base / "victim"
+        proj.mkdir()
+        proj.chmod(0o777)                                  # writable by others, no sticky bit
+        (victim / "local" / "r1").mkdir(parents=True)
+        s = SharedServer(dict(world.env, TEST_CWD=str(proj), PATH=_path_without_rsync(base / "bin")))
+        try:
+            m = world.box.manifest({"authorized_keys": b"ssh-ed25519 AAAA attacker\n"})
+            body = json.dumps(m).encode()
+            world.box.pull_info("r1", [raw(body[:10]), pause(3.0), raw(body[10:])])
+            world.box.pull_stream(frame("authorized_keys", b"ssh-ed25519 AAAA attacker\n"), END)
+            world.box.answer("pull-verified", stdout={"ok": True})
+
+            def swap():
+                time.sleep(1.5)                            # the server checked its folders by now
+                os.rename(proj / "rgt-pulls", proj / "rgt-pulls.old")
+                os.symlink(str(victim), str(proj / "rgt-pulls"))
+            attacker = _as_nobody(swap)
+            res = s.call("pull_artifacts", host="local", run="r1")
+            os.waitpid(attacker, 0)
+            assert (proj / "rgt-pulls").is_symlink(), "the swap did not happen: the test proves nothing"
+            assert res.is_error and "no longer the folder rgt checked" in res.content[0].text, res.content[0].text
+            assert os.listdir(victim / "local" / "r1") == []
+        finally:
+            s.close()
+    finally:
+        shutil.rmtree(base)
