@@ -132,12 +132,15 @@ class Project:
                 os.close(fd)
                 fd = nxt
                 st = os.fstat(fd)
-                # another local user's folder, or one they may write in, could be swapped for a
-                # symlink while the box is asked for its manifest
-                if st.st_uid != os.geteuid() or st.st_mode & (stat_mod.S_IWGRP | stat_mod.S_IWOTH):
-                    raise _refuse("folder", "/".join([top] + parts), "%s belongs to another user or is "
-                                  "writable by others; rgt writes only into folders that are yours alone" % name,
-                                  "remove it (rgt makes it again), or `chmod go-w` it if it is yours")
+                # another local user's folder could be swapped for a symlink while the box is
+                # asked for its manifest; one of ours that others may write in is made ours alone
+                # (a CLI pull under umask 002 makes rgt-pulls/ group-writable)
+                if st.st_uid != os.geteuid():
+                    raise _refuse("folder", "/".join([top] + parts), "%s belongs to another user; rgt "
+                                  "writes only into folders that are yours alone" % name,
+                                  "remove it (rgt makes it again), or name another folder")
+                if st.st_mode & (stat_mod.S_IWGRP | stat_mod.S_IWOTH):
+                    os.fchmod(fd, stat_mod.S_IMODE(st.st_mode) & ~0o022)
                 if name == PULLS and top == PULLS:
                     mark_inert(fd)
             st = os.fstat(fd)

@@ -268,8 +268,11 @@ def test_claim_a_pull_writes_only_into_folders_that_are_yours_alone(server, worl
         planted.chmod(0o777)
     calls = len(world.box.calls())
     res = server.call("pull_artifacts", host="local", run="r1", dest="local/planted-" + owner)
-    assert res.is_error and "yours alone" in res.content[0].text, res.content[0].text
-    assert world.box.calls()[calls:] == [] and os.listdir(planted) == []
+    if owner == "other-user":
+        assert res.is_error and "yours alone" in res.content[0].text, res.content[0].text
+        assert world.box.calls()[calls:] == [] and os.listdir(planted) == []
+    else:                                                  # ours: made ours alone before anything moves
+        assert not stat.S_IMODE(planted.stat().st_mode) & 0o022, oct(planted.stat().st_mode)
 
 
 def test_claim_a_pull_through_mcp_never_runs_an_rsync_a_box_can_attack(world, tmp_path):
