@@ -259,8 +259,13 @@ def rsync_pull(target: transport.Target, head: Dict[str, Any], m: Dict[str, Any]
     with os.fdopen(fd, "wb") as fh:
         fh.write(b"".join(os.fsencode(n) + b"\0" for n in names))
     try:
-        argv = rsync_argv(target, head, dest.path, listfile, bwlimit_kbps, rsync, keep_mode)
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # rsync is handed the folder pull opened (Linux: its descriptor's /proc path), not the
+        # path again: a folder swapped in on the path meanwhile is never the one written
+        pinned = os.path.isdir("/proc/self/fd")
+        where = "/proc/self/fd/%d" % dest.fd if pinned else dest.path
+        argv = rsync_argv(target, head, where, listfile, bwlimit_kbps, rsync, keep_mode)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                pass_fds=(dest.fd,) if pinned else ())
         err = bytearray()       # its tail only: the box's rsync can relay endless messages
         drain = threading.Thread(target=drain_tail, args=(proc.stderr, err), daemon=True)
         drain.start()

@@ -163,7 +163,9 @@ def _unchanged(d: Dest, dest: str, info: PullInfo, check_load: bool, workers: Op
         return None
     if not isinstance(before, dict) or before.get("manifest_sha256") != info.head["manifest_sha256"]:
         return None
-    res = verify(dest, manifest_path(dest), check_load=check_load, workers=workers, links=links)
+    st = os.fstat(d.fd)
+    res = verify(dest, manifest_path(dest), check_load=check_load, workers=workers, links=links,
+                 expect_dir=(st.st_dev, st.st_ino))
     return res if res.ok else None
 
 
@@ -225,7 +227,8 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
                 make_symlinks(d, target.host, m.get("symlinks") or [])
         except Blocked as b:
             raise blocked_error(target.host, b.rel, b, dest)
-    res = verify(dest, manifest_path(dest), check_load=check_load, known=known, workers=workers, links=make_links)
+    res = verify(dest, manifest_path(dest), check_load=check_load, known=known, workers=workers, links=make_links,
+                 expect_dir=(st.st_dev, st.st_ino))
     for p in res.problems:
         if p.path in wrong and p.kind in ("missing", "type"):
             p.kind, p.detail = "type", "arrived as a symlink or folder, not the file the manifest lists; removed"

@@ -175,7 +175,8 @@ def _hash_check(dest: str, to_hash: List[Dict[str, Any]], files: Dict[str, os.st
 
 def verify(dest: str, manifest: Optional[str] = None, check_load: bool = False,
            known: Optional[Known] = None, workers: Optional[int] = None,
-           now: Optional[float] = None, links: bool = True) -> VerifyResult:
+           now: Optional[float] = None, links: bool = True,
+           expect_dir: Optional[Tuple[int, int]] = None) -> VerifyResult:
     """Check dest against the manifest (default dest/.rgt/manifest.json); write PULL_VERIFIED.json
     when everything matches, move a stale one aside when not. links=False: the pull made no
     symlinks (MCP); an absent manifest link is counted in symlinks_not_made, not a problem (its
@@ -184,8 +185,13 @@ def verify(dest: str, manifest: Optional[str] = None, check_load: bool = False,
     dest = os.path.abspath(dest)
     if not os.path.isdir(dest):
         raise ClientError("%s is not a directory" % dest, "name the folder you pulled into", exitcodes.USAGE)
-    raw, m = load_manifest(manifest or manifest_path(dest))
     with Dest(dest) as d:
+        st = os.fstat(d.fd)
+        if expect_dir is not None and (st.st_dev, st.st_ino) != expect_dir:
+            # a folder swapped in on the path after the copy: never read nor marked verified
+            raise ClientError("%s is no longer the folder the pull wrote into; refused" % dest,
+                              "check who else can write above it, then pull again")
+        raw, m = load_manifest(manifest or manifest_path(dest))
         files, links_here, other = local_listing(d)
         not_made: Optional[List[str]] = None if links else []
         problems, to_hash = _compare_sets(m, files, links_here, other, not_made)

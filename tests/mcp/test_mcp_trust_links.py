@@ -358,3 +358,30 @@ def test_claim_a_pull_never_writes_into_a_folder_swapped_in_while_the_box_answer
             s.close()
     finally:
         shutil.rmtree(base)
+
+
+def test_claim_rsync_and_verify_use_the_folder_the_pull_opened_not_its_path_again(world, tmp_path, monkeypatch):
+    """Swapped just before the copy (on_info runs there): rsync writes into the folder pull
+    opened, and verify refuses the folder now at the path: nothing lands in it, nothing says
+    verified."""
+    from rgt_client.box.hosts import target_for
+    from rgt_client.errors import ClientError
+    from rgt_client.pull.transfer import pull
+    if not os.path.isdir("/proc/self/fd") or not shutil.which("rsync"):
+        pytest.skip("needs /proc/self/fd and rsync")
+    monkeypatch.setenv("RGT_HOME", str(world.box.home))
+    m = world.box.manifest({"pinned/w.bin": b"weights"})
+    m["run"] = "pinned"
+    world.box.pull_info("pinned", m, rsync=True)
+    dest, moved, other = tmp_path / "d", tmp_path / "d.old", tmp_path / "someone-elses"
+    other.mkdir()
+
+    def swap(info, how):
+        assert how == "rsync"
+        os.rename(dest, moved)
+        os.symlink(str(other), str(dest))
+    with pytest.raises(ClientError, match="no longer the folder the pull wrote into"):
+        pull(target_for("local"), "pinned", str(dest), on_info=swap)
+    assert os.listdir(other) == []
+    assert (moved / "pinned" / "w.bin").read_bytes() == b"weights"      # rsync wrote where pull opened
+    shutil.rmtree(world.box.work / "pinned")
