@@ -385,3 +385,42 @@ def test_claim_rsync_and_verify_use_the_folder_the_pull_opened_not_its_path_agai
     assert os.listdir(other) == []
     assert (moved / "pinned" / "w.bin").read_bytes() == b"weights"      # rsync wrote where pull opened
     shutil.rmtree(world.box.work / "pinned")
+
+
+def test_claim_a_report_never_lands_in_a_folder_swapped_in_while_the_box_answers(world):
+    import pwd
+    import tempfile
+    import time
+    from tests.hostile import pause, raw
+    if os.geteuid() != 0:
+        pytest.skip("needs root to play a second local user")
+    try:
+        pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no `nobody` user on this machine to play the other local user")
+    base = Path(tempfile.mkdtemp(prefix="rgt-shared-"))
+    try:
+        base.chmod(0o755)
+        proj, victim = base / "proj", base / "victim"
+        proj.mkdir()
+        proj.chmod(0o777)                                  # writable by others, no sticky bit
+        (victim / "sub").mkdir(parents=True)
+        s = SharedServer(dict(world.env, TEST_CWD=str(proj)))
+        try:
+            body = json.dumps({"schema": "rgt.report/1", "run": {"name": "r1", "state": "succeeded"}}).encode()
+            world.box.answer("report-data", stdout=[raw(body[:10]), pause(3.0), raw(body[10:])])
+
+            def swap():
+                time.sleep(1.5)                            # the server checked its folders by now
+                os.rename(proj / "rgt-reports", proj / "rgt-reports.old")
+                os.symlink(str(victim), str(proj / "rgt-reports"))
+            attacker = _as_nobody(swap)
+            res = s.call("make_report", host="local", run="r1", out="sub/r1.html")
+            os.waitpid(attacker, 0)
+            assert (proj / "rgt-reports").is_symlink(), "the swap did not happen: the test proves nothing"
+            assert res.is_error and "no longer the folder rgt checked" in res.content[0].text, res.content[0].text
+            assert os.listdir(victim) == ["sub"] and os.listdir(victim / "sub") == []
+        finally:
+            s.close()
+    finally:
+        shutil.rmtree(base)
