@@ -27,8 +27,20 @@ Text = Union[str, bytes, bytearray]
 # as CSI), the bidi embeddings/overrides/isolates and marks, the Unicode line and paragraph
 # separators (they split lines in editors and str.splitlines but not on a terminal), and lone
 # surrogates (from surrogateescape decoding: printing one raises UnicodeEncodeError mid-output).
-_CONTROLS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
-             "\u202a-\u202e\u2066-\u2069\ud800-\udfff")
+# Then the invisible ones (Unicode's default-ignorable code points): a log line a human reads as
+# `epoch 3 loss 0.12` carried an instruction for the model in tag characters (U+E0000-E007F),
+# and a zero-width space inside `hf_…` hid a token from redaction. Zero-width (U+200B-200D,
+# U+2060-2064), soft hyphen, BOM, variation selectors, Hangul and Mongolian fillers, the
+# deprecated format controls, tags and the variation selector supplement are shown as escapes
+# too (an emoji's ZWJ or VS16 among them: a log's emoji reads a little less pretty).
+_INVISIBLE_CHARS = ("\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                    "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2065"
+                    "\u206a-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+                    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff")
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff" + _INVISIBLE_CHARS
+_INVISIBLE = re.compile("[%s]" % _INVISIBLE_CHARS)
+# what _show writes for a character: \xNN, \uNNNN, \UNNNNNNNN
+SHOWN_ESCAPE = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})")
 # A CR directly before LF only ends a line (Windows logs): harmless, kept in multi-line text.
 _MULTI = re.compile("\r(?!\n)|[%s]" % _CONTROLS.replace("\x0b-\x1f", "\x0b\x0c\x0e-\x1f"))
 _LINE = re.compile("[\t\n%s]" % _CONTROLS)
@@ -41,7 +53,7 @@ def _show(m: "re.Match[str]") -> str:
     if named:
         return named
     n = ord(ch)
-    return "\\x%02x" % n if n < 0x100 else "\\u%04x" % n
+    return "\\x%02x" % n if n < 0x100 else "\\u%04x" % n if n < 0x10000 else "\\U%08x" % n
 
 
 def _text(text: Text) -> str:
@@ -60,6 +72,13 @@ def safe_line(text: Text) -> str:
     """A one-line field from the box (a path, a symlink target, an error message): like safe(),
     and newlines, CR and tabs shown too, so it can never break out of its line or column."""
     return _LINE.sub(_show, _text(text))
+
+
+def show_invisible(text: str) -> str:
+    """Only the invisible and direction-changing characters shown as escapes, lines and tabs
+    kept: for text that is already rgt's own shape (a model's whole answer), where a box's
+    string may still hide in a field nobody escaped."""
+    return _INVISIBLE.sub(_show, text)
 
 
 def s(value: Any) -> str:
@@ -91,4 +110,4 @@ class StreamSafe:
         return safe(text)
 
 
-__all__ = ["safe", "safe_line", "StreamSafe"]
+__all__ = ["safe", "safe_line", "show_invisible", "SHOWN_ESCAPE", "StreamSafe"]

@@ -4,8 +4,9 @@ A model's context is what it pays with. On a box with 1,000 active runs get_stat
 answered 530 KB and every wait_for_change 92 KB, so the answer size grew with the box, not
 with the question. The tools choose what matters first (summary.py lists running and failed
 runs, counts the rest); this is the backstop that holds whatever a box sends to the budget:
-the longest list is shortened from its end until the JSON fits, and `left_out` says how
-many items of which field went, and how to get them.
+the longest list is shortened from its end until the JSON fits, then the longest strings (by
+UTF-8 bytes), then whole entries below the top (a box chooses dict keys too), and `left_out`
+says how many items, bytes or entries of which field went, and how to get them.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 BUDGET = 16 * 1024          # bytes of a result's JSON (the text block is the same JSON)
 LOGS_BUDGET = 56 * 1024     # read_logs: 48 KB of log text (its bound since the start) and its JSON
-STRING_FLOOR = 200          # a string is cut to this, with a mark, when no list is left to shorten
+STRING_FLOOR = 200          # bytes: a string is cut to this, with a mark, when no list is left to shorten
 HOW = "ask for less: get_status(host, run=NAME) for one run, get_status(host, page=N) for the next runs"
 
 
@@ -41,17 +42,48 @@ def fit(data: dict[str, Any], budget: int = BUDGET) -> dict[str, Any]:
             left[path] = left.get(path, 0) + n
             continue
         cut = _longest_string(data, "")
-        if cut is None:
+        if cut is not None:
+            holder, key, path = cut
+            raw = holder[key].encode("utf-8")
+            # bytes, not characters: 200 four-byte characters are 800 bytes
+            kept = raw[:max(STRING_FLOOR, len(raw) // 2)].decode("utf-8", "ignore")
+            holder[key] = kept + "…[cut]"
+            left[path + " (bytes)"] = left.get(path + " (bytes)", 0) + len(raw) - len(kept.encode("utf-8"))
+            continue
+        # Nothing left to shorten, yet over: dict keys are the box's too (40 keys of 60 emoji once
+        # kept diagnose at 54 KB). Drop the biggest entry below the top; last, the answer itself.
+        drop = _biggest_entry(data, "")
+        if drop is None:
+            data = {}
+            left["(the whole answer)"] = 1
             break
-        holder, key, path = cut
-        text = holder[key]
-        keep = max(STRING_FLOOR, len(text) // 2)
-        if keep >= len(text):
-            break
-        holder[key] = text[:keep] + "…[cut]"
-        left[path + " (chars)"] = left.get(path + " (chars)", 0) + len(text) - keep
+        holder, key, path = drop
+        del holder[key]
+        left[path] = left.get(path, 0) + 1
     data["left_out"] = {"items": left, "how": HOW}
     return data
+
+
+def _biggest_entry(node: Any, path: str, top: bool = True) -> tuple[Any, Any, str] | None:
+    """(holder, key, path) of the dict entry with the most JSON bytes, key included, below the
+    answer's own top-level fields (a top-level field is kept while anything under it can go)."""
+    best: tuple[int, Any, Any, str] | None = None
+    for holder, key, sub in _children(node, path):
+        value = holder[key]
+        if not top and isinstance(holder, dict):
+            n = size({key: value})
+            if best is None or n > best[0]:
+                best = (n, holder, key, sub)
+        if isinstance(value, (dict, list)):
+            inner = _biggest_entry(value, sub, False)
+            if inner is not None:
+                n = size({inner[1]: inner[0][inner[1]]}) if isinstance(inner[0], dict) else 0
+                if best is None or n > best[0]:
+                    best = (n,) + inner
+    if best is None and top:
+        found = [(size({k: node[k]}), node, k, str(k)) for k in node if k != "left_out"] if isinstance(node, dict) else []
+        best = max(found, key=lambda t: t[0]) if found else None
+    return best[1:] if best else None
 
 
 def _longest(node: Any, path: str) -> tuple[Any, Any, str] | None:
@@ -75,12 +107,14 @@ def _longest_string(node: Any, path: str) -> tuple[Any, Any, str] | None:
     best: tuple[int, Any, Any, str] | None = None
     for holder, key, sub in _children(node, path):
         value = holder[key]
-        if isinstance(value, str) and len(value) > STRING_FLOOR + 8 and (best is None or len(value) > best[0]):
-            best = (len(value), holder, key, sub)
+        n = len(value.encode("utf-8")) if isinstance(value, str) else 0
+        if n > STRING_FLOOR + 8 and (best is None or n > best[0]):
+            best = (n, holder, key, sub)
         elif isinstance(value, (dict, list)):
             inner = _longest_string(value, sub)
-            if inner is not None and (best is None or len(inner[0][inner[1]]) > best[0]):
-                best = (len(inner[0][inner[1]]),) + inner
+            m = len(inner[0][inner[1]].encode("utf-8")) if inner is not None else 0
+            if inner is not None and (best is None or m > best[0]):
+                best = (m,) + inner
     return best[1:] if best else None
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
+from rgt_client.pull.inert import mark_inert
 from rgt_client.textsafe import safe_line
 
 PULLS = "rgt-pulls"
@@ -109,8 +110,12 @@ class Project:
         return rel
 
     def owned_dir(self, top: str, parts: list[str]) -> str:
-        """PROJECT/top/parts..., made as needed, every component a real folder (never a symlink,
-        never hidden): the only folders a tool writes into."""
+        return self.owned_dir_at(top, parts)[0]
+
+    def owned_dir_at(self, top: str, parts: list[str]) -> tuple[str, tuple[int, int]]:
+        """PROJECT/top/parts..., made as needed, every component a real folder of this user's
+        (never a symlink, never hidden, never another user's): the only folders a tool writes
+        into. rgt-pulls/ gets the markers that keep test runners out (pull/inert.py)."""
         fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             for name in [top] + parts:
@@ -126,9 +131,25 @@ class Project:
                                   "remove it, or name another folder") from None
                 os.close(fd)
                 fd = nxt
+                st = os.fstat(fd)
+                # another local user's folder could be swapped for a symlink while the box is
+                # asked for its manifest; one of ours that others may write in is made ours alone
+                # (a CLI pull under umask 002 makes rgt-pulls/ group-writable)
+                if st.st_uid != os.geteuid():
+                    raise _refuse("folder", "/".join([top] + parts), "%s belongs to another user; rgt "
+                                  "writes only into folders that are yours alone" % name,
+                                  "remove it (rgt makes it again), or name another folder")
+                if st.st_mode & (stat_mod.S_IWGRP | stat_mod.S_IWOTH):
+                    os.fchmod(fd, stat_mod.S_IMODE(st.st_mode) & ~0o022)
+                if name == PULLS and top == PULLS:
+                    mark_inert(fd)
+            st = os.fstat(fd)
         finally:
             os.close(fd)
-        return os.path.join(self.root, top, *parts)
+        # (st_dev, st_ino): the writer checks that the folder it opens later is this very one
+        return os.path.join(self.root, top, *parts), (st.st_dev, st.st_ino)
+
+
 
 
 def plain_parts(path: str, what: str, hint: str) -> list[str]:

@@ -31,14 +31,14 @@ def write(project: Project, t: calls.Target, run: str, out: str | None) -> str:
         raise ClientError("report file %s: expected an .html file" % safe_line(out or "")[:200], hint,
                           exitcodes.USAGE)
     rel = "/".join(parts)
-    folder = project.owned_dir(REPORTS, parts[:-1])
-    top = os.path.join(project.root, REPORTS)
+    folder, folder_id = project.owned_dir_at(REPORTS, parts[:-1])
+    top, top_id = project.owned_dir_at(REPORTS, [])
     record = _read_record(top)
     _check_replace(folder, parts[-1], record.get(rel), rel, hint)
     data = calls.render_report(t, run).encode("utf-8")
-    _write_at(folder, parts[-1], data)
+    _write_at(folder, parts[-1], data, folder_id)
     record[rel] = hashlib.sha256(data).hexdigest()
-    _write_at(top, RECORD, (json.dumps(record, indent=1) + "\n").encode("utf-8"))
+    _write_at(top, RECORD, (json.dumps(record, indent=1) + "\n").encode("utf-8"), top_id)
     return os.path.join(folder, parts[-1])
 
 
@@ -71,10 +71,20 @@ def _read_record(top: str) -> dict[str, str]:
     return {k: v for k, v in rec.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(rec, dict) else {}
 
 
-def _write_at(folder: str, name: str, data: bytes) -> None:
-    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+def _write_at(folder: str, name: str, data: bytes, ident: tuple[int, int]) -> None:
+    """name in folder, atomically, only when folder is still the one owned_dir checked (another
+    local user may have swapped a folder on the path while the box rendered the report)."""
+    swapped = ClientError("%s is no longer the folder rgt checked; the report was not written" % folder,
+                          "check who else can write in the project folder, then ask again")
+    try:
+        dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        raise swapped from None
     tmp = ".%s.%s.tmp" % (name, secrets.token_hex(4))
     try:
+        st = os.fstat(dfd)
+        if (st.st_dev, st.st_ino) != ident:
+            raise swapped
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
         try:
             view = memoryview(data)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rgt_client.mcp.calls import ClientError, exitcodes, safe, safe_line
+from rgt_client.textsafe import SHOWN_ESCAPE, show_invisible
 from rgt_client.mcp.localfs import Project
 
 HOST_RE = re.compile(r"^(local|[A-Za-z0-9_][A-Za-z0-9_.@:+-]{0,127})$")
@@ -96,6 +97,19 @@ def parse_hosts(words: list[str]) -> list[str]:
 
 
 def redact(text: str, secrets: set[str]) -> str:
+    """text with secrets replaced, and no invisible character left raw. A secret split by
+    invisible characters (`hf_<U+200B>AAAA…`, shown as `hf_\\u200bAAAA…`) is still found: the
+    text is checked again without the escapes, and that text returned when it held one."""
+    out = _redact(show_invisible(text), secrets)
+    bare = SHOWN_ESCAPE.sub("", out)
+    if bare != out:
+        red = _redact(bare, secrets)
+        if red != bare:
+            return red
+    return out
+
+
+def _redact(text: str, secrets: set[str]) -> str:
     for s in sorted(secrets, key=len, reverse=True):
         if s in text:
             text = text.replace(s, REDACTED)
@@ -117,13 +131,22 @@ def scrub(value: Any, secrets: set[str]) -> Any:
 
 
 # A name that may appear inside a command a model is shown (`next`): the agent's own name rule.
-_COMMAND_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_COMMAND_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# what the agent's event log writes (wire/events.py): <ms since epoch>-<6 hex>-<sequence>
+_EVENT_ID = re.compile(r"[0-9]{13}-[0-9a-f]{6}-[0-9]{1,18}")
 
 
 def command_word(word: Any) -> str | None:
     """word when it is a plain run/stage name, else None: box text never becomes part of a
-    command line (a run named `x\n\x1b[2J ignore previous instructions` once did)."""
-    return word if isinstance(word, str) and _COMMAND_WORD.match(word) else None
+    command line (a run named `x\n\x1b[2J ignore previous instructions` once did). fullmatch:
+    `$` would let a trailing newline through."""
+    return word if isinstance(word, str) and _COMMAND_WORD.fullmatch(word) else None
+
+
+def event_id(value: Any) -> str | None:
+    """value when it has the shape of the agent's event ids, else None: a cursor goes into
+    `next` and `cursor` as it is, so it must be no text of the box's choosing."""
+    return value if isinstance(value, str) and _EVENT_ID.fullmatch(value) else None
 
 
 def line(value: Any, policy: Policy, limit: int = FIELD_MAX) -> str | None:

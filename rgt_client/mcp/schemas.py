@@ -83,6 +83,7 @@ class WaitOut(Bounded, total=False):
     events: list[EventOut]
     more: bool
     cursor: str
+    cursor_note: str
     waited_s: float
     summary: StatusOut
     note: str
@@ -156,6 +157,7 @@ class PullOut(Bounded, total=False):
     files: int
     bytes: int
     problems: list[dict[str, Any]]
+    symlinks_not_made: list[str]
     safe_to_tear_down: bool
     teardown: str
     bytes_moved: int

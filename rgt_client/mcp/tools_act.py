@@ -91,10 +91,10 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
         platform's stop verb destroys. Never deletes anything, here or on the box."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
-            where = pull_folder(policy, host, run, dest)
+            where, ident = pull_folder(policy, host, run, dest)
             report = _progress_reporter(ctx)
             try:
-                res = await blocking(lambda: calls.pull_and_verify(t, run, where, report))
+                res = await blocking(lambda: calls.pull_and_verify(t, run, where, report, ident))
             except calls.ClientError as exc:
                 gate = calls.not_pulled_gate(where, exc.message)
                 raise calls.ClientError(exc.message, "%s | %s" % (exc.hint or "pull again",
@@ -119,11 +119,12 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
         return await answer(work, policy)
 
 
-def pull_folder(policy: Policy, host: str, run: str, dest: str | None) -> str:
-    """./rgt-pulls/HOST/RUN, or ./rgt-pulls/DEST: made as real folders, never through a symlink."""
+def pull_folder(policy: Policy, host: str, run: str, dest: str | None) -> tuple[str, tuple[int, int]]:
+    """./rgt-pulls/HOST/RUN, or ./rgt-pulls/DEST: made as real folders, never through a symlink;
+    with the folder's identity (the pull refuses to write into any other folder at that path)."""
     hint = "name a folder below rgt-pulls/, e.g. %s/%s-v2 (or leave dest out)" % (plain_word(host), run)
     parts = plain_parts(dest, "pull destination", hint) if dest else [plain_word(host), plain_word(run)]
-    return policy.project.owned_dir(PULLS, parts)
+    return policy.project.owned_dir_at(PULLS, parts)
 
 
 async def _verb(policy: Policy, verb: str, host: str, run: str) -> CallToolResult:
@@ -187,11 +188,16 @@ def pull_answer(res: dict[str, Any], host: str, run: str, policy: Policy) -> dic
     ok = bool(v.get("ok"))
     problems = [{"kind": line(p.get("kind"), policy, 40), "path": line(p.get("path"), policy, 300),
                  "detail": line(p.get("detail"), policy, 300)} for p in (v.get("problems") or [])[:PROBLEMS_SHOWN]]
-    return {"host": host, "run": run, "dest": res.get("dest"), "verified": ok, "files": v.get("files"),
-            "bytes": v.get("bytes"), "problems": problems, "safe_to_tear_down": ok,
+    out = {"host": host, "run": run, "dest": res.get("dest"), "verified": ok, "files": v.get("files"),
+           "bytes": v.get("bytes"), "problems": problems, "safe_to_tear_down": ok,
             "teardown": block(res.get("teardown_gate") or "", policy, 3000),
             "bytes_moved": res.get("bytes_moved"), "elapsed_s": res.get("elapsed_s"),
             "next": (summary.run_command("rgt-client report %s %s   (MCP: make_report); tearing down is the "
                                          "user's call", host, run) if ok else
                      summary.run_command("rgt-client pull %s %s   (MCP: pull_artifacts again); do NOT tear down",
                                          host, run))}
+    not_made = v.get("symlinks_not_made") or []
+    if not_made:
+        # a pull through MCP makes no symlink (their targets stay in .rgt/manifest.json)
+        out["symlinks_not_made"] = lines(not_made, policy, PROBLEMS_SHOWN, 300)
+    return out

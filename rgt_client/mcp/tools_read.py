@@ -12,7 +12,7 @@ from pydantic import Field
 from rgt_client.mcp import boxread, calls, summary, wait
 from rgt_client.mcp import budget as budgets
 from rgt_client.mcp.results import READ, answer, blocking
-from rgt_client.mcp.safety import Policy, block, line
+from rgt_client.mcp.safety import Policy, block, event_id, line
 from rgt_client.mcp.schemas import DiagnoseOut, HostsOut, LogsOut, PlatformOut, StatusOut, WaitOut
 
 Host = Annotated[str, Field(description="A host on this server's allow-list (list_hosts)", max_length=128)]
@@ -146,13 +146,17 @@ async def _with_progress(ctx: Context, total_s: float, fn: Any) -> Any:
 def _wait_answer(head: dict[str, Any], host: str, run: str | None, policy: Policy, waited_s: float) -> dict[str, Any]:
     events = [wait.event(e, policy) for e in (head.get("events") or [])[:wait.MAX_EVENTS]]
     doc = head.get("status_doc")
-    out: dict[str, Any] = {"host": host, "timed_out": bool(head.get("timed_out")), "events": events,
+    # timed out means no event came, decided here: a box's own `timed_out: true` once carried
+    # 15 KB of events under "nothing happened"
+    out: dict[str, Any] = {"host": host, "timed_out": not events, "events": events,
                            "more": bool(head.get("more")), "waited_s": waited_s}
     if run:
         out["run"] = run
-    cur = head.get("cursor")
-    if isinstance(cur, str) and len(cur) <= 64:
-        out["cursor"] = line(cur, policy, 64)
+    cur = event_id(head.get("cursor"))
+    if cur:
+        out["cursor"] = cur
+    elif head.get("cursor") is not None:
+        out["cursor_note"] = "the box's cursor is not an event id rgt accepts: left out; call again with yours"
     if out["timed_out"]:
         # small by design (a model waits hours with it, and the box's size must not matter): no summary
         if not isinstance(doc, dict) and run and head.get("status_rc") == calls.exitcodes.USAGE:

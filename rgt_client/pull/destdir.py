@@ -173,6 +173,20 @@ class Dest:
         finally:
             os.close(fd)
 
+    def remove_entry(self, rel: str) -> None:
+        """Remove DEST/rel itself, never what it points to: a symlink or a file is unlinked, a
+        folder removed only when empty (OSError otherwise)."""
+        fd, name = self.parent(rel)
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if stat_mod.S_ISDIR(st.st_mode):
+                os.rmdir(name, dir_fd=fd)
+            else:
+                os.unlink(name, dir_fd=fd)
+        finally:
+            os.close(fd)
+        self.forget()
+
     def readlink(self, rel: str) -> str:
         fd, name = self.parent(rel)
         try:

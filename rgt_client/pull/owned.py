@@ -3,7 +3,7 @@
 DEST is the user's (or, through the MCP server, rgt's own folder), but the paths in it come from
 the box. A box that lists `__init__.py` or `conftest.py` once replaced the user's own files when
 pulled into `src/` or `tests/`, and they ran its code. So before a byte moves, every manifest
-file that already exists in DEST must be one rgt pulled there for the same host and run
+entry (file or symlink) that already exists in DEST must be one rgt pulled there for the same host and run
 (DEST/.rgt/written.json, kept by each pull; a pull made before the record existed is known by
 its .rgt/manifest.json and pull.json). Anything else is refused, named, and left as it is.
 """
@@ -49,11 +49,12 @@ def load(d: Dest) -> Dict[str, List[str]]:
 
 
 def check(d: Dest, host: str, run: str, manifest: Dict[str, Any], record: Dict[str, List[str]]) -> None:
-    """Refuse the pull when a manifest file would replace a file no pull of this run wrote."""
+    """Refuse the pull when a manifest entry of any type (file or symlink: a box's
+    `conftest.py -> new.txt` once replaced the user's tests/conftest.py) would replace an entry
+    no pull of this run wrote."""
     ours: Set[str] = set(record.get(_key(host, run), []))
     foreign = []
-    for f in manifest["files"]:
-        path = f["path"]
+    for path in [f["path"] for f in manifest["files"]] + [s["path"] for s in manifest.get("symlinks") or []]:
         if path in ours:
             continue
         try:

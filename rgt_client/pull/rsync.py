@@ -6,8 +6,12 @@ less to read.
 rsync writes into DEST itself. What keeps it inside: pull checks first that no folder on a
 manifest path is a symlink or a file in DEST (pull_stream.check_parents), the manifest holds
 no entry below a symlink entry, and rsync's own receiver (3.2.5 and later) refuses names the
-request did not list. What rgt moves itself (an rsync temp left by a hard kill) goes through
-DEST's descriptors.
+request did not list. rsync is asked for the manifest's files only and never makes a symlink
+(`--no-links`): the box's sender chooses each name's type, and a `keys` listed as a file once
+arrived as `keys -> ~/.ssh`. The manifest's symlinks are made by rgt, by descriptor, where the
+caller allows them; anything rsync left at a file's name that is not a regular file is removed
+(misplaced()). What rgt moves itself (an rsync temp left by a hard kill) goes through DEST's
+descriptors.
 """
 from __future__ import annotations
 
@@ -57,11 +61,17 @@ def _parse_version(text: Any) -> Optional[Tuple[int, ...]]:
     return tuple(int(g or 0) for g in m.groups()) if m else None
 
 
-def local_rsync() -> Optional[str]:
+# The box is rsync's sending side, and a malicious sender could write outside the receiver's
+# folder or learn its files' checksums with rsync before 3.4.0 (CVE-2024-12086/12087/12088). A
+# pull nobody watches (MCP) takes the stream path with an older rsync here.
+SAFE_AGAINST_SENDER = (3, 4, 0)
+
+
+def local_rsync(minimum: Tuple[int, ...] = (3, 1, 0)) -> Optional[str]:
     """This machine's rsync when it is new enough (3.1: --info=progress2), else None."""
     path = shutil.which("rsync")
     v = rsync_version(path)
-    return path if v and v >= (3, 1, 0) else None
+    return path if v and v >= minimum else None
 
 
 def remote_rsync(head: Dict[str, Any]) -> Optional[str]:
@@ -87,15 +97,19 @@ def _ssh_command(target: transport.Target) -> str:
 
 
 # A box chooses its files' modes: an executable bit kept from it made a pulled `post-commit`
-# runnable. Files land without x/s/t bits unless the user asks (`pull --keep-mode`).
-NO_EXEC = "--chmod=Fa-xst"
+# runnable. Files land without x/s/t bits and writable by their owner only unless the user asks
+# (`pull --keep-mode`). Folders are always the owner's alone to write: a box's 2777 `ck/` let
+# any local user swap a verified checkpoint after verify.
+NO_EXEC = "--chmod=Fa-xst,Fgo-w"
+DIR_MODES = "--chmod=Du+rwx,Dgo-w,Da-st"
 
 
 def rsync_argv(target: transport.Target, head: Dict[str, Any], dest: str, listfile: str,
                bwlimit_kbps: Optional[int] = None, rsync: str = "rsync", keep_mode: bool = False) -> List[str]:
     root = head["root"].rstrip("/") + "/"
-    argv = [rsync, "-lpt", "-8", "--from0", "--files-from=" + listfile, "--partial-dir=" + RSYNC_PARTIAL,
-            "--out-format=%b\t%n", "--info=progress2", "--stats"] + ([] if keep_mode else [NO_EXEC])
+    argv = [rsync, "-pt", "--no-links", "-8", "--from0", "--files-from=" + listfile,
+            "--partial-dir=" + RSYNC_PARTIAL, "--out-format=%b\t%n", "--info=progress2", "--stats",
+            DIR_MODES] + ([] if keep_mode else [NO_EXEC])
     if bwlimit_kbps:
         argv.append("--bwlimit=%d" % bwlimit_kbps)
     if target.is_local:
@@ -121,7 +135,13 @@ class _Overlap:
             self.pool.submit(self._hash, rel)
 
     def _hash(self, rel: str) -> None:
-        h = hash_file(os.path.join(self.dest, rel))
+        path = os.path.join(self.dest, rel)
+        try:
+            if not stat_mod.S_ISREG(os.lstat(path).st_mode):
+                return          # never read through a link: misplaced() removes it
+        except OSError:
+            return
+        h = hash_file(path)
         if h.sha256 and h.stable:
             with self.lock:
                 self.known[rel] = (h.size, h.mtime_ns, h.sha256)
@@ -232,10 +252,10 @@ def adopt_rsync_temps(dest: Dest, files: List[Dict[str, Any]]) -> int:
 def rsync_pull(target: transport.Target, head: Dict[str, Any], m: Dict[str, Any], dest: Dest,
                progress: Optional[Progress] = None, bwlimit_kbps: Optional[int] = None,
                rsync: str = "rsync", keep_mode: bool = False) -> Tuple[int, Known]:
-    """rsync exactly the manifest's files and symlinks; returns (bytes received, known hashes).
-    rsync writes itself: pull checked beforehand that no folder on a manifest path is a symlink
-    in DEST, and rsync's receiver refuses what the request did not list."""
-    names = [f["path"] for f in m["files"]] + [s["path"] for s in m.get("symlinks") or []]
+    """rsync exactly the manifest's files (never a symlink); returns (bytes received, known
+    hashes). rsync writes itself: pull checked beforehand that no folder on a manifest path is a
+    symlink in DEST, and rsync's receiver refuses what the request did not list."""
+    names = [f["path"] for f in m["files"]]
     total = sum(f["bytes"] for f in m["files"])
     overlap = _Overlap(dest.path, {f["path"]: f["bytes"] for f in m["files"]})
     adopt_rsync_temps(dest, m["files"])
@@ -243,8 +263,13 @@ def rsync_pull(target: transport.Target, head: Dict[str, Any], m: Dict[str, Any]
     with os.fdopen(fd, "wb") as fh:
         fh.write(b"".join(os.fsencode(n) + b"\0" for n in names))
     try:
-        argv = rsync_argv(target, head, dest.path, listfile, bwlimit_kbps, rsync, keep_mode)
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # rsync is handed the folder pull opened (Linux: its descriptor's /proc path), not the
+        # path again: a folder swapped in on the path meanwhile is never the one written
+        pinned = os.path.isdir("/proc/self/fd")
+        where = "/proc/self/fd/%d" % dest.fd if pinned else dest.path
+        argv = rsync_argv(target, head, where, listfile, bwlimit_kbps, rsync, keep_mode)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                pass_fds=(dest.fd,) if pinned else ())
         err = bytearray()       # its tail only: the box's rsync can relay endless messages
         drain = threading.Thread(target=drain_tail, args=(proc.stderr, err), daemon=True)
         drain.start()
@@ -258,6 +283,23 @@ def rsync_pull(target: transport.Target, head: Dict[str, Any], m: Dict[str, Any]
         os.unlink(listfile)
     _rsync_rc(target, rc, bytes(err).decode("utf-8", "replace"))
     return max(received, 0), known
+
+
+def misplaced(dest: Dest, files: List[Dict[str, Any]]) -> List[str]:
+    """Remove whatever stands at a manifest file's name and is not a regular file (a symlink, a
+    folder rsync made, a device) and return those names: the box's sender chose the type, and
+    the folder is the pull's own (owned.check refused any name rgt did not write before)."""
+    out = []
+    for f in files:
+        try:
+            st = dest.lstat(f["path"])
+            if st is None or stat_mod.S_ISREG(st.st_mode):
+                continue
+            out.append(f["path"])
+            dest.remove_entry(f["path"])
+        except (OSError, Blocked):
+            continue            # a non-empty folder stays; verify names it
+    return out
 
 
 def _rsync_rc(target: transport.Target, rc: int, stderr: str) -> None:

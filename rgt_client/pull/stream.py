@@ -231,12 +231,19 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def make_symlinks(dest: Dest, host: str, links: List[Dict[str, Any]]) -> None:
-    """Recreate the manifest's symlinks that are absent; anything already there is left alone
-    (verify names it if it differs). Made by descriptor: the link is created, never followed."""
+    """Recreate the manifest's symlinks: an absent one is made, an earlier pull's link with
+    another target is replaced (owned.check let only this run's own names through), anything
+    else is left alone (verify names it). Made by descriptor: a link is created, never followed."""
     for s in links:
         try:
-            if dest.lstat(s["path"]) is None:
+            st = dest.lstat(s["path"])
+            if st is None:
                 dest.symlink(s["target"], s["path"])
+            elif stat_mod.S_ISLNK(st.st_mode) and dest.readlink(s["path"]) != s["target"]:
+                tmp = s["path"].rpartition("/")[0] + "/.rgt-link.tmp" if "/" in s["path"] else ".rgt-link.tmp"
+                if dest.lstat(tmp) is None:
+                    dest.symlink(s["target"], tmp)
+                    dest.replace(tmp, s["path"])
         except Blocked as b:
             raise blocked_error(host, s["path"], b, dest.path)
 
@@ -252,7 +259,6 @@ def stream_pull(target: transport.Target, run: str, manifest: Dict[str, Any], de
             _run_stream(target, run, wants, rx)
         finally:
             dest.remove_empty_dirs(PARTIAL)
-    make_symlinks(dest, target.host, manifest.get("symlinks") or [])
     if rx.errors:
         rel, why = rx.errors[0]
         raise ClientError("%d file(s) could not be sent, first %s: %s" % (len(rx.errors), safe_line(rel), why),

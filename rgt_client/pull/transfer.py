@@ -19,7 +19,7 @@ import re
 import shlex
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from boxagent.api import dumps
 from rgt_client import exitcodes
@@ -27,9 +27,10 @@ from rgt_client.box import agentcall, transport
 from rgt_client.pull import manifest_check, owned
 from rgt_client.box.bounded import AgentStream
 from rgt_client.pull.destdir import Blocked, Dest
+from rgt_client.pull.inert import mark_inert
 from rgt_client.errors import ClientError
-from rgt_client.pull.rsync import local_rsync, remote_rsync, rsync_pull
-from rgt_client.pull.stream import blocked_error, check_parents, stream_pull
+from rgt_client.pull.rsync import SAFE_AGAINST_SENDER, local_rsync, misplaced, remote_rsync, rsync_pull
+from rgt_client.pull.stream import blocked_error, check_parents, make_symlinks, stream_pull
 from rgt_client.textsafe import safe_line
 from rgt_client.pull.manifest_check import VERIFIED_NAME
 from rgt_client.pull.verify import META_DIR, VerifyResult, manifest_path, verify
@@ -149,7 +150,20 @@ def save_meta(dest: Dest, target: transport.Target, info: PullInfo, method: str,
         "pulled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}) + "\n").encode("utf-8"))
 
 
-def _unchanged(d: Dest, dest: str, info: PullInfo, check_load: bool, workers: Optional[int]) -> Optional[VerifyResult]:
+def _mark_pulls(folder: str) -> None:
+    """./rgt-pulls/ gets the markers that keep test runners out of it (inert.py)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        mark_inert(fd)
+    finally:
+        os.close(fd)
+
+
+def _unchanged(d: Dest, dest: str, info: PullInfo, check_load: bool, workers: Optional[int],
+               links: bool) -> Optional[VerifyResult]:
     """The verify of a copy already verified against this very manifest, when it still holds;
     None otherwise (then the copy runs as always). A copy that stopped matching loses its
     PULL_VERIFIED.json here, and the pull puts it right."""
@@ -159,47 +173,47 @@ def _unchanged(d: Dest, dest: str, info: PullInfo, check_load: bool, workers: Op
         return None
     if not isinstance(before, dict) or before.get("manifest_sha256") != info.head["manifest_sha256"]:
         return None
-    res = verify(dest, manifest_path(dest), check_load=check_load, workers=workers)
+    st = os.fstat(d.fd)
+    res = verify(dest, manifest_path(dest), check_load=check_load, workers=workers, links=links,
+                 expect_dir=(st.st_dev, st.st_ino))
     return res if res.ok else None
-
-
-def check_links_inside(m: Dict[str, Any], host: str) -> None:
-    """Refuse a manifest symlink whose target leaves DEST (absolute, or climbing out with `..`).
-    For a caller that may not leave a door out of its folder (the MCP server: a model told to
-    read `rgt-pulls/…/data/id_rsa` must not reach ~/.ssh through a link the box chose)."""
-    for s in m.get("symlinks") or []:
-        target = s["target"]
-        where = os.path.normpath(os.path.join(os.path.dirname(s["path"]), target))
-        if target.startswith("/") or where == os.pardir or where.startswith(os.pardir + os.sep):
-            raise ClientError("the manifest from %s has a symlink %s -> %s that leaves the pull's folder; refused"
-                              % (host, safe_line(s["path"])[:200], safe_line(target)[:200]),
-                              "pull it from a shell (`rgt-client pull` records such links, never following "
-                              "them), or drop the link from the job's artifacts", exitcodes.USAGE)
 
 
 def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: bool = False,
          method: str = "auto", bwlimit_kbps: Optional[int] = None, progress: Optional[Progress] = None,
          check_load: bool = False, workers: Optional[int] = None,
          on_info: Optional[Callable[[PullInfo, str], None]] = None, keep_mode: bool = False,
-         links_inside: bool = False) -> PullResult:
+         make_links: bool = True, expect_dir: Optional[Tuple[int, int]] = None) -> PullResult:
     """Fetch the manifest, copy exactly its files into dest, verify; never deletes anything and
-    never replaces a file that no earlier pull of this run wrote (owned.py)."""
+    never replaces a file that no earlier pull of this run wrote (owned.py).
+
+    make_links=False (the MCP server) makes no symlink at all: the manifest's links are recorded
+    in .rgt/manifest.json and counted as not made. Whether a link leaves its folder cannot be
+    judged from its text: `s -> ../../..` inside `a/b/c/` plus `keys -> a/b/c/s/../../../../.ssh`
+    both read as "inside" and together reached ~/.ssh."""
     t0 = time.monotonic()
     if target.host.startswith("-"):  # would reach ssh and rsync as an option, not a host
         raise ClientError("%r is not a host" % target.host, "name an ssh destination or `local`",
                           exitcodes.USAGE)
+    defaulted = dest is None
     dest = os.path.abspath(dest or default_dest(target.host, run))
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise ClientError("%s exists and is not a directory" % dest, "name another DEST", exitcodes.USAGE)
     info = fetch_info(target, run, force)
-    if links_inside:
-        check_links_inside(info.manifest, target.host)
-    here = local_rsync()
+    here = local_rsync() if make_links else local_rsync(SAFE_AGAINST_SENDER)
     m = info.manifest
     # a local copy makes no round trips: its size says nothing about which method is cheaper
     how = choose_method(method, remote_rsync(info.head) if not target.is_local else here, here,
                         None if target.is_local else sum(f["bytes"] for f in m["files"]))
-    with Dest(dest, create=True) as d:
+    with Dest(dest, create=expect_dir is None) as d:
+        st = os.fstat(d.fd)
+        if expect_dir is not None and (st.st_dev, st.st_ino) != expect_dir:
+            # another local user swapped a folder on the path while the box was asked
+            raise ClientError("%s is no longer the folder rgt checked before asking %s; refused, nothing "
+                              "was written" % (dest, target.host),
+                              "check who else can write in the project folder, then pull again")
+        if defaulted:
+            _mark_pulls(os.path.dirname(os.path.dirname(dest)))
         try:
             # before a byte moves: a manifest path under a symlink in DEST (an earlier pull's)
             check_parents(d, target.host, [f["path"] for f in m["files"]] + [s["path"] for s in m.get("symlinks") or []])
@@ -207,7 +221,7 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
             owned.check(d, target.host, run, m, record)
             owned.save(d, target.host, run, m, record)
             save_meta(d, target, info, how, time.time())
-            again = _unchanged(d, dest, info, check_load, workers)
+            again = _unchanged(d, dest, info, check_load, workers, make_links)
             if again is not None:     # re-pull of an unchanged run: no copy, no more round trips
                 if on_info:
                     on_info(info, "nothing (this copy is verified against the same manifest)")
@@ -218,7 +232,16 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
                 moved, known = rsync_pull(target, info.head, m, d, progress, bwlimit_kbps, here or "rsync", keep_mode)
             else:
                 moved, known = stream_pull(target, run, m, d, progress, bwlimit_kbps)
+            wrong = misplaced(d, m["files"])
+            for rel in wrong:
+                known.pop(rel, None)
+            if make_links:
+                make_symlinks(d, target.host, m.get("symlinks") or [])
         except Blocked as b:
             raise blocked_error(target.host, b.rel, b, dest)
-    res = verify(dest, manifest_path(dest), check_load=check_load, known=known, workers=workers)
+    res = verify(dest, manifest_path(dest), check_load=check_load, known=known, workers=workers, links=make_links,
+                 expect_dir=(st.st_dev, st.st_ino))
+    for p in res.problems:
+        if p.path in wrong and p.kind in ("missing", "type"):
+            p.kind, p.detail = "type", "arrived as a symlink or folder, not the file the manifest lists; removed"
     return PullResult(dest, how, moved, info, res, time.monotonic() - t0)

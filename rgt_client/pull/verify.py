@@ -52,6 +52,7 @@ class VerifyResult:
     checked: int = 0           # files whose sha256 matched
     loads: List[Dict[str, Any]] = field(default_factory=list)
     elapsed_s: float = 0.0
+    symlinks_not_made: List[str] = field(default_factory=list)    # a pull that makes no links
 
     @property
     def ok(self) -> bool:
@@ -59,7 +60,8 @@ class VerifyResult:
 
     def as_dict(self) -> Dict[str, Any]:
         return {"ok": self.ok, "dest": self.dest, "run": self.run, "manifest_sha256": self.manifest_sha256,
-                "files": self.files, "bytes": self.bytes, "symlinks": self.symlinks, "checked": self.checked,
+                "files": self.files, "bytes": self.bytes, "symlinks": self.symlinks,
+                "symlinks_not_made": self.symlinks_not_made, "checked": self.checked,
                 "problems": [p.__dict__ for p in self.problems], "loads": self.loads,
                 "elapsed_s": round(self.elapsed_s, 3)}
 
@@ -116,8 +118,9 @@ def local_listing(dest: Dest) -> Tuple[Dict[str, os.stat_result], Dict[str, str]
 
 
 def _compare_sets(m: Dict[str, Any], files: Dict[str, os.stat_result], links: Dict[str, str],
-                  other: List[str]) -> Tuple[List[Problem], List[Dict[str, Any]]]:
-    """Missing/extra/size/symlink problems; returns the manifest entries still to hash."""
+                  other: List[str], not_made: Optional[List[str]] = None) -> Tuple[List[Problem], List[Dict[str, Any]]]:
+    """Missing/extra/size/symlink problems; returns the manifest entries still to hash. With
+    not_made (a pull that makes no links), an absent manifest symlink is listed there instead."""
     problems: List[Problem] = []
     to_hash = []
     want = {f["path"]: f for f in m["files"]}
@@ -133,7 +136,9 @@ def _compare_sets(m: Dict[str, Any], files: Dict[str, os.stat_result], links: Di
             to_hash.append(f)
     for path, target in want_links.items():
         got = links.get(path)
-        if got is None:
+        if got is None and not_made is not None and path not in files and path not in other:
+            not_made.append(path)
+        elif got is None:
             problems.append(Problem(path, "type" if path in files else "missing", "expected a symlink -> %s" % target))
         elif got != target:
             problems.append(Problem(path, "symlink", "points to %s, expected %s" % (got, target)))
@@ -170,17 +175,26 @@ def _hash_check(dest: str, to_hash: List[Dict[str, Any]], files: Dict[str, os.st
 
 def verify(dest: str, manifest: Optional[str] = None, check_load: bool = False,
            known: Optional[Known] = None, workers: Optional[int] = None,
-           now: Optional[float] = None) -> VerifyResult:
+           now: Optional[float] = None, links: bool = True,
+           expect_dir: Optional[Tuple[int, int]] = None) -> VerifyResult:
     """Check dest against the manifest (default dest/.rgt/manifest.json); write PULL_VERIFIED.json
-    when everything matches, move a stale one aside when not."""
+    when everything matches, move a stale one aside when not. links=False: the pull made no
+    symlinks (MCP); an absent manifest link is counted in symlinks_not_made, not a problem (its
+    target is kept in .rgt/manifest.json, so nothing of the run is lost)."""
     t0 = time.monotonic()
     dest = os.path.abspath(dest)
     if not os.path.isdir(dest):
         raise ClientError("%s is not a directory" % dest, "name the folder you pulled into", exitcodes.USAGE)
-    raw, m = load_manifest(manifest or manifest_path(dest))
     with Dest(dest) as d:
-        files, links, other = local_listing(d)
-        problems, to_hash = _compare_sets(m, files, links, other)
+        st = os.fstat(d.fd)
+        if expect_dir is not None and (st.st_dev, st.st_ino) != expect_dir:
+            # a folder swapped in on the path after the copy: never read nor marked verified
+            raise ClientError("%s is no longer the folder the pull wrote into; refused" % dest,
+                              "check who else can write above it, then pull again")
+        raw, m = load_manifest(manifest or manifest_path(dest))
+        files, links_here, other = local_listing(d)
+        not_made: Optional[List[str]] = None if links else []
+        problems, to_hash = _compare_sets(m, files, links_here, other, not_made)
         if not m["files"] and not m.get("symlinks"):
             # An empty manifest "verifies" trivially; calling that safe would let a typo in the
             # include patterns end with the results destroyed on the box.
@@ -189,7 +203,8 @@ def verify(dest: str, manifest: Optional[str] = None, check_load: bool = False,
         hash_problems, ok = _hash_check(dest, to_hash, files, known, workers)
         res = VerifyResult(dest, str(m.get("run") or "?"), hashlib.sha256(raw).hexdigest(), len(m["files"]),
                            sum(f["bytes"] for f in m["files"]), len(m.get("symlinks") or []),
-                           sorted(problems + hash_problems, key=lambda p: (p.kind != "sha256", p.path)), ok)
+                           sorted(problems + hash_problems, key=lambda p: (p.kind != "sha256", p.path)), ok,
+                           symlinks_not_made=not_made or [])
         if check_load:
             res.loads = check_loads(dest, [f["path"] for f in m["files"]])
             res.problems += [Problem(x["path"], "load", x["detail"]) for x in res.loads if x["ok"] is False]
@@ -210,6 +225,8 @@ def record(dest: Dest, res: VerifyResult, now: Optional[float] = None) -> None:
         when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if now is None else now))
         body = {"schema": SCHEMA, "run": res.run, "manifest_sha256": res.manifest_sha256, "files": res.files,
                 "bytes": res.bytes, "symlinks": res.symlinks, "verified_at": when}
+        if res.symlinks_not_made:
+            body["symlinks_not_made"] = len(res.symlinks_not_made)
         dest.write_atomic(VERIFIED_NAME, (dumps(body) + "\n").encode("utf-8"))
     except Blocked as b:
         raise ClientError("cannot write %s in %s: %s %s" % (VERIFIED_NAME, res.dest, b.at, b.why),

@@ -14,7 +14,7 @@ import pytest
 
 from rgt_client.errors import ClientError
 from rgt_client.mcp.localfs import PULLS, Project, plain_parts
-from rgt_client.mcp.safety import parse_hosts, redact
+from rgt_client.mcp.safety import command_word, event_id, parse_hosts, redact
 from rgt_client.mcp.wait import BOX_SCRIPT, MARK
 
 
@@ -140,3 +140,28 @@ def test_an_answer_over_budget_is_cut_and_says_what_it_left_out():
     assert fit(dict(small)) == small                       # within budget: untouched, no left_out
     huge_text = fit({"text": "z" * 100000}, 4096)
     assert size(huge_text) <= 4096 and huge_text["text"].endswith("…[cut]")
+
+
+@pytest.mark.parametrize("word", ["abc\n", "abc\r\n", "-rf", "a b", "a" * 65, "", None, 7])
+def test_a_command_word_is_a_whole_plain_name(word):
+    assert command_word(word) is None          # `$` once let "abc\n" into next
+
+
+def test_an_event_id_has_the_agents_shape():
+    assert event_id("1700000000000-abcdef-12") == "1700000000000-abcdef-12"
+    for bad in ("1700000000000-abcdef-12\n", "1\n\nSYSTEM: x", "1700000000000-ABCDEF-1", "x", None, 5):
+        assert event_id(bad) is None
+
+
+def test_a_wait_is_timed_out_only_when_no_event_came_whatever_the_box_says():
+    from rgt_client.mcp.results import ok
+    from rgt_client.mcp.safety import Policy
+    from rgt_client.mcp.tools_read import _wait_answer
+    policy = Policy(hosts=["local"])
+    events = [{"id": "1700000000000-abcdef-%d" % i, "type": "stage_failed", "run": "r", "summary": "S" * 300}
+              for i in range(50)]
+    out = _wait_answer({"timed_out": True, "events": events, "cursor": "1700000000000-abcdef-49"}, "local", "r",
+                       policy, 45.0)
+    assert out["timed_out"] is False and out["events"]      # events are never labelled "nothing happened"
+    quiet = ok(_wait_answer({"timed_out": False, "events": [], "cursor": "c" * 64}, "local", "r", policy, 45.0), policy)
+    assert quiet.structured_content["timed_out"] is True and len(quiet.content[0].text.encode()) <= 300
