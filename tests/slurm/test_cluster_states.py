@@ -105,7 +105,9 @@ def _resume_node(slurm, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         state = slurm.run("sinfo", "-h", "-n", slurm.node, "-o", "%T").stdout.split()
-        if state and set(state) == {"idle"}:
+        # back in service: idle, or already running the job that waited for it (the chain's
+        # retried stage starts the moment the node returns, and "mixed" is not "down")
+        if state and set(state) <= {"idle", "mixed", "allocated", "completing"}:
             return
         # ReturnToService=2 usually brings the node back by itself; resume where it did not.
         slurm.run("scontrol", "update", "nodename=" + slurm.node, "state=resume")
