@@ -35,7 +35,7 @@ Text = Union[str, bytes, bytearray]
 # too (an emoji's ZWJ or VS16 among them: a log's emoji reads a little less pretty).
 _INVISIBLE_CHARS = ("\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
                     "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2065"
-                    "\u206a-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+                    "\u206a-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb"
                     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff")
 _CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff" + _INVISIBLE_CHARS
 _INVISIBLE = re.compile("[%s]" % _INVISIBLE_CHARS)
