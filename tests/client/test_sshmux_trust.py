@@ -121,23 +121,13 @@ def test_claim_a_control_dir_open_to_others_is_refused(shared_tmp):
     assert _sockets(d) == []
 
 
-def test_claim_a_control_dir_in_a_folder_others_may_swap_is_refused(sshd, tmp_path):
+def test_claim_a_control_dir_in_a_folder_others_may_swap_is_refused(shared_tmp):
     """World-writable without the sticky bit: another user could rename ours and put theirs."""
-    loose = Path(tempfile.mkdtemp(prefix="rgt-loose-tmp-", dir="/tmp"))
-    os.chmod(loose, 0o777)
-    home = tmp_path / "home"
-    home.mkdir()
-    cfg = tmp_path / "ssh_config"
-    cfg.write_text("\n".join(line for line in sshd.config.read_text().splitlines()
-                             if "ControlMaster" not in line) + "\n")
-    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
-    env.update(TMPDIR=str(loose), HOME=str(home), RGT_SSH_MULTIPLEX="1")
-    try:
-        res = _status(cfg, env)
-        assert "sits in a folder another user may change" in res.stderr, res.stderr
-        assert _sockets(loose) == []
-    finally:
-        shutil.rmtree(loose, ignore_errors=True)
+    shared, cfg, env = shared_tmp
+    os.chmod(shared, 0o777)
+    res = _status(cfg, env)
+    assert "sits in a folder another user may change" in res.stderr, res.stderr
+    assert _sockets(shared) == []
 
 
 def test_claim_a_fresh_private_control_dir_shares_the_connection(shared_tmp):
