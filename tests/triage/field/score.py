@@ -63,13 +63,15 @@ DESIGN_CLASSES = (
     "killed", "hangup", "timeout", "expect_missing", "success_pattern_missing", "cancelled",
     "preflight_failed", "node_failure", "nonzero_exit")
 CASE_KEYS = ("file", "class", "exit_code", "source", "url", "why")
+# The later waves' folders of blind sets, each named as its cases' `added`.
+WAVE_SETS = ("wave4", "wave5")
 
 
 def default_indexes() -> List[Path]:
     """The field index, the captured ones when they exist, and the later waves' sets
-    (wave4/*.toml: ecosystems the first corpus barely had)."""
+    (wave4/*.toml, wave5/*.toml: ecosystems the first corpus barely had)."""
     return [p for p in (INDEX, CAPTURED_INDEX, CAPTURED_LIBS_INDEX) if p.is_file()] + \
-        sorted((HERE / "wave4").glob("*.toml"))
+        [p for wave in WAVE_SETS for p in sorted((HERE / wave).glob("*.toml"))]
 
 
 def load_cases(index_paths: Optional[Iterable[Path]] = None) -> List[Dict[str, Any]]:
