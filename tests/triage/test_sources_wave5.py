@@ -1,0 +1,120 @@
+"""Rows read from the sources of ecosystems the field corpus holds no case of: AMD ROCm/HIP,
+Intel XPU (Level Zero, SYCL/UR), Huawei Ascend (CANN, torch_npu, HCCL), NVIDIA's system layer
+(DCGM, fabric manager, NVML), MPI and the fabrics (Open MPI, UCX, verbs, EFA), object stores
+and tracking servers (S3, GCS, Azure Blob, MLflow, git-lfs), CUDA extensions built at run
+time, and the LLM stacks' memory words. Each message is the source's own string; each goes
+through the whole engine (report), inside a log around it, and decides its class; printed in
+passing by a run that exits 0, it calls nothing a failure."""
+from __future__ import annotations
+
+import pytest
+
+from boxagent.triage import vocab
+from boxagent.triage.cli import report
+from boxagent.triage.vocab import ascend, extbuild, llmstacks, mpi, nvsystem, rocm, storage, xpu
+
+MODULES = (rocm, xpu, ascend, nvsystem, mpi, storage, extbuild, llmstacks)
+ROWS = [(m.__name__.rsplit(".", 1)[1], r) for m in MODULES for r in m.ROWS]
+IDS = ["%s:%s" % (name, r.pattern[:40]) for name, r in ROWS]
+
+BEFORE = ("[2025-03-02 10:00:01] INFO starting run on 8 devices\n"
+          "epoch 1 step 10/500 loss 2.3141 lr 1.0e-04\n"
+          "epoch 1 step 20/500 loss 2.2017 lr 1.0e-04\n")
+
+
+def _cause(tmp_path, text: str, exit_code: int):
+    p = tmp_path / "job.log"
+    p.write_text(text, encoding="utf-8")
+    return report(str(p), exit_code, [], "python", None, probe_disks=False)["cause"]
+
+
+def test_the_new_tables_are_registered():
+    names = [n for n, _ in vocab.TABLES]
+    for m in MODULES:
+        assert m.__name__.rsplit(".", 1)[1] in names
+    # read from sources, not from field cases: no row names a case it was fitted to
+    assert all(not r.found_via for _, r in ROWS)
+
+
+@pytest.mark.parametrize("name,row", ROWS, ids=IDS)
+def test_the_sources_message_at_a_failed_runs_end_decides_its_class(tmp_path, name, row):
+    cause = _cause(tmp_path, BEFORE + "Traceback (most recent call last):\n"
+                   "  File \"train.py\", line 88, in <module>\n" + row.example + "\n", 1)
+    assert cause is not None and cause["class"] == row.cls, (name, row.example, cause)
+    # the evidence names the row's source
+    assert vocab.row_for(row.example, row.cls) is not None
+
+
+@pytest.mark.parametrize("name,row", ROWS, ids=IDS)
+def test_the_message_in_passing_in_a_run_that_exits_0_is_no_failure(tmp_path, name, row):
+    text = BEFORE + row.example + "\n" + "epoch 2 step 500/500 loss 1.0203\nTraining finished.\n"
+    assert _cause(tmp_path, text, 0) is None
+
+
+@pytest.mark.parametrize("line,cls", [
+    # the same allocator failure on four vendors' GPUs is one class
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+     "capacity of 79.10 GiB of which 1.06 GiB is free.", "cuda_oom"),
+    ("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+     "capacity of 191.98 GiB of which 1.06 GiB is free.", "cuda_oom"),
+    ("torch.OutOfMemoryError: XPU out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+     "capacity of 64.00 GiB.", "cuda_oom"),
+    ("RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 0; 60.96 GiB total "
+     "capacity; 58.10 GiB already allocated; 1.01 GiB free)", "cuda_oom"),
+    # the same missing kernel image for the GPU's architecture
+    ("RuntimeError: CUDA error: no kernel image is available for execution on the device",
+     "torch_arch_mismatch"),
+    ("RuntimeError: HIP error: invalid device function\nHIP kernel errors might be asynchronously "
+     "reported at some other API call, so the stacktrace below might be incorrect.",
+     "torch_arch_mismatch"),
+])
+def test_one_failure_on_every_accelerator_is_one_class(tmp_path, line, cls):
+    assert _cause(tmp_path, BEFORE + line + "\n", 1)["class"] == cls
+
+
+def test_an_extension_built_for_another_torch_is_an_install_failure_whatever_the_package(tmp_path):
+    for so in ("flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so",
+               "xformers/_C.so", "vllm/_C.abi3.so", "apex_C.cpython-311-x86_64-linux-gnu.so"):
+        for sym in ("_ZN3c104cuda9SetDeviceEi", "_ZN2at4_ops5zeros4callEN3c108ArrayRefIlEE",
+                    "_ZN5torch3jit17parseSchemaOrNameERKSs"):
+            line = "ImportError: /env/lib/python3.10/site-packages/%s: undefined symbol: %s" % (so, sym)
+            cause = _cause(tmp_path, BEFORE + line + "\n", 1)
+            assert cause["class"] == "code_error", line
+            assert "failed to install" in cause["remediation"], cause["remediation"]
+    # a symbol of the job's own library is not torch's ABI
+    line = "ImportError: /app/libmine.so: undefined symbol: _ZN4mine3fooEv"
+    cause = _cause(tmp_path, BEFORE + line + "\n", 1)
+    assert "failed to install" not in (cause or {}).get("remediation", "")
+
+
+def test_a_rank_killed_by_signal_9_under_mpirun_reads_as_memory_but_not_certainly(tmp_path):
+    text = BEFORE + ("-" * 74 + "\nmpirun noticed that process rank 5 with PID 0 on node gpu-7 exited "
+                     "on signal 9 (Killed).\n" + "-" * 74 + "\n")
+    cause = _cause(tmp_path, text, 137)
+    assert cause["class"] == "cgroup_oom" and cause["confidence"] != "high", cause
+    # a segfault under mpirun is not memory
+    text = BEFORE + ("mpirun noticed that process rank 0 with PID 12724 on node vegas12 exited on "
+                     "signal 11 (Segmentation fault).\n")
+    assert _cause(tmp_path, text, 139)["class"] != "cgroup_oom"
+
+
+def test_an_object_stores_refusal_and_its_outage_are_told_apart(tmp_path):
+    refused = ("botocore.exceptions.ClientError: An error occurred (AccessDenied) when calling the "
+               "PutObject operation: Access Denied")
+    throttled = ("botocore.exceptions.ClientError: An error occurred (SlowDown) when calling the "
+                 "PutObject operation (reached max retries: 4): Please reduce your request rate.")
+    assert _cause(tmp_path, BEFORE + refused + "\n", 1)["class"] == "code_error"
+    assert _cause(tmp_path, BEFORE + throttled + "\n", 1)["class"] == "network_transient"
+
+
+def test_the_npu_and_gpu_collectives_fail_as_one_class(tmp_path):
+    line = ("RuntimeError: createHCCLComm:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:1508 "
+            "HCCL function error: HcclGetRootInfo(&hcclID), error code is 7")
+    assert _cause(tmp_path, BEFORE + line + "\n", 1)["class"] == "nccl"
+
+
+def test_ascends_generic_inner_error_code_is_not_read_as_a_cause(tmp_path):
+    """EZ9999/EE9999 name no cause (CANN's "Inner Error"): no row decides from them."""
+    for code in ("EZ9999", "EE9999", "EH9999"):
+        line = "[ERROR] RUNTIME(1234,python):2025-01-01-00:00:00.000.000 %s: Inner Error!" % code
+        assert vocab.row_for(line) is None, code
