@@ -11,9 +11,10 @@ import pytest
 
 from boxagent.triage import vocab
 from boxagent.triage.cli import report
-from boxagent.triage.vocab import ascend, extbuild, llmstacks, mpi, nvsystem, rocm, storage, xpu
+from boxagent.triage.vocab import (ascend, extbuild, gpuapis, llmstacks, mpi, nogpu, nvsystem, rocm,
+                                   storage, transfer, xpu)
 
-MODULES = (rocm, xpu, ascend, nvsystem, mpi, storage, extbuild, llmstacks)
+MODULES = (rocm, xpu, ascend, gpuapis, nvsystem, nogpu, mpi, storage, transfer, extbuild, llmstacks)
 ROWS = [(m.__name__.rsplit(".", 1)[1], r) for m in MODULES for r in m.ROWS]
 IDS = ["%s:%s" % (name, r.pattern[:40]) for name, r in ROWS]
 

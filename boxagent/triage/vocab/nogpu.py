@@ -1,0 +1,45 @@
+"""A job whose process sees no GPU at all, in the words of each layer that looks: the CUDA
+runtime and driver (no device), PyTorch's start-up checks, HIP's twin, and a CPU-only torch
+wheel that a requirements file put over the image's CUDA build.
+
+On a rented box "no device" is the container started without the GPU or a driver that is not
+loaded (the same reading, and remedy, as nvidia-smi's "couldn't communicate with the NVIDIA
+driver" in containers.py); it can also be CUDA_VISIBLE_DEVICES set to nothing, so suggestive.
+"Torch not compiled with CUDA enabled" is certain: the installed torch is a CPU build, an
+install problem, not the job's code.
+"""
+from __future__ import annotations
+
+from boxagent.triage.vocab.containers import NOT_LOADED_FIX
+from boxagent.triage.vocab.install import FIX
+from boxagent.triage.vocab.table import lit
+
+RT = "CUDA Runtime API 12.4 driver_types.h cudaErrorNoDevice = 100 (\"no CUDA-capable device is detected\")"
+DRV = "CUDA Driver API 12.4 cuda.h CUDA_ERROR_NO_DEVICE = 100"
+TORCH = ("PyTorch 2.4 torch/cuda/__init__.py (_check_driver: \"Found no NVIDIA driver on your "
+         "system.\"; _lazy_init: \"Torch not compiled with CUDA enabled\"), "
+         "c10/cuda/CUDAFunctions.cpp device_count_impl (\"No CUDA GPUs are available\")")
+HIP = "ROCm 6.1 HIP hip_runtime_api.h hipErrorNoDevice (\"no ROCm-capable device is detected\")"
+
+_S = False
+
+
+def _n(text, example, source, emitter):
+    return lit("driver_too_old", text, example, source, emitter, _S)._replace(fix=NOT_LOADED_FIX)
+
+
+ROWS = (
+    _n("no CUDA-capable device is detected",
+       "RuntimeError: CUDA error: no CUDA-capable device is detected", RT, "cuda"),
+    _n("cudaErrorNoDevice", "cudaErrorNoDevice: no CUDA-capable device is detected", RT, "cuda"),
+    _n("CUDA_ERROR_NO_DEVICE", "numba.cuda.cudadrv.error.CudaSupportError: Error at driver init: "
+       "Call to cuInit results in CUDA_ERROR_NO_DEVICE (100)", DRV, "cuda"),
+    _n("No CUDA GPUs are available", "RuntimeError: No CUDA GPUs are available", TORCH, "torch"),
+    _n("Found no NVIDIA driver on your system",
+       "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA "
+       "GPU and installed a driver from http://www.nvidia.com/Download/index.aspx", TORCH, "torch"),
+    _n("no ROCm-capable device is detected",
+       "RuntimeError: HIP error: no ROCm-capable device is detected", HIP, "hip"),
+    lit("code_error", "Torch not compiled with CUDA enabled",
+        "AssertionError: Torch not compiled with CUDA enabled", TORCH, "torch")._replace(fix=FIX),
+)
