@@ -11,10 +11,11 @@ import pytest
 
 from boxagent.triage import vocab
 from boxagent.triage.cli import report
-from boxagent.triage.vocab import (ascend, extbuild, gpuapis, llmstacks, mpi, nogpu, nvsystem, rocm,
-                                   storage, transfer, xpu)
+from boxagent.triage.vocab import (ascend, c10dstore, extbuild, gpuapis, llmstacks, mpi, nogpu,
+                                   nvsystem, rocm, storage, transfer, tritonrt, xpu)
 
-MODULES = (rocm, xpu, ascend, gpuapis, nvsystem, nogpu, mpi, storage, transfer, extbuild, llmstacks)
+MODULES = (rocm, xpu, ascend, gpuapis, nvsystem, nogpu, mpi, c10dstore, storage, transfer, extbuild,
+           tritonrt, llmstacks)
 ROWS = [(m.__name__.rsplit(".", 1)[1], r) for m in MODULES for r in m.ROWS]
 IDS = ["%s:%s" % (name, r.pattern[:40]) for name, r in ROWS]
 
@@ -119,3 +120,22 @@ def test_ascends_generic_inner_error_code_is_not_read_as_a_cause(tmp_path):
     for code in ("EZ9999", "EE9999", "EH9999"):
         line = "[ERROR] RUNTIME(1234,python):2025-01-01-00:00:00.000.000 %s: Inner Error!" % code
         assert vocab.row_for(line) is None, code
+
+
+@pytest.mark.parametrize("seen", [
+    "2025-01-01 00:00:00.000000: E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:282] "
+    "failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected",
+    "/env/lib/python3.10/site-packages/torch/cuda/__init__.py:118: UserWarning: CUDA initialization: "
+    "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
+    "driver from http://www.nvidia.com/Download/index.aspx (Triggered internally at "
+    "../c10/cuda/CUDAFunctions.cpp:108.)",
+])
+def test_a_cpu_run_that_notes_no_gpu_and_fails_otherwise_is_not_the_gpus_fault(tmp_path, seen):
+    failed = (seen + "\n" + BEFORE + "Traceback (most recent call last):\n  File \"train.py\", line "
+              "9, in <module>\nKeyError: 'label'\n")
+    assert _cause(tmp_path, failed, 1)["class"] == "code_error"
+    for exit_code in (0, None):          # None: a live log whose process has not ended
+        assert _cause(tmp_path, seen + "\n" + BEFORE + "done\n", exit_code) is None
+    # the fatal forms of the same words are the GPU not reachable
+    fatal = "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU"
+    assert _cause(tmp_path, BEFORE + fatal + "\n", 1)["class"] == "driver_too_old"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from boxagent.triage.vocab.containers import NOT_LOADED_FIX
 from boxagent.triage.vocab.install import FIX
-from boxagent.triage.vocab.table import lit
+from boxagent.triage.vocab.table import lit, rx
 
 RT = "CUDA Runtime API 12.4 driver_types.h cudaErrorNoDevice = 100 (\"no CUDA-capable device is detected\")"
 DRV = "CUDA Driver API 12.4 cuda.h CUDA_ERROR_NO_DEVICE = 100"
@@ -28,17 +28,28 @@ def _n(text, example, source, emitter):
     return lit("driver_too_old", text, example, source, emitter, _S)._replace(fix=NOT_LOADED_FIX)
 
 
+def _nx(pattern, example, source, keywords, emitter):
+    return rx("driver_too_old", pattern, example, source, keywords, emitter,
+              _S)._replace(fix=NOT_LOADED_FIX)
+
+
+# Only the fatal forms: a CPU-only run prints the same words and goes on (TensorFlow logs
+# "failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected" and runs
+# on the CPU; torch warns "UserWarning: CUDA initialization: Found no NVIDIA driver on your
+# system"), and a later failure of that run is not the GPU's.
 ROWS = (
-    _n("no CUDA-capable device is detected",
-       "RuntimeError: CUDA error: no CUDA-capable device is detected", RT, "cuda"),
-    _n("cudaErrorNoDevice", "cudaErrorNoDevice: no CUDA-capable device is detected", RT, "cuda"),
-    _n("CUDA_ERROR_NO_DEVICE", "numba.cuda.cudadrv.error.CudaSupportError: Error at driver init: "
-       "Call to cuInit results in CUDA_ERROR_NO_DEVICE (100)", DRV, "cuda"),
-    _n("No CUDA GPUs are available", "RuntimeError: No CUDA GPUs are available", TORCH, "torch"),
-    _n("Found no NVIDIA driver on your system",
-       "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA "
-       "GPU and installed a driver from http://www.nvidia.com/Download/index.aspx", TORCH, "torch"),
-    _n("no ROCm-capable device is detected",
+    lit("driver_too_old", "CUDA error: no CUDA-capable device is detected",
+        "RuntimeError: CUDA error: no CUDA-capable device is detected", RT, "cuda",
+        _S)._replace(fix=NOT_LOADED_FIX),
+    _n("cudaErrorNoDevice", "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorNoDevice: "
+       "no CUDA-capable device is detected", RT, "cuda"),
+    _n("results in CUDA_ERROR_NO_DEVICE", "numba.cuda.cudadrv.error.CudaSupportError: Error at "
+       "driver init: Call to cuInit results in CUDA_ERROR_NO_DEVICE (100)", DRV, "cuda"),
+    _nx(r"Error: (No CUDA GPUs are available|Found no NVIDIA driver on your system)",
+        "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA "
+        "GPU and installed a driver from http://www.nvidia.com/Download/index.aspx", TORCH,
+        ("No CUDA GPUs are available", "Found no NVIDIA driver on your system"), "torch"),
+    _n("HIP error: no ROCm-capable device is detected",
        "RuntimeError: HIP error: no ROCm-capable device is detected", HIP, "hip"),
     lit("code_error", "Torch not compiled with CUDA enabled",
         "AssertionError: Torch not compiled with CUDA enabled", TORCH, "torch")._replace(fix=FIX),

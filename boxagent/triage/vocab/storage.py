@@ -29,6 +29,8 @@ AZ = ("azure-core 1.30 azure/core/exceptions.py (ServiceRequestError, ServiceRes
       "AuthorizationPermissionMismatch, BlobNotFound, ContainerNotFound)")
 MLFLOW = ("mlflow 2.12 mlflow/utils/rest_utils.py (\"API request to {url} failed with exception "
           "{e}\", \"API request to endpoint {endpoint} failed with error code {code} != 200\")")
+WANDB = ("wandb 0.17 wandb/sdk/wandb_login.py / wandb/errors (UsageError \"api_key not configured "
+         "(no-tty). call wandb.login(key=[your_api_key])\")")
 LFS = ("git-lfs 3.5 lfshttp/errors.go / tq/transfer_queue.go (\"This repository is over its data "
        "quota\"), commands/command_smudge.go (\"Smudge error: Error downloading %s (%s)\")")
 
@@ -93,6 +95,10 @@ ROWS = (
        "mlflow.exceptions.MlflowException: API request to http://mlflow:5000/api/2.0/mlflow/runs/"
        "log-batch failed with exception HTTPConnectionPool(host='mlflow', port=5000): Max retries "
        "exceeded", MLFLOW, ("API request to ",), "mlflow"),
+    # Weights & Biases without a key (its network errors are http.py's)
+    lit("code_error", "api_key not configured (no-tty)",
+        "wandb: ERROR api_key not configured (no-tty). call wandb.login(key=[your_api_key])", WANDB,
+        "wandb"),
     # git-lfs
     lit("code_error", "This repository is over its data quota",
         "batch response: This repository is over its data quota. Account responsible for LFS "
