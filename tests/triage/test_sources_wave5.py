@@ -11,11 +11,11 @@ import pytest
 
 from boxagent.triage import vocab
 from boxagent.triage.cli import report
-from boxagent.triage.vocab import (ascend, c10dstore, extbuild, gpuapis, llmstacks, mpi, nogpu,
-                                   nvsystem, rocm, storage, transfer, tritonrt, xpu)
+from boxagent.triage.vocab import (ascend, c10dstore, cudarelay, extbuild, gpuapis, llmstacks, mpi,
+                                   nogpu, nvsystem, rocm, storage, transfer, tritonrt, xpu)
 
 MODULES = (rocm, xpu, ascend, gpuapis, nvsystem, nogpu, mpi, c10dstore, storage, transfer, extbuild,
-           tritonrt, llmstacks)
+           tritonrt, cudarelay, llmstacks)
 ROWS = [(m.__name__.rsplit(".", 1)[1], r) for m in MODULES for r in m.ROWS]
 IDS = ["%s:%s" % (name, r.pattern[:40]) for name, r in ROWS]
 
@@ -139,3 +139,21 @@ def test_a_cpu_run_that_notes_no_gpu_and_fails_otherwise_is_not_the_gpus_fault(t
     # the fatal forms of the same words are the GPU not reachable
     fatal = "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU"
     assert _cause(tmp_path, BEFORE + fatal + "\n", 1)["class"] == "driver_too_old"
+
+
+@pytest.mark.parametrize("line,cls", [
+    # CUDA's device memory under a C++ bad_alloc that Python shows as MemoryError (RMM, XGBoost)
+    ("MemoryError: std::bad_alloc: out_of_memory: CUDA error at: /rmm/include/rmm/mr/device/"
+     "cuda_memory_resource.hpp:70: cudaErrorMemoryAllocation out of memory", "cuda_oom"),
+    ("xgboost.core.XGBoostError: [10:00:00] ../src/common/device_helpers.cuh:431: Memory allocation "
+     "error on worker 0: std::bad_alloc: cudaErrorMemoryAllocation: out of memory", "cuda_oom"),
+    ("pyopencl._cl.MemoryError: clEnqueueNDRangeKernel failed: MEM_OBJECT_ALLOCATION_FAILURE",
+     "cuda_oom"),
+    # ... while the host's MemoryError and bad_alloc stay the host's
+    ("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.00 GiB for an array with "
+     "shape (1000, 1000, 400) and data type float64", "cgroup_oom"),
+    ("terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc",
+     "cgroup_oom"),
+])
+def test_device_memory_under_a_host_exceptions_name_is_the_devices(tmp_path, line, cls):
+    assert _cause(tmp_path, BEFORE + line + "\n", 1)["class"] == cls

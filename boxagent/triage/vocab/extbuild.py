@@ -16,7 +16,7 @@ from boxagent.triage.vocab.table import Row, lit, rx
 
 EXT = ("PyTorch 2.4 torch/utils/cpp_extension.py (\"CUDA_HOME environment variable is not set. "
        "Please set it to your CUDA install root.\", \"Error compiling objects for extension\", "
-       "\"Ninja is required to load C++ extensions\", _check_cuda_version: \"The detected CUDA "
+       "\"Ninja is required to load C++ extensions\", _run_ninja_build: \"Error building extension '%s'\", _check_cuda_version: \"The detected CUDA "
        "version (%s) mismatches the version that was used to compile PyTorch (%s).\")")
 NVCC = ("CUDA Toolkit 12.4 include/crt/host_config.h (#error -- unsupported GNU version! gcc "
         "versions later than 13 are not supported!)")
@@ -46,6 +46,8 @@ ROWS = tuple(_b(r) for r in (
         "root.", EXT, "cpp_extension"),
     lit("", "Error compiling objects for extension",
         "RuntimeError: Error compiling objects for extension", EXT, "cpp_extension"),
+    lit("", "Error building extension '",
+        "RuntimeError: Error building extension 'fused_adam'", EXT, "cpp_extension"),
     lit("", "Ninja is required to load C++ extensions",
         "RuntimeError: Ninja is required to load C++ extensions", EXT, "cpp_extension"),
     rx("", r"The detected CUDA version \([0-9.]+\) mismatches the version that was used to "

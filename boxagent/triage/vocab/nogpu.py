@@ -1,6 +1,7 @@
 """A job whose process sees no GPU at all, in the words of each layer that looks: the CUDA
-runtime and driver (no device), PyTorch's start-up checks, HIP's twin, and a CPU-only torch
-wheel that a requirements file put over the image's CUDA build.
+runtime and driver (no device), PyTorch's start-up checks and the front ends that check the
+same (the Stable Diffusion web UI, Lightning), HIP's twin, and a CPU-only torch wheel that a
+requirements file put over the image's CUDA build.
 
 On a rented box "no device" is the container started without the GPU or a driver that is not
 loaded (the same reading, and remedy, as nvidia-smi's "couldn't communicate with the NVIDIA
@@ -19,6 +20,12 @@ DRV = "CUDA Driver API 12.4 cuda.h CUDA_ERROR_NO_DEVICE = 100"
 TORCH = ("PyTorch 2.4 torch/cuda/__init__.py (_check_driver: \"Found no NVIDIA driver on your "
          "system.\"; _lazy_init: \"Torch not compiled with CUDA enabled\"), "
          "c10/cuda/CUDAFunctions.cpp device_count_impl (\"No CUDA GPUs are available\")")
+A1111 = ("AUTOMATIC1111 stable-diffusion-webui 1.9 modules/launch_utils.py prepare_environment "
+         "(\"Torch is not able to use GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS variable to "
+         "disable this check\")")
+LIGHTNING = ("Lightning 2.2 src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
+             "_choose_gpu_accelerator_backend (MisconfigurationException(\"No supported gpu backend "
+             "found!\"))")
 HIP = "ROCm 6.1 HIP hip_runtime_api.h hipErrorNoDevice (\"no ROCm-capable device is detected\")"
 
 _S = False
@@ -49,6 +56,12 @@ ROWS = (
         "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA "
         "GPU and installed a driver from http://www.nvidia.com/Download/index.aspx", TORCH,
         ("No CUDA GPUs are available", "Found no NVIDIA driver on your system"), "torch"),
+    _n("Torch is not able to use GPU; add --skip-torch-cuda-test",
+       "RuntimeError: Torch is not able to use GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS "
+       "variable to disable this check", A1111, "stable-diffusion-webui"),
+    _n("No supported gpu backend found!",
+       "lightning_fabric.utilities.exceptions.MisconfigurationException: No supported gpu backend "
+       "found!", LIGHTNING, "lightning"),
     _n("HIP error: no ROCm-capable device is detected",
        "RuntimeError: HIP error: no ROCm-capable device is detected", HIP, "hip"),
     lit("code_error", "Torch not compiled with CUDA enabled",
