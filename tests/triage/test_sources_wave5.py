@@ -1,5 +1,5 @@
 """Rows read from the sources of ecosystems the field corpus holds no case of: AMD ROCm/HIP,
-Intel XPU (Level Zero, SYCL/UR), Huawei Ascend (CANN, torch_npu, HCCL), NVIDIA's system layer
+Intel XPU (Level Zero, SYCL/UR) and Gaudi, OpenCL/Vulkan, Huawei Ascend (CANN, torch_npu, HCCL), NVIDIA's system layer
 (DCGM, fabric manager, NVML), MPI and the fabrics (Open MPI, UCX, verbs, EFA), object stores
 and tracking servers (S3, GCS, Azure Blob, MLflow, git-lfs), CUDA extensions built at run
 time, and the LLM stacks' memory words. Each message is the source's own string; each goes
@@ -11,10 +11,10 @@ import pytest
 
 from boxagent.triage import vocab
 from boxagent.triage.cli import report
-from boxagent.triage.vocab import (ascend, c10dstore, cudarelay, extbuild, gpuapis, llmstacks, mpi,
-                                   nogpu, nvsystem, rocm, storage, transfer, tritonrt, xpu)
+from boxagent.triage.vocab import (ascend, c10dstore, cudarelay, extbuild, gaudi, gpuapis, llmstacks,
+                                   mpi, nogpu, nvsystem, rocm, storage, transfer, tritonrt, xpu)
 
-MODULES = (rocm, xpu, ascend, gpuapis, nvsystem, nogpu, mpi, c10dstore, storage, transfer, extbuild,
+MODULES = (rocm, xpu, gaudi, ascend, gpuapis, nvsystem, nogpu, mpi, c10dstore, storage, transfer, extbuild,
            tritonrt, cudarelay, llmstacks)
 ROWS = [(m.__name__.rsplit(".", 1)[1], r) for m in MODULES for r in m.ROWS]
 IDS = ["%s:%s" % (name, r.pattern[:40]) for name, r in ROWS]

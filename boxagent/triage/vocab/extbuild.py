@@ -22,15 +22,19 @@ NVCC = ("CUDA Toolkit 12.4 include/crt/host_config.h (#error -- unsupported GNU 
         "versions later than 13 are not supported!)")
 CMAKE = ("CMake 3.29 Modules/CMakeDetermineCUDACompiler.cmake (\"No CMAKE_CUDA_COMPILER could be "
          "found.\"), Modules/FindCUDAToolkit.cmake")
-DS = ("DeepSpeed 0.14 op_builder/builder.py assert_no_cuda_mismatch (\"Installed CUDA version %s "
+DS = ("DeepSpeed 0.14 op_builder/builder.py (MissingCUDAException \"CUDA_HOME does not exist, unable "
+      "to compile CUDA op(s)\"), assert_no_cuda_mismatch (\"Installed CUDA version %s "
       "does not match the version torch was compiled with %s, unable to compile cuda/cpp "
       "extensions without a matching cuda version.\")")
 APEX = ("NVIDIA apex 24.04 setup.py check_cuda_torch_binary_vs_bare_metal (\"Cuda extensions are "
         "being compiled with a version of Cuda that does not match the version used to compile "
         "Pytorch binaries.\")")
+FA = ("flash-attention 2.5 setup.py (RuntimeError(\"FlashAttention is only supported on CUDA 11.7 "
+      "and above.\"))")
 # (0.43's "compiled without GPU support" is a UserWarning printed by runs that go on fine: no row)
 BNB = ("bitsandbytes 0.41 bitsandbytes/cuda_setup/main.py (\"CUDA Setup failed despite GPU being "
-       "available.\")")
+       "available.\", \"CUDA SETUP: Required library version not found: %s. Maybe you need to "
+       "compile it from source?\")")
 LD = ("glibc 2.35 elf/dl-lookup.c _dl_lookup_symbol_x (\"undefined symbol: %s\"); Itanium C++ ABI "
       "2023 mangling of namespaces c10 (_ZN3c10), at (_ZN2at), torch (_ZN5torch)")
 GCC = "GCC 12 gcc/c-family/c-opts.c / libcpp (\"fatal error: %s: No such file or directory\")"
@@ -70,6 +74,16 @@ ROWS = tuple(_b(r) for r in (
         "RuntimeError: Cuda extensions are being compiled with a version of Cuda that does not "
         "match the version used to compile Pytorch binaries.  Pytorch binaries were compiled with "
         "Cuda 12.1.", APEX, "apex"),
+    lit("", "CUDA_HOME does not exist, unable to compile CUDA op",
+        "deepspeed.ops.op_builder.builder.MissingCUDAException: CUDA_HOME does not exist, unable to "
+        "compile CUDA op(s)", DS, "deepspeed"),
+    rx("", r"FlashAttention is only supported on CUDA [0-9.]+ and above",
+       "RuntimeError: FlashAttention is only supported on CUDA 11.7 and above.  Note: make sure nvcc "
+       "has a supported version by running nvcc -V.", FA, ("FlashAttention is only supported on CUDA",),
+       "flash-attn"),
+    lit("", "CUDA SETUP: Required library version not found",
+        "CUDA SETUP: Required library version not found: libbitsandbytes_cuda121.so. Maybe you need "
+        "to compile it from source?", BNB, "bitsandbytes"),
     lit("", "CUDA Setup failed despite GPU being available",
         "RuntimeError: CUDA Setup failed despite GPU being available. Please run the following "
         "command to get more information: python -m bitsandbytes", BNB, "bitsandbytes"),

@@ -1,6 +1,6 @@
 """A job whose process sees no GPU at all, in the words of each layer that looks: the CUDA
 runtime and driver (no device), PyTorch's start-up checks and the front ends that check the
-same (the Stable Diffusion web UI, Lightning), HIP's twin, and a CPU-only torch wheel that a
+same (the Stable Diffusion web UI, Lightning, vLLM), HIP's twin, and a CPU-only torch wheel that a
 requirements file put over the image's CUDA build.
 
 On a rented box "no device" is the container started without the GPU or a driver that is not
@@ -26,6 +26,8 @@ A1111 = ("AUTOMATIC1111 stable-diffusion-webui 1.9 modules/launch_utils.py prepa
 LIGHTNING = ("Lightning 2.2 src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
              "_choose_gpu_accelerator_backend (MisconfigurationException(\"No supported gpu backend "
              "found!\"))")
+VLLM = ("vLLM 0.6 vllm/config.py DeviceConfig (RuntimeError(\"Failed to infer device type\"): no "
+        "platform found, the image's runtime not matching the host's GPU or none visible)")
 HIP = "ROCm 6.1 HIP hip_runtime_api.h hipErrorNoDevice (\"no ROCm-capable device is detected\")"
 
 _S = False
@@ -62,6 +64,7 @@ ROWS = (
     _n("No supported gpu backend found!",
        "lightning_fabric.utilities.exceptions.MisconfigurationException: No supported gpu backend "
        "found!", LIGHTNING, "lightning"),
+    _n("Failed to infer device type", "RuntimeError: Failed to infer device type", VLLM, "vllm"),
     _n("HIP error: no ROCm-capable device is detected",
        "RuntimeError: HIP error: no ROCm-capable device is detected", HIP, "hip"),
     lit("code_error", "Torch not compiled with CUDA enabled",
