@@ -214,9 +214,9 @@ def _normalize(spec: Any, source: str) -> Optional[Dict[str, Any]]:
     if not (isinstance(cls, str) and cls and isinstance(pattern, str) and pattern):
         return None
     try:
-        re.compile(pattern)
-    except re.error:
-        return None
+        re.compile(pattern, re.M)         # the flags Rule compiles it with: the re cache
+    except re.error:                      # serves that second compile (a rule set's start-up
+        return None                       # was half spent compiling every pattern twice)
     if source != "builtin" and unsafe_reason(pattern) is not None:
         return None                       # a spec written before the submit check: never run it
     return spec
