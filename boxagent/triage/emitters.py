@@ -95,7 +95,8 @@ WORDS: Dict[str, Tuple[str, Tuple[str, ...], Dict[str, str]]] = {
                {"host_memory": "cgroup_oom", "gpu_memory": "cuda_oom"}),
     "network": (r"[Cc]onnection refused|[Cc]onnection reset|[Cc]onnection timed out|"
                 r"[Nn]o route to host|[Nn]etwork is unreachable|Connection(Reset|Refused|Aborted)?Error|"
-                r"Connection closed by peer|[Bb]roken pipe|timed out|i/o timeout",
+                r"Connection closed by peer|[Bb]roken pipe|timed out|i/o timeout|"
+                r"[Tt]ransport endpoint is not connected",
                 ("network_transient", "nccl", "code_error"),
                 {"collective": "nccl", "scheduler": "node_failure",
                  "download": "network_transient"}),

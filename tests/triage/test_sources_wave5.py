@@ -12,9 +12,11 @@ import pytest
 from boxagent.triage import vocab
 from boxagent.triage.cli import report
 from boxagent.triage.vocab import (ascend, c10dstore, cudarelay, extbuild, gaudi, gpuapis, llmstacks,
-                                   mpi, nogpu, nvsystem, rocm, storage, transfer, tritonrt, xpu)
+                                   mounts, mpi, nogpu, nvsystem, rocm, storage, transfer, tritonrt,
+                                   xpu)
+from boxagent.triage.vocab.spelling import forms
 
-MODULES = (rocm, xpu, gaudi, ascend, gpuapis, nvsystem, nogpu, mpi, c10dstore, storage, transfer, extbuild,
+MODULES = (rocm, xpu, gaudi, ascend, gpuapis, nvsystem, nogpu, mpi, c10dstore, storage, mounts, transfer, extbuild,
            tritonrt, cudarelay, llmstacks)
 ROWS = [(m.__name__.rsplit(".", 1)[1], r) for m in MODULES for r in m.ROWS]
 IDS = ["%s:%s" % (name, r.pattern[:40]) for name, r in ROWS]
@@ -157,3 +159,20 @@ def test_a_cpu_run_that_notes_no_gpu_and_fails_otherwise_is_not_the_gpus_fault(t
 ])
 def test_device_memory_under_a_host_exceptions_name_is_the_devices(tmp_path, line, cls):
     assert _cause(tmp_path, BEFORE + line + "\n", 1)["class"] == cls
+
+
+@pytest.mark.parametrize("spec", mounts.MOUNT_ERRNOS, ids=[m[2] for m in mounts.MOUNT_ERRNOS])
+def test_a_mount_going_away_decides_its_class_in_every_spelling(tmp_path, spec):
+    """glibc's, Go's (gcsfuse, rclone), CPython's, Rust's, Node's and the JVM's forms of a
+    stale handle or a dead FUSE mount are one class."""
+    cls, num, name, msg, kind = spec
+    for line in forms(num, name, msg, kind):
+        assert _cause(tmp_path, BEFORE + line + "\n", 1)["class"] == cls, line
+
+
+def test_a_dead_mount_is_storage_but_the_same_errno_in_a_collective_is_the_collectives(tmp_path):
+    mount = "OSError: [Errno 107] Transport endpoint is not connected: '/mnt/gcs/data/shard-0001.tar'"
+    gloo = ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Read error "
+            "[10.0.0.2]:35122: Transport endpoint is not connected")
+    assert _cause(tmp_path, BEFORE + mount + "\n", 1)["class"] == "network_transient"
+    assert _cause(tmp_path, BEFORE + gloo + "\n", 1)["class"] == "nccl"
