@@ -27,8 +27,8 @@ from boxagent.triage.vocab import (containers, gonet, gpuarch, langs, nonfinite,
 from boxagent.triage.vocab import (cortex, dotnet, goexec, libcurl, megatron_log, nvcli_mount,
                                    ort_arena, runc, sbatch, skypilot, trt_memory, xla)
 from boxagent.triage.vocab import (ascend, c10dstore, cudarelay, extbuild, gaudi, gpuapis, llmstacks,
-                                   mounts, mpi, nogpu, nvsystem, rocm, storage, transfer, tritonrt,
-                                   xpu)
+                                   media, mounts, mpi, nogpu, nvsystem, rocm, storage, transfer,
+                                   tritonrt, xpu)
 from boxagent.triage.vocab.table import Row
 
 # name -> module; the order is only the order rows are listed in
@@ -54,13 +54,13 @@ TABLES += (("xla", xla), ("goexec", goexec), ("dotnet", dotnet), ("skypilot", sk
 # Intel XPU and Gaudi, Ascend, OpenCL/Vulkan), NVIDIA's system layer (DCGM, fabric manager), a job that
 # sees no GPU, MPI and the fabrics, object stores and network mounts,
 # rsync/ssh, CUDA extensions built at run
-# time, Triton's run time, the c10d store, CUDA's failures relayed by other libraries,
+# time, rendering and video (Cycles, FFmpeg NVENC), Triton's run time, the c10d store, CUDA's failures relayed by other libraries,
 # LLM stacks' memory words
 TABLES += (("rocm", rocm), ("xpu", xpu), ("ascend", ascend), ("nvsystem", nvsystem),
            ("mpi", mpi), ("storage", storage), ("extbuild", extbuild), ("llmstacks", llmstacks),
            ("nogpu", nogpu), ("gpuapis", gpuapis), ("transfer", transfer), ("tritonrt", tritonrt),
            ("c10dstore", c10dstore), ("cudarelay", cudarelay), ("gaudi", gaudi),
-           ("mounts", mounts))
+           ("mounts", mounts), ("media", media))
 
 # Field cases held out for this process (comma-separated paths under tests/triage/field/):
 # set by the scorer's leave-one-ecosystem-out for the fold it scores; unset, every row is on.
