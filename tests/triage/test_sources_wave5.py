@@ -11,13 +11,14 @@ import pytest
 
 from boxagent.triage import vocab
 from boxagent.triage.cli import report
-from boxagent.triage.vocab import (ascend, c10dstore, cudarelay, extbuild, gaudi, gpuapis, llmstacks,
+from boxagent.triage.vocab import (ascend, batchsys, c10dstore, cudarelay, extbuild, gaudi, gpuapis, llmstacks,
                                    media, mounts, mpi, nogpu, nvsystem, rocm, storage, transfer,
                                    tritonrt, xpu)
 from boxagent.triage.vocab.spelling import forms
 
 MODULES = (rocm, xpu, gaudi, ascend, gpuapis, nvsystem, nogpu, mpi, c10dstore, storage, mounts, transfer, extbuild,
-           tritonrt, cudarelay, llmstacks, media)
+           tritonrt, cudarelay, llmstacks, media,
+           batchsys)
 ROWS = [(m.__name__.rsplit(".", 1)[1], r) for m in MODULES for r in m.ROWS]
 IDS = ["%s:%s" % (name, r.pattern[:40]) for name, r in ROWS]
 
