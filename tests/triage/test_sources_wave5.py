@@ -112,10 +112,14 @@ def test_an_object_stores_refusal_and_its_outage_are_told_apart(tmp_path):
     assert _cause(tmp_path, BEFORE + throttled + "\n", 1)["class"] == "network_transient"
 
 
-def test_the_npu_and_gpu_collectives_fail_as_one_class(tmp_path):
+@pytest.mark.parametrize("code,cls", [("7", "nccl"), ("9", "nccl"), ("11", "nccl"), ("19", "nccl"),
+                                      ("1", "code_error"), ("5", "code_error"), ("24", "cuda_oom")])
+def test_hccls_result_code_decides_as_nccls_would(tmp_path, code, cls):
+    """HcclResult (hccl_types.h): a timeout or a connect/transfer failure is the collective's,
+    a parameter error the job's call, HCCL_E_OOM device memory."""
     line = ("RuntimeError: createHCCLComm:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:1508 "
-            "HCCL function error: HcclGetRootInfo(&hcclID), error code is 7")
-    assert _cause(tmp_path, BEFORE + line + "\n", 1)["class"] == "nccl"
+            "HCCL function error: HcclGetRootInfo(&hcclID), error code is %s" % code)
+    assert _cause(tmp_path, BEFORE + line + "\n", 1)["class"] == cls
 
 
 def test_ascends_generic_inner_error_code_is_not_read_as_a_cause(tmp_path):

@@ -20,10 +20,22 @@ RT = ("CANN 8.0 runtime include/external/runtime/rt_error_codes.h (ACL_ERROR_RT_
 CODES = ("CANN 8.0 error code reference (EL0004 \"Failed to allocate memory.\"; EI0002 notify wait "
          "timeout; EI0006 socket build timeout)")
 HCCL = ("torch_npu 2.1.0 torch_npu/csrc/distributed/HCCLUtils.hpp HCCL_CHECK_ERROR (\" HCCL function "
-        "error: \" << function << \", error code is \" << code), ProcessGroupHCCL.cpp")
+        "error: \" << function << \", error code is \" << code); CANN 8.0 include/hccl/hccl_types.h "
+        "enum HcclResult (1 PARA, 2 PTR, 5 NOT_SUPPORT, 7 UNAVAIL, 9 TIMEOUT, 11-14 TCP/RoCE "
+        "connect/transfer, 19 NETWORK, 21 REMOTE, 24 OOM)")
 UCE = "torch_npu 2.1.0 torch_npu/csrc/core/npu/NPUException.h (checkUceErrAndRepair: \"UCE ERROR\")"
 
 _S = False
+_HCCL_EXAMPLE = ("RuntimeError: create_config:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:149 HCCL "
+                 "function error: hcclCommInitRootInfoConfig(numRanks, &rootInfo, rank, config, "
+                 "&(comm->hcclComm_)), error code is %s")
+
+
+def _hccl(cls, codes, example_code, definitive):
+    """torch_npu's HCCL_CHECK_ERROR line for the HcclResult codes `codes` (a regex)."""
+    return rx(cls, r"HCCL function error: .*error code is " + codes + r"( |\.|,|$)",
+              _HCCL_EXAMPLE % example_code, HCCL, ("HCCL function error: ",), "hccl", definitive)
+
 
 ROWS = (
     lit("cuda_oom", "NPU out of memory",
@@ -43,10 +55,14 @@ ROWS = (
        "torch_npu.dir/compiler_depend.ts:467 NPU function error: UCE ERROR.", UCE,
        ("UCE ERROR",), "torch_npu"),
     # HCCL, the collective library
-    rx("nccl", r"HCCL function error: [A-Za-z]+\(",
-       "RuntimeError: create_config:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:149 HCCL "
-       "function error: hcclCommInitRootInfoConfig(numRanks, &rootInfo, rank, config, "
-       "&(comm->hcclComm_)), error code is 7", HCCL, ("HCCL function error: ",), "hccl"),
+    # HCCL's HcclResult decides: a timeout or a TCP/RoCE connect/transfer/network failure is
+    # the collective's transport; a parameter/pointer/unsupported error is the job's call;
+    # HCCL_E_OOM is device memory; the rest (resource unavailable: often a port still bound by
+    # an earlier run, runtime/driver calls) are the collective's, suggestive
+    _hccl("nccl", r"(9|1[1-4]|19|21)", "11", True),
+    _hccl("nccl", r"([34678]|10|1[5-8]|2[023])", "7", _S),
+    _hccl("code_error", r"[125]", "1", True),
+    _hccl("cuda_oom", r"24", "24", True),
     lit("nccl", "ACL_ERROR_RT_LINK_ERROR", "error code is 507056 ACL_ERROR_RT_LINK_ERROR device "
         "network link error", RT, "acl"),
     rx("nccl", r"EI000[26]:", "EI0006: Getting socket times out. Reason: 1. The remote does not "
