@@ -181,3 +181,15 @@ def test_a_dead_mount_is_storage_but_the_same_errno_in_a_collective_is_the_colle
             "[10.0.0.2]:35122: Transport endpoint is not connected")
     assert _cause(tmp_path, BEFORE + mount + "\n", 1)["class"] == "network_transient"
     assert _cause(tmp_path, BEFORE + gloo + "\n", 1)["class"] == "nccl"
+
+
+def test_every_rows_keywords_are_whole_literals():
+    """A keyword is a literal of at least anchors.MIN_SUFFIX characters: a bare string passed
+    where the tuple goes would become one keyword per letter, every line a candidate, and the
+    prefilter's passes start on common letters (it happened once, to a row of this wave)."""
+    from boxagent.triage.anchors import MIN_SUFFIX
+    for name, mod in vocab.TABLES:
+        for r in mod.ROWS:
+            assert isinstance(r.keywords, tuple) and r.keywords, (name, r.pattern)
+            assert all(len(k) >= MIN_SUFFIX for k in r.keywords), (name, r.keywords)
+            assert isinstance(r.definitive, bool) and isinstance(r.emitter, (str, type(None)))

@@ -1,4 +1,5 @@
-"""Huawei Ascend NPUs (CANN, torch_npu): the NPU caching allocator, the ACL runtime's error
+"""Huawei Ascend NPUs (CANN, torch_npu, MindSpore): the NPU caching allocator, MindSpore's
+device allocator, the ACL runtime's error
 codes (rt_error_codes.h) that torch_npu prints by name and number, CANN's own message codes
 (EL0004 ...), and HCCL, the collective library that stands where NCCL does.
 
@@ -14,6 +15,9 @@ from boxagent.triage.vocab.table import lit, rx
 
 NPU = ("torch_npu 2.1.0 torch_npu/csrc/core/npu/NPUCachingAllocator.cpp (\"NPU out of memory. "
        "Tried to allocate \", ...)")
+MS = ("MindSpore 2.3 mindspore/ccsrc/runtime/graph_scheduler/actor (\"Device(id:%d) memory isn't enough "
+      "and alloc failed, kernel name: %s, alloc size: %dB.\"; the CPU device's own wording starts "
+      "\"Memory isn't enough\" without \"Device\")")
 RT = ("CANN 8.0 runtime include/external/runtime/rt_error_codes.h (ACL_ERROR_RT_MEMORY_ALLOCATION "
       "207001, ACL_ERROR_RT_DEVICE_MEM_ERROR 507053, ACL_ERROR_RT_HBM_MULTI_BIT_ECC_ERROR 507054, "
       "ACL_ERROR_RT_SUSPECT_DEVICE_MEM_ERROR 507055, ACL_ERROR_RT_LINK_ERROR 507056)")
@@ -41,6 +45,10 @@ ROWS = (
     lit("cuda_oom", "NPU out of memory",
         "RuntimeError: NPU out of memory. Tried to allocate 260.00 MiB (NPU 0; 28.50 GiB total "
         "capacity; 10.24 GiB already allocated; 149.57 MiB free)", NPU, "torch_npu"),
+    rx("cuda_oom", r"Device(\(id:[0-9]+\))? memory isn't enough and alloc failed",
+       "RuntimeError: Device(id:0) memory isn't enough and alloc failed, kernel name: "
+       "Default/network-WithLossCell/MatMul-op0, alloc size: 2147483648B.", MS,
+       ("memory isn't enough and alloc failed",), "mindspore"),
     lit("cuda_oom", "ACL_ERROR_RT_MEMORY_ALLOCATION",
         "aclrtMalloc failed, error code ACL_ERROR_RT_MEMORY_ALLOCATION (207001)", RT, "acl"),
     lit("cuda_oom", "EL0004: Failed to allocate memory",

@@ -1,7 +1,7 @@
 """Libraries that report CUDA's own failure in their own words: CTranslate2 (faster-whisper),
 Caffe's glog CHECK, Darknet, OpenCV's CUDA module, RAPIDS' memory manager (RMM, under cuDF,
-cuML, XGBoost and Dask), and the missing CUDA user-space libraries as the loaders that look
-for them say it.
+cuML, XGBoost and Dask), Isaac Gym, and the missing CUDA user-space libraries as the loaders
+that look for them say it (the dynamic loader, CTranslate2's, cuDNN 8's and 9's).
 
 Each relays cudaGetErrorString's "out of memory" (or the allocator's own pool limit) behind
 its prefix: device memory, whatever prefix. RMM raises it as a C++ std::bad_alloc that Python
@@ -27,6 +27,10 @@ RMM = ("RMM 24.06 include/rmm/detail/error.hpp (RMM_FAIL \"RMM failure at: \", r
        "RMM_CUDA_TRY \"CUDA error at: \"), include/rmm/mr/device/pool_memory_resource.hpp "
        "(\"Maximum pool size exceeded\")")
 CUDNN = "cuDNN 8.9 libcudnn.so sub-library loader (\"Could not load library %s. Error: %s\")"
+CUDNN9 = ("cuDNN 9.1 libcudnn.so sub-library loader (\"Unable to load any of {%s}\", \"Invalid handle. "
+          "Cannot load symbol %s\")")
+GYM = ("NVIDIA Isaac Gym Preview 4 carb.gym.plugin (\"Gym cuda error: %s: %s: %d\" with the CUDA "
+       "error's text)")
 LD = ("glibc 2.35 elf/dl-load.c (\"cannot open shared object file\"), elf/dl-lookup.c (\"undefined "
       "symbol: %s, version %s\"); CUDA Toolkit 12.4 library names (libcudart, libcublas, "
       "libcublasLt, libcudnn*, libnccl, libnvrtc, libcufft, libcurand, libcusparse, libcusolver, "
@@ -48,7 +52,14 @@ ROWS = (
        "MemoryError: std::bad_alloc: out_of_memory: RMM failure at:/rmm/include/rmm/mr/device/"
        "pool_memory_resource.hpp:196: Maximum pool size exceeded", RMM,
        ("Maximum pool size exceeded", "out_of_memory: CUDA error at: "), "rmm"),
+    rx("cuda_oom", r"Gym cuda error: out of memory",
+       "[Error] [carb.gym.plugin] Gym cuda error: out of memory: ../../../source/plugins/carb/gym/"
+       "impl/Gym/GymPhysX.cpp: 1721", GYM, ("Gym cuda error: out of memory",), "isaacgym"),
     # the CUDA user-space libraries missing or from another release
+    rx("code_error", r"Unable to load any of \{libcudnn|Invalid handle\. Cannot load symbol cudnn",
+       "Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9.1, libcudnn_ops.so.9, "
+       "libcudnn_ops.so}", CUDNN9, ("Unable to load any of {libcudnn", "Cannot load symbol cudnn"),
+       "cudnn")._replace(fix=FIX),
     rx("code_error", r"Library (lib)?" + _CUDALIB + r"[0-9_]*\.(so|dll)[.0-9]* is not found or "
        r"cannot be loaded",
        "RuntimeError: Library libcublas.so.12 is not found or cannot be loaded", CT2,

@@ -31,8 +31,17 @@ APEX = ("NVIDIA apex 24.04 setup.py check_cuda_torch_binary_vs_bare_metal (\"Cud
         "Pytorch binaries.\")")
 FA = ("flash-attention 2.5 setup.py (RuntimeError(\"FlashAttention is only supported on CUDA 11.7 "
       "and above.\"))")
+PAIRS = ("torchvision 0.19 torchvision/extension.py _check_cuda_version (\"Detected that PyTorch and "
+         "torchvision were compiled with different CUDA versions.\"); the same check in torchaudio "
+         "2.4 torchaudio/_extension/utils.py and torch_sparse/torch_scatter 2.1 __init__.py")
+HF_FA = ("transformers 4.44 src/transformers/modeling_utils.py _check_and_enable_flash_attn_2 "
+         "(\"... the package flash_attn seems to be not installed.\")")
+XFORMERS = ("xformers 0.0.27 xformers/ops/fmha/dispatch.py / common.py not_supported_reasons "
+            "(\"xFormers wasn't build with CUDA support\")")
 # (0.43's "compiled without GPU support" is a UserWarning printed by runs that go on fine: no row)
-BNB = ("bitsandbytes 0.41 bitsandbytes/cuda_setup/main.py (\"CUDA Setup failed despite GPU being "
+BNB = ("bitsandbytes 0.41 bitsandbytes/functional.py (lib.cadam32bit_grad_fp32 ... on the native "
+       "library that failed to load: lib is None), bitsandbytes/cuda_setup/main.py (\"CUDA Setup "
+       "failed despite GPU being "
        "available.\", \"CUDA SETUP: Required library version not found: %s. Maybe you need to "
        "compile it from source?\")")
 LD = ("glibc 2.35 elf/dl-lookup.c _dl_lookup_symbol_x (\"undefined symbol: %s\"); Itanium C++ ABI "
@@ -84,6 +93,23 @@ ROWS = tuple(_b(r) for r in (
     lit("", "CUDA SETUP: Required library version not found",
         "CUDA SETUP: Required library version not found: libbitsandbytes_cuda121.so. Maybe you need "
         "to compile it from source?", BNB, "bitsandbytes"),
+    rx("", r"Detected that PyTorch and [A-Za-z_]+ were compiled with different CUDA versions",
+       "RuntimeError: Detected that PyTorch and torch_sparse were compiled with different CUDA "
+       "versions. PyTorch has CUDA version 11.8 and torch_sparse has CUDA version 12.1. Please "
+       "reinstall the torch_sparse that matches your PyTorch install.", PAIRS,
+       ("were compiled with different CUDA versions",), "torchvision"),
+    lit("", "the package flash_attn seems to be not installed",
+        "ImportError: FlashAttention2 has been toggled on, but it cannot be used due to the following "
+        "error: the package flash_attn seems to be not installed. Please refer to the documentation "
+        "of https://huggingface.co/docs/transformers/perf_infer_gpu_one#flashattention-2 to install "
+        "Flash Attention 2.", HF_FA, "transformers"),
+    lit("", "xFormers wasn't build with CUDA support",
+        "        xFormers wasn't build with CUDA support", XFORMERS,
+        "xformers"),
+    rx("", r"'NoneType' object has no attribute 'c(adam32bit_grad_fp32|quantize_blockwise_fp(16|32)|"
+       r"dequantize_blockwise_fp(16|32)|get_managed_ptr)'",
+       "AttributeError: 'NoneType' object has no attribute 'cadam32bit_grad_fp32'", BNB,
+       ("'NoneType' object has no attribute 'c",), "bitsandbytes"),
     lit("", "CUDA Setup failed despite GPU being available",
         "RuntimeError: CUDA Setup failed despite GPU being available. Please run the following "
         "command to get more information: python -m bitsandbytes", BNB, "bitsandbytes"),
