@@ -1,5 +1,5 @@
 """Libraries that report CUDA's own failure in their own words: CTranslate2 (faster-whisper),
-Caffe's glog CHECK, Darknet, OpenCV's CUDA module, RAPIDS' memory manager (RMM, under cuDF,
+Caffe's glog CHECK, TVM's and DGL's CUDA_CALL, Darknet, OpenCV's CUDA module, RAPIDS' memory manager (RMM, under cuDF,
 cuML, XGBoost and Dask), Isaac Gym, and the missing CUDA user-space libraries as the loaders
 that look for them say it (the dynamic loader, CTranslate2's, cuDNN 8's and 9's).
 
@@ -29,6 +29,9 @@ RMM = ("RMM 24.06 include/rmm/detail/error.hpp (RMM_FAIL \"RMM failure at: \", r
 CUDNN = "cuDNN 8.9 libcudnn.so sub-library loader (\"Could not load library %s. Error: %s\")"
 CUDNN9 = ("cuDNN 9.1 libcudnn.so sub-library loader (\"Unable to load any of {%s}\", \"Invalid handle. "
           "Cannot load symbol %s\")")
+TVM = ("Apache TVM 0.16 src/runtime/cuda/cuda_common.h CUDA_CALL (CHECK(e == cudaSuccess || e == "
+       "cudaErrorCudartUnloading) << \"CUDA: \" << cudaGetErrorString(e)); the same macro in DGL 2.1 "
+       "src/runtime/cuda/cuda_common.h and BytePS")
 GYM = ("NVIDIA Isaac Gym Preview 4 carb.gym.plugin (\"Gym cuda error: %s: %s: %d\" with the CUDA "
        "error's text)")
 LD = ("glibc 2.35 elf/dl-load.c (\"cannot open shared object file\"), elf/dl-lookup.c (\"undefined "
@@ -52,6 +55,10 @@ ROWS = (
        "MemoryError: std::bad_alloc: out_of_memory: RMM failure at:/rmm/include/rmm/mr/device/"
        "pool_memory_resource.hpp:196: Maximum pool size exceeded", RMM,
        ("Maximum pool size exceeded", "out_of_memory: CUDA error at: "), "rmm"),
+    lit("cuda_oom", "cudaErrorCudartUnloading: CUDA: out of memory",
+        "dgl._ffi.base.DGLError: [10:00:00] /opt/dgl/src/runtime/cuda/cuda_device_api.cc:117: Check "
+        "failed: e == cudaSuccess || e == cudaErrorCudartUnloading: CUDA: out of memory", TVM,
+        "dgl"),
     rx("cuda_oom", r"Gym cuda error: out of memory",
        "[Error] [carb.gym.plugin] Gym cuda error: out of memory: ../../../source/plugins/carb/gym/"
        "impl/Gym/GymPhysX.cpp: 1721", GYM, ("Gym cuda error: out of memory",), "isaacgym"),

@@ -16,6 +16,8 @@ ORTE = ("Open MPI 4.1 orte/mca/errmgr/default_hnp help-errmgr-base.txt (\"%s not
         "rank %s with PID %s on node %s exited on signal %d (%s).\", \"ORTE has lost communication "
         "with a remote daemon.\"); Open MPI 5.0 PRRTE help-prte-errmgr-base.txt (\"PRTE has lost "
         "communication with a remote daemon.\")")
+SLOTS = ("Open MPI 4.1 orte/mca/rmaps/base/help-orte-rmaps-base.txt (\"There are not enough slots "
+         "available in the system to satisfy the %d slots that were requested by the application\")")
 BTL = ("Open MPI 4.1 opal/mca/btl/tcp/help-mpi-btl-tcp.txt (\"An MPI communication peer process has "
        "unexpectedly disconnected.\")")
 UCX = ("UCX 1.16 src/uct/ib/mlx5/ib_mlx5_log.c uct_ib_mlx5_completion_with_err (\"Transport retry "
@@ -33,6 +35,11 @@ ROWS = (
        r"signal 9( |\.|$)",
        "mpirun noticed that process rank 3 with PID 18824 on node gpu-2 exited on signal 9 (Killed).",
        ORTE, ("exited on signal 9",), "mpirun", _S),
+    # more ranks than the hostfile (or the cores) give: the launch command, not the machine
+    rx("code_error", r"There are not enough slots available in the system to satisfy the [0-9]+",
+       "There are not enough slots available in the system to satisfy the 8 slots that were "
+       "requested by the application:", SLOTS, ("not enough slots available in the system",),
+       "mpirun"),
     rx("nccl", r"(ORTE|PRTE) has lost communication with a remote daemon",
        "ORTE has lost communication with a remote daemon.", ORTE,
        ("has lost communication with a remote daemon",), "mpirun"),

@@ -20,6 +20,8 @@ DRV = "CUDA Driver API 12.4 cuda.h CUDA_ERROR_NO_DEVICE = 100"
 TORCH = ("PyTorch 2.4 torch/cuda/__init__.py (_check_driver: \"Found no NVIDIA driver on your "
          "system.\"; _lazy_init: \"Torch not compiled with CUDA enabled\"), "
          "c10/cuda/CUDAFunctions.cpp device_count_impl (\"No CUDA GPUs are available\")")
+LINKED = ("PyTorch 2.4 c10/core/impl/DeviceGuardImplInterface.h getDeviceGuardImpl (TORCH_CHECK(p, "
+          "\"PyTorch is not linked with support for \", type, \" devices\"))")
 A1111 = ("AUTOMATIC1111 stable-diffusion-webui 1.9 modules/launch_utils.py prepare_environment "
          "(\"Torch is not able to use GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS variable to "
          "disable this check\")")
@@ -69,4 +71,8 @@ ROWS = (
        "RuntimeError: HIP error: no ROCm-capable device is detected", HIP, "hip"),
     lit("code_error", "Torch not compiled with CUDA enabled",
         "AssertionError: Torch not compiled with CUDA enabled", TORCH, "torch")._replace(fix=FIX),
+    # the same for any device type the installed build lacks (a CPU wheel under IPEX, ROCm)
+    rx("code_error", r"PyTorch is not linked with support for (cuda|xpu|hip|privateuseone) devices",
+       "RuntimeError: PyTorch is not linked with support for xpu devices", LINKED,
+       ("PyTorch is not linked with support for ",), "torch")._replace(fix=FIX),
 )
