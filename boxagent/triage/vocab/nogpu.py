@@ -30,9 +30,14 @@ LIGHTNING = ("Lightning 2.2 src/lightning/pytorch/trainer/connectors/accelerator
              "found!\"))")
 VLLM = ("vLLM 0.6 vllm/config.py DeviceConfig (RuntimeError(\"Failed to infer device type\"): no "
         "platform found, the image's runtime not matching the host's GPU or none visible)")
+TENSILE = ("hipBLASLt 0.7 / rocBLAS 4.1 tensile_host.cpp GetDeviceCount (\"Could not initialize Tensile "
+           "host: No devices found\")")
 HIP = "ROCm 6.1 HIP hip_runtime_api.h hipErrorNoDevice (\"no ROCm-capable device is detected\")"
 
 _S = False
+AMD_FIX = ("the AMD GPU is not reachable where the job runs: a container needs `--device=/dev/kfd "
+           "--device=/dev/dri` and the video/render groups; check `rocm-smi` on the host, or rent "
+           "another box")
 
 
 def _n(text, example, source, emitter):
@@ -67,8 +72,13 @@ ROWS = (
        "lightning_fabric.utilities.exceptions.MisconfigurationException: No supported gpu backend "
        "found!", LIGHTNING, "lightning"),
     _n("Failed to infer device type", "RuntimeError: Failed to infer device type", VLLM, "vllm"),
-    _n("HIP error: no ROCm-capable device is detected",
-       "RuntimeError: HIP error: no ROCm-capable device is detected", HIP, "hip"),
+    # AMD's: the container was started without the GPU's device files
+    lit("driver_too_old", "HIP error: no ROCm-capable device is detected",
+        "RuntimeError: HIP error: no ROCm-capable device is detected", HIP, "hip",
+        _S)._replace(fix=AMD_FIX),
+    lit("driver_too_old", "Could not initialize Tensile host: No devices found",
+        "rocblaslt error: Could not initialize Tensile host: No devices found", TENSILE, "rocblas",
+        _S)._replace(fix=AMD_FIX),
     lit("code_error", "Torch not compiled with CUDA enabled",
         "AssertionError: Torch not compiled with CUDA enabled", TORCH, "torch")._replace(fix=FIX),
     # the same for any device type the installed build lacks (a CPU wheel under IPEX, ROCm)

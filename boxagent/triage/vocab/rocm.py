@@ -25,6 +25,8 @@ ROCR = ("ROCm 6.1 ROCR-Runtime src/core/runtime/runtime.cpp (\"Memory access fau
 HSA = "ROCm 6.1 ROCR-Runtime inc/hsa.h enum hsa_status_t (hsa_status_string)"
 ROCBLAS = "rocBLAS 4.1 library/include/internal/rocblas-types.h enum rocblas_status"
 HIPBLAS = "hipBLAS 2.1 library/include/hipblas.h enum hipblasStatus_t (also hipBLASLt 0.7)"
+TENSILE = ("rocBLAS 4.1 library/src/tensile_host.cpp (\"rocBLAS error: Cannot read %s: %s for GPU arch : "
+           "%s\" and the list of the TensileLibrary files the build has: none for this gfx target)")
 MIOPEN = "MIOpen 3.1 include/miopen/miopen.h enum miopenStatus_t"
 AMDGPU = ("Linux 6.8 drivers/gpu/drm/amd/amdgpu/amdgpu_job.c amdgpu_job_timedout (\"ring %s "
           "timeout, signaled seq=%u, emitted seq=%u\"), amdgpu_device.c amdgpu_device_gpu_recover "
@@ -50,6 +52,9 @@ ROWS = (
         "hipErrorInvalidDeviceFunction: invalid device function", HIP, "hip"),
     lit("torch_arch_mismatch", "HIP error: invalid device function",
         "RuntimeError: HIP error: invalid device function", TORCH, "hip"),
+    rx("torch_arch_mismatch", r"Cannot read [^ ]*TensileLibrary[^ ]*: .* for GPU arch ?: ?gfx[0-9a-f]+",
+       "rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file or "
+       "directory for GPU arch : gfx1103", TENSILE, ("for GPU arch",), "rocblas"),
     lit("torch_arch_mismatch", "HSA_STATUS_ERROR_INVALID_ISA",
         "HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid.", HSA, "hsa"),
     lit("driver_too_old", "hipErrorInsufficientDriver",
