@@ -24,6 +24,15 @@ Hit = Dict[str, Any]
 # (signature, emitter, domain, source of the wording). First match wins: the more specific
 # signature (a CPU device inside a TF OOM line) comes before the generic one.
 EMITTERS: Tuple[Tuple[str, str, str, str], ...] = (
+    # the device-memory names of the GPU APIs come first: PyOpenCL raises
+    # them as `pyopencl._cl.MemoryError`, and RAPIDS' RMM a std::bad_alloc carrying CUDA's
+    # cudaErrorMemoryAllocation or its pool's limit, which Python shows as MemoryError
+    (r"MEM_OBJECT_ALLOCATION_FAILURE|OUT_OF_DEVICE_MEMORY|OutOfDeviceMemory|"
+     r"cudaErrorMemoryAllocation|RMM failure at|out_of_memory: CUDA error at",
+     "a GPU API's device allocator", "gpu_memory",
+     "Khronos OpenCL 3.0 CL/cl.h CL_MEM_OBJECT_ALLOCATION_FAILURE; Vulkan 1.3 "
+     "VK_ERROR_OUT_OF_DEVICE_MEMORY; Level Zero 1.9 ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY; "
+     "CUDA Runtime 12.4 cudaErrorMemoryAllocation; RMM 24.06 include/rmm/detail/error.hpp"),
     # host RAM
     (r"Out of memory: Kill|oom-kill:|oom_kill_process|Memory cgroup out of memory|"
      r"invoked oom-killer", "kernel OOM killer", "host_memory",
@@ -86,7 +95,8 @@ WORDS: Dict[str, Tuple[str, Tuple[str, ...], Dict[str, str]]] = {
                {"host_memory": "cgroup_oom", "gpu_memory": "cuda_oom"}),
     "network": (r"[Cc]onnection refused|[Cc]onnection reset|[Cc]onnection timed out|"
                 r"[Nn]o route to host|[Nn]etwork is unreachable|Connection(Reset|Refused|Aborted)?Error|"
-                r"Connection closed by peer|[Bb]roken pipe|timed out|i/o timeout",
+                r"Connection closed by peer|[Bb]roken pipe|timed out|i/o timeout|"
+                r"[Tt]ransport endpoint is not connected",
                 ("network_transient", "nccl", "code_error"),
                 {"collective": "nccl", "scheduler": "node_failure",
                  "download": "network_transient"}),

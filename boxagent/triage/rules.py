@@ -214,9 +214,9 @@ def _normalize(spec: Any, source: str) -> Optional[Dict[str, Any]]:
     if not (isinstance(cls, str) and cls and isinstance(pattern, str) and pattern):
         return None
     try:
-        re.compile(pattern)
-    except re.error:
-        return None
+        re.compile(pattern, re.M)         # the flags Rule compiles it with: the re cache
+    except re.error:                      # serves that second compile (a rule set's start-up
+        return None                       # was half spent compiling every pattern twice)
     if source != "builtin" and unsafe_reason(pattern) is not None:
         return None                       # a spec written before the submit check: never run it
     return spec
@@ -263,9 +263,16 @@ def _build(profile_rules: Optional[List[Dict[str, Any]]], job_rules: Optional[Li
     return RuleSet(rules)
 
 
-def _line_order(rule: Rule) -> Tuple[int, int, int]:
+def _line_order(rule: Rule) -> Tuple[int, int, int, int]:
     rank = CLASS_RANK.index(rule.cls) if rule.cls in CLASS_RANK else -1
-    return (SOURCE_RANK[rule.source], rank, rule.order)
+    # Within a class a tagged rule (crash, wrapper, traceback) keeps its line; then the
+    # vocabulary rows that carry a remedy of their own come before the class's generic
+    # patterns: "ImportError: …_C.so: undefined symbol: _ZN3c10…" is an extension built
+    # against another torch (reinstall it), not the job's bug that the generic exception
+    # line would say, and both are code_error, so only the order tells which remedy shows.
+    own_fix = rule.vocab and rule.remediation != REMEDIATION.get(rule.cls, "")
+    tier = 0 if rule.tag else (1 if own_fix else 2)
+    return (SOURCE_RANK[rule.source], rank, tier, rule.order)
 
 
 def validate_rule(spec: Any) -> Optional[str]:

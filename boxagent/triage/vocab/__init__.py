@@ -26,6 +26,9 @@ from boxagent.triage.vocab import (containers, gonet, gpuarch, langs, nonfinite,
                                    rayexc, secondhand, serving, shm)
 from boxagent.triage.vocab import (cortex, dotnet, goexec, libcurl, megatron_log, nvcli_mount,
                                    ort_arena, runc, sbatch, skypilot, trt_memory, xla)
+from boxagent.triage.vocab import (ascend, batchsys, c10dstore, cudarelay, extbuild, gaudi, gpuapis,
+                                   llmstacks, media, mounts, mpi, nogpu, nvsystem, rocm, storage,
+                                   transfer, tritonrt, xpu)
 from boxagent.triage.vocab.table import Row
 
 # name -> module; the order is only the order rows are listed in
@@ -47,6 +50,17 @@ TABLES += (("xla", xla), ("goexec", goexec), ("dotnet", dotnet), ("skypilot", sk
            ("runc", runc), ("nvcli_mount", nvcli_mount), ("cortex", cortex),
            ("ort_arena", ort_arena), ("megatron_log", megatron_log), ("sbatch", sbatch),
            ("libcurl", libcurl), ("trt_memory", trt_memory))
+# read from the sources of ecosystems the corpus holds no case of: other accelerators (ROCm,
+# Intel XPU and Gaudi, Ascend, OpenCL/Vulkan), NVIDIA's system layer (DCGM, fabric manager),
+# a job that sees no GPU, MPI and the fabrics, the c10d store, object stores and network
+# mounts, rsync/ssh, HTCondor and SageMaker, CUDA extensions built at run time, CUDA's
+# failures relayed by other libraries, Triton's run time, rendering and video, LLM stacks
+TABLES += (("rocm", rocm), ("xpu", xpu), ("gaudi", gaudi), ("ascend", ascend),
+           ("gpuapis", gpuapis), ("nvsystem", nvsystem), ("nogpu", nogpu), ("mpi", mpi),
+           ("c10dstore", c10dstore), ("storage", storage), ("mounts", mounts),
+           ("transfer", transfer), ("batchsys", batchsys), ("extbuild", extbuild),
+           ("cudarelay", cudarelay), ("tritonrt", tritonrt), ("media", media),
+           ("llmstacks", llmstacks))
 
 # Field cases held out for this process (comma-separated paths under tests/triage/field/):
 # set by the scorer's leave-one-ecosystem-out for the fold it scores; unset, every row is on.
