@@ -65,6 +65,11 @@ TELL_APART: Dict[Tuple[str, str], str] = {
                                   "comes without NaN, it is the code",
     ("killed", "preempted"): "the provider's console or event log says whether it stopped the "
                              "instance (spot/preemption)",
+    ("preempted", "killed"): "the provider's console or event log (`sky jobs queue`, the cloud's "
+                             "instance history) says whether it took the machine back; if not, "
+                             "someone stopped the job",
+    ("cancelled", "killed"): "`sacct -j JOB -o JobID,State,Reason` names who ended it: CANCELLED "
+                             "by a uid is a scancel",
 }
 _CUDA_WORDS = re.compile(r"CUDA error|cudaError|illegal memory access|unspecified launch failure|"
                          r"CUBLAS_STATUS|CUDNN_STATUS|device-side assert")

@@ -25,7 +25,9 @@ The precedence (first that applies wins; each step names its deciding evidence f
   8. vanished (attach mode)         hangup / the log's own crash / OOM-looking kill / killed
   9. signals                        slurmstepd's "CANCELLED AT .. DUE TO" line -> timeout,
                                     preempted, node_failure; SIGHUP -> hangup;
-                                    SIGKILL/SIGTERM/SIGINT -> killed
+                                    SIGKILL/SIGTERM/SIGINT -> killed, unless the
+                                    tail holds the platform's notice (notices.py:
+                                    a spot interruption, a preemption, a scancel)
                                     (a bare "Killed" line or a SIGKILL with no readable
                                     counter on the box -> killed, the OOM killer named as
                                     the likely sender, confidence low; offline -> cgroup_oom,
@@ -75,7 +77,7 @@ from typing import Any, Callable, Dict, List, Optional
 from boxagent.health import xidcatalog
 from boxagent.triage import confidence, emitters, gpufacts, launchers, tailread
 from boxagent.triage import evidence as E
-from boxagent.triage import logcause, payload, runnerups, senders
+from boxagent.triage import logcause, notices, payload, runnerups, senders
 from boxagent.slurm import states as slurm_states
 from boxagent.triage.builtin_rules import REMEDIATION, SLURM_REMEDIATION
 from boxagent.triage.causes import NATIVE_CRASH, Cause, exit_ev, make_cause as _cause, tail_ev
@@ -365,9 +367,26 @@ def _signalled(f: Dict[str, Any]) -> Optional[Cause]:
         return _killed_line(f, hit, "killed", d if hit is not None and d is not None
                             and d.hit is hit else None)
     if sig in ("SIGTERM", "SIGINT", "SIGQUIT"):
-        return _cause("killed", "stopped by %s from outside" % sig, [how], fact=how,
-                      confidence="medium", runner_up="preempted")
+        return _noticed(f, sig, how) or _cause(
+            "killed", "stopped by %s from outside" % sig, [how], fact=how,
+            confidence="medium", runner_up="preempted")
     return None
+
+
+def _noticed(f: Dict[str, Any], sig: str, how: str) -> Optional[Cause]:
+    """A SIGTERM the platform announced in the tail (a spot interruption, a preemption, a
+    scancel): the announcement is the cause, the signal its consequence (notices.py)."""
+    d = E.decide(f)
+    if d is not None and d.kind == "error" and d.hit.get("class") not in ("killed", "hangup"):
+        return None                  # the job's own error: a notice never overrides it
+    found = notices.notice([str(x) for x in f.get("last_lines") or []])
+    if found is None:
+        return None
+    cls, _, line = found
+    what = "preempted: the platform announced it, then stopped the job with %s" % sig \
+        if cls == "preempted" else "cancelled from outside (scancel), then stopped with %s" % sig
+    return _cause(cls, what, ["the log's notice: %s" % line, how], confidence="medium",
+                  runner_up="killed")
 
 
 # -- the log
