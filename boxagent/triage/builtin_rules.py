@@ -156,6 +156,16 @@ BUILTIN_RULES = [
        r"directory|bin/env: [^ :]*\\r[^ :]*: |(\^M|[^A-Za-z0-9 ]): bad interpreter",
        keywords=["invalid option", ": No such file or directory", "bin/env: ",
                  ": bad interpreter"]),
+    # A name that ends in the script's CR, shown as ^M (cat -v, zsh's nicechar, less), in
+    # whatever message quotes it ("bad interpreter: /bin/bash^M: no such file", "python^M:
+    # not found"); and the tools that say it in words: fish ("The file uses Windows line
+    # endings (\r\n)"), sbatch ("Batch script contains DOS line breaks (\r\n)"), shellcheck
+    # SC1017 ("Literal carriage return"). git's "LF will be replaced by CRLF" names no line
+    # ending of a script that ran: not matched.
+    _r("crlf_script", r"[A-Za-z0-9_./-]\^M[:'\"]|([Ww]indows|DOS|CRLF|CR-LF) line[ -](endings?|"
+       r"breaks?)|[Ll]iteral carriage return",
+       keywords=["^M", " line ending", " line break", "line-ending", "line-break",
+                 "iteral carriage return"]),
     # A SIGKILL nobody asked for is usually the OOM killer, however the layer above words it:
     # bash's "Killed", zsh's "[1]  12 killed  python …", torchrun's "exitcode: -9",
     # mp.spawn's "terminated with signal SIGKILL", subprocess's "died with <Signals.SIGKILL:
