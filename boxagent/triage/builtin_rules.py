@@ -162,10 +162,11 @@ BUILTIN_RULES = [
     # endings (\r\n)"), sbatch ("Batch script contains DOS line breaks (\r\n)"), shellcheck
     # SC1017 ("Literal carriage return"). git's "LF will be replaced by CRLF" names no line
     # ending of a script that ran: not matched.
-    _r("crlf_script", r"[A-Za-z0-9_./-]\^M[:'\"]|([Ww]indows|DOS|CRLF|CR-LF) line[ -](endings?|"
-       r"breaks?)|[Ll]iteral carriage return",
-       keywords=["^M", " line ending", " line break", "line-ending", "line-break",
-                 "iteral carriage return"]),
+    _r("crlf_script", r"[A-Za-z0-9_./-]\^M['\"]?: ([Bb]ad interpreter|[Nn]o such file)|bad "
+       r"interpreter: [^ :]*\^M: |([Ww]indows|DOS|CRLF|CR-LF) line[ -](endings?|breaks?)|"
+       r"[Ll]iteral carriage return",
+       keywords=[": bad interpreter", ": No such file or directory", ": no such file or directory",
+                 "line ending", "line break", "line-ending", "line-break", "carriage return"]),
     # A SIGKILL nobody asked for is usually the OOM killer, however the layer above words it:
     # bash's "Killed", zsh's "[1]  12 killed  python …", torchrun's "exitcode: -9",
     # mp.spawn's "terminated with signal SIGKILL", subprocess's "died with <Signals.SIGKILL:
