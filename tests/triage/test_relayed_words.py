@@ -1,0 +1,35 @@
+"""One library relaying another's failure in that library's own words: the words decide by
+who first said them (emitters.py), whichever exception type carries them."""
+from __future__ import annotations
+
+import pytest
+
+from boxagent.triage.cli import report
+
+
+def _cause(tmp_path, text: str, exit_code: int = 1):
+    p = tmp_path / "x.log"
+    p.write_text(text, encoding="utf-8")
+    return report(str(p), exit_code, [], "auto", None, probe_disks=False)["cause"]
+
+
+@pytest.mark.parametrize("line", [
+    # a CUDA check macro printing the runtime's string for cudaErrorMemoryAllocation
+    "RuntimeError: [enforce fail at context_gpu.cu:415] error == cudaSuccess. 2 vs 0. Error at: "
+    "context_gpu.cu:415: out of memory",
+    # the driver API's name, as CuPy and Julia's CUDA.jl relay it
+    "cupy_backends.cuda.api.driver.CUDADriverError: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+    "ERROR: LoadError: CUDA error: out of memory (code 2, ERROR_OUT_OF_MEMORY) from cuMemAlloc",
+])
+def test_out_of_memory_relayed_from_a_cuda_call_is_the_gpus(tmp_path, line):
+    c = _cause(tmp_path, "Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n"
+               + line + "\n")
+    assert c["class"] == "cuda_oom", c
+
+
+def test_out_of_memory_from_the_host_allocator_stays_host_memory(tmp_path):
+    c = _cause(tmp_path, "Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n"
+               "RuntimeError: [enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: "
+               "can't allocate memory: you tried to allocate 8589934592 bytes. Error code 12 "
+               "(Cannot allocate memory)\n")
+    assert c["class"] == "cgroup_oom", c
