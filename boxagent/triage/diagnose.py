@@ -90,10 +90,15 @@ def reread_hits(facts: Dict[str, Any]) -> Dict[str, Any]:
     """The facts with each hit read by its emitter (with the lines that continue its message)
     and its launcher."""
     lines = [str(x) for x in facts.get("last_lines") or []]
-    hits = [launchers.reread(payload.reread(emitters.reread(h, tailread.continuation(
-        lines, h.get("line"))), runnerups.detail(str(h.get("line") or ""), facts)))
-        if isinstance(h, dict) else h for h in facts.get("hits") or []]
+    hits = [_reread(h, lines, facts) if isinstance(h, dict) else h
+            for h in facts.get("hits") or []]
     return dict(facts, hits=hits)
+
+
+def _reread(h: Dict[str, Any], lines: List[str], facts: Dict[str, Any]) -> Dict[str, Any]:
+    after = runnerups.detail(str(h.get("line") or ""), facts)
+    return launchers.reread(payload.reread(emitters.reread(
+        h, tailread.continuation(lines, h.get("line"))), after), after)
 
 
 def diagnose(facts: Dict[str, Any]) -> Cause:

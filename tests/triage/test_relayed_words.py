@@ -33,3 +33,20 @@ def test_out_of_memory_from_the_host_allocator_stays_host_memory(tmp_path):
                "can't allocate memory: you tried to allocate 8589934592 bytes. Error code 12 "
                "(Cannot allocate memory)\n")
     assert c["class"] == "cgroup_oom", c
+
+
+def test_an_exception_whose_message_is_a_launchers_report_is_looked_through(tmp_path):
+    # torch.multiprocessing.spawn before ProcessRaisedException: `raise Exception(msg)` with
+    # the message on the next lines; the child's own error above decides, not `Exception:`
+    c = _cause(tmp_path, "[rank1] RuntimeError: CUDA error: an illegal memory access was "
+               "encountered\nTraceback (most recent call last):\n  File \"train.py\", line 30, in "
+               "<module>\n    mp.spawn(main, nprocs=2)\nException:\n\n-- Process 1 terminated "
+               "with the following error:\nTraceback (most recent call last):\n")
+    assert c["class"] != "code_error" or "illegal memory access" in c["decided_by"], c
+    assert "Exception:" not in c["decided_by"], c
+
+
+def test_an_empty_exception_message_with_no_launcher_after_it_still_decides(tmp_path):
+    c = _cause(tmp_path, "Traceback (most recent call last):\n  File \"t.py\", line 3, in "
+               "<module>\nValueError:\n")
+    assert c["class"] == "code_error" and "ValueError:" in c["decided_by"], c
