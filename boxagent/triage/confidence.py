@@ -82,7 +82,9 @@ _SPECIFIC_CODE = re.compile(r"SyntaxError|IndentationError|TabError|No module na
 _OOM_WORDS = re.compile(r"Out of memory: Kill|oom-kill|oom_kill_process|Memory cgroup out of "
                         r"memory|Exceeded job memory limit|exceeded memory limit|low on memory|"
                         r"OOMKilled|low on resource: \[?memory|condition: \[MemoryPressure|"
-                        r"ran out-of-memory and exited")
+                        r"ran out-of-memory and exited|[Kk]illed (due to|because of) [^.;]{0,60}"
+                        r"(memory pressure|low on memory|low memory|out of memory|memory used)|"
+                        r"[Kk]illed [^ ]+ due to memory (pressure|used)")
 # A collective that timed out or was aborted is often the symptom of another rank's failure
 # (an OOM, an exception, ranks doing different work) that this log does not show.
 _COLLECTIVE_SYMPTOM = re.compile(r"[Ww]atchdog|timed out|[Tt]imeout|was aborted|DistBackendError")

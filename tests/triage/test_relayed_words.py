@@ -50,3 +50,27 @@ def test_an_empty_exception_message_with_no_launcher_after_it_still_decides(tmp_
     c = _cause(tmp_path, "Traceback (most recent call last):\n  File \"t.py\", line 3, in "
                "<module>\nValueError:\n")
     assert c["class"] == "code_error" and "ValueError:" in c["decided_by"], c
+
+
+@pytest.mark.parametrize("line", [
+    # Ray's raylet summary (node_manager.cc) and systemd-oomd's kill line (oomd-manager.c)
+    "(raylet) node_manager.cc:3064: 3 Workers (tasks / actors) killed due to memory pressure "
+    "(OOM), 0 Workers crashed due to other reasons at node (ID: 9f1e, IP: 10.0.0.7)",
+    "systemd-oomd[611]: Killed /user.slice/user-1000.slice/session-3.scope due to memory "
+    "pressure for /user.slice/user-1000.slice being 71.44% > 50.00% for > 20s with reclaim activity",
+])
+def test_a_supervisor_that_killed_for_memory_is_memory_even_with_no_counter_move(tmp_path, line):
+    p = tmp_path / "x.log"
+    p.write_text("epoch 2 step 400\n" + line + "\n", encoding="utf-8")
+    from boxagent.triage import diagnose
+    rep = report(str(p), 1, [], "auto", None, probe_disks=False)
+    assert rep["cause"]["class"] == "cgroup_oom", rep["cause"]
+    # on the box the cgroup counter need not move (the supervisor, not the kernel, killed)
+    facts = {"exit_code": 1, "hits": rep["hits"], "last_lines": rep["last_lines"],
+             "oom_kill_delta": 0}
+    assert diagnose(facts)["class"] == "cgroup_oom"
+
+
+def test_killed_for_another_reason_is_no_memory_kill(tmp_path):
+    c = _cause(tmp_path, "worker 3 killed due to heartbeat timeout after 60s\n")
+    assert c["class"] != "cgroup_oom", c

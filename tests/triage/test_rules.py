@@ -22,6 +22,12 @@ EXAMPLES = [
     ("crlf_script", "run.sh: line 3: set: -\r: invalid option"),
     ("crlf_script", "/usr/bin/env: \u2018bash\\r\u2019: No such file or directory"),
     ("crlf_script", "bash: ./run.sh: /bin/bash^M: bad interpreter: No such file or directory"),
+    ("crlf_script", "sbatch: error: Batch script contains DOS line breaks (\\r\\n)"),
+    ("crlf_script", "In x.sh line 2: SC1017: Literal carriage return. Run script through tr -d '\\r'."),
+    ("cgroup_oom", "(raylet) 2 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers "
+                   "crashed due to other reasons"),
+    ("cgroup_oom", "systemd-oomd[611]: Killed /user.slice/session-3.scope due to memory pressure for "
+                   "/user.slice being 71.44% > 50.00%"),
     ("driver_too_old", "RuntimeError: CUDA driver version is insufficient for CUDA runtime version"),
     ("driver_too_old", "CUDA initialization: The NVIDIA driver on your system is too old (found version 11040)."),
     ("driver_too_old", "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain."),
