@@ -130,6 +130,16 @@ BUILTIN_EXCEPTIONS = (
     "ZeroDivisionError")
 
 
+LIMIT_WORDS = (r"exceeded (the |its )?(maximum |max )?(allowed |execution |run ?)?(time ?limit|"
+               r"timeout|time|wall ?time|walltime)( of [0-9]| limit|[ .,;]|$)|hit (its|the) "
+               r"(time ?limit|timeout)( of [0-9]|[ .,;]|$)|reached (its|the) (maximum )?(time ?limit|"
+               r"wall ?time|walltime|maximum (execution|run) ?time)")
+PLATFORM_LIMIT = ("the platform's time limit ended the job: raise it (GitHub Actions "
+                  "`timeout-minutes`, Azure `timeoutInMinutes`, GitLab `timeout`, Kubernetes "
+                  "`activeDeadlineSeconds`, Modal `timeout=`) or checkpoint and resume in "
+                  "several runs")
+
+
 def _r(cls, pattern, severity=_C, **extra):
     rule = {"class": cls, "pattern": pattern, "severity": severity,
             "retryable": cls in TRANSIENT, "remediation": REMEDIATION[cls]}
@@ -181,6 +191,14 @@ BUILTIN_RULES = [
     # torchrun forwards the signal it got to its workers ("Sending process N closing signal
     # SIGHUP") and raises SignalException ("Process N got signal: 1"). Its SIGTERMs to the
     # surviving workers after one failed are no signal from outside: not matched.
+    # A platform's time limit in its own words (GitHub Actions "has exceeded the maximum
+    # execution time of 360 minutes", Azure Pipelines "exceeded the maximum allowed time of
+    # 01:00:00", Modal "hit its timeout of 300s", a scheduler "reached its time limit"): the
+    # words of the family, not one row per platform (vocabulary rows hold the exact ones).
+    # A network wait ("Read timed out", "deadline exceeded") says none of them.
+    _r("timeout", LIMIT_WORDS, remediation=PLATFORM_LIMIT,
+       keywords=["exceeded", "its timeout", "the timeout", "its time limit", "the time limit",
+                 "its timelimit", "the timelimit", "reached its", "reached the"]),
     # A supervisor that kills for memory and says so: Ray's raylet ("12 Workers (tasks /
     # actors) killed due to memory pressure (OOM)", "Task was killed due to the node running
     # low on memory"), systemd-oomd ("Killed /user.slice/... due to memory pressure for ...

@@ -24,6 +24,10 @@ EXAMPLES = [
     ("crlf_script", "bash: ./run.sh: /bin/bash^M: bad interpreter: No such file or directory"),
     ("crlf_script", "sbatch: error: Batch script contains DOS line breaks (\\r\\n)"),
     ("crlf_script", "In x.sh line 2: SC1017: Literal carriage return. Run script through tr -d '\\r'."),
+    ("timeout", "##[error]The job running on runner GitHub Actions 12 has exceeded the maximum "
+                "execution time of 360 minutes."),
+    ("timeout", "Task's current input in-8f2k hit its timeout of 300s"),
+    ("timeout", "job 4412 reached its time limit and was terminated"),
     ("cgroup_oom", "(raylet) 2 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers "
                    "crashed due to other reasons"),
     ("cgroup_oom", "systemd-oomd[611]: Killed /user.slice/session-3.scope due to memory pressure for "

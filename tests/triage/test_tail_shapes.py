@@ -38,3 +38,29 @@ def test_a_metric_named_like_an_error_is_no_exception():
 def test_a_launchers_report_is_no_bare_exception():
     assert tailread.native_error(["subprocess.CalledProcessError: Command '['python', 't.py']' "
                                   "returned non-zero exit status 1."]) is None
+
+
+@pytest.mark.parametrize("line", [
+    "##[error]The job exceeded the maximum allowed time of 00:30:00 and was stopped.",
+    "worker: Task's current input in-01HZ hit its timeout of 600s",
+    "ERROR: the run has exceeded its wall time of 4h and was stopped by the scheduler",
+    "job 981 reached its time limit (24:00:00) and was terminated",
+])
+def test_a_platform_time_limit_in_its_own_words_is_a_timeout(tmp_path, line):
+    c = _cause(tmp_path, "step 10\n" + line + "\n")
+    assert c["class"] == "timeout", c
+
+
+@pytest.mark.parametrize("line", [
+    "requests.exceptions.ReadTimeout: HTTPSConnectionPool(host='hf.co', port=443): Read timed "
+    "out. (read timeout=10)",
+    "Error: rpc error: code = DeadlineExceeded desc = context deadline exceeded",
+    "RuntimeError: memory usage exceeded the limit of 16 GiB",
+])
+def test_a_network_wait_or_another_limit_is_no_time_limit(tmp_path, line):
+    assert _cause(tmp_path, "step 10\n" + line + "\n")["class"] != "timeout"
+
+
+def test_the_family_words_alone_are_not_certain(tmp_path):
+    c = _cause(tmp_path, "step 10\nERROR: the run has exceeded its wall time of 4h\n")
+    assert c["class"] == "timeout" and c["confidence"] == "medium", c
