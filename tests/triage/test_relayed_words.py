@@ -74,3 +74,24 @@ def test_a_supervisor_that_killed_for_memory_is_memory_even_with_no_counter_move
 def test_killed_for_another_reason_is_no_memory_kill(tmp_path):
     c = _cause(tmp_path, "worker 3 killed due to heartbeat timeout after 60s\n")
     assert c["class"] != "cgroup_oom", c
+
+
+@pytest.mark.parametrize("line", [
+    # ncclGetErrorString before NCCL 2.12 (no "(run with NCCL_DEBUG=INFO ...)"), as callers quote it
+    "NCCL failure train.cu:88 'unhandled system error'",
+    "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: external/xla/xla/service/gpu/"
+    "nccl_utils.cc:297: NCCL operation ncclCommInitRank(&comm, nranks, id, rank) failed: "
+    "unhandled cuda error.",
+    # and after it
+    "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
+    "system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+])
+def test_ncclgeterrorstring_in_every_versions_spelling_is_nccl(tmp_path, line):
+    assert _cause(tmp_path, line + "\n")["class"] == "nccl"
+
+
+def test_an_nccl_warn_line_with_its_file_and_line_is_ncclss_own(tmp_path):
+    # debug.cc prints "[dev] file:line NCCL WARN ": the only failure line of this tail
+    c = _cause(tmp_path, "node3:4411:4502 [1] transport/net_socket.cc:540 NCCL WARN NET/Socket : "
+               "peer 10.0.0.4<43117> message truncated : receiving 1048576 bytes instead of 65536\n")
+    assert c["class"] == "nccl", c

@@ -28,13 +28,18 @@ ROWS = (
     lit("nccl", "ncclRemoteError",
         "ncclRemoteError: A call failed possibly due to a network error or a remote process "
         "exiting prematurely.", RESULT, "nccl"),
-    lit("nccl", "unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+    # ncclGetErrorString's words for the two results no other library words so: NCCL 2.12+
+    # add "(run with NCCL_DEBUG=INFO for details)", NCCL 2.4-2.11 return them bare, and a
+    # caller quotes them either way (nccl-tests' "NCCL failure common.cu:921 'unhandled system
+    # error'", XLA's "ncclGroupEnd() failed: unhandled cuda error.")
+    lit("nccl", "unhandled cuda error",
         "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
         "NCCLUtils.hpp:275, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL "
-        "version 2.20.5", STRING, "nccl"),
-    lit("nccl", "unhandled system error (run with NCCL_DEBUG=INFO for details)",
+        "version 2.20.5", STRING + "; NCCL 2.4-2.11 the same without the parenthesis", "nccl"),
+    lit("nccl", "unhandled system error",
         "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error (run with "
-        "NCCL_DEBUG=INFO for details), NCCL version 2.18.1", STRING, "nccl"),
+        "NCCL_DEBUG=INFO for details), NCCL version 2.18.1",
+        STRING + "; NCCL 2.4-2.11 the same without the parenthesis", "nccl"),
     lit("nccl", "internal error - please report this issue to the NCCL developers",
         "ncclInternalError: internal error - please report this issue to the NCCL developers",
         STRING, "nccl"),
@@ -48,10 +53,13 @@ ROWS = (
         "ncclRemoteError: remote process exited or there was a network error, NCCL version 2.19.3",
         STRING, "nccl"),
     # a WARN line precedes most NCCL failures, but a few are harmless: suggestive, a warning
-    rx("nccl", r"\] NCCL WARN ",
-       "gpu-7:2176:2291 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.3<55874> with "
-       "error 12, opcode 0, len 0, vendor err 129", DEBUG, ("] NCCL WARN ",), "nccl", _S,
-       "warning"),
+    # the WARN prefix carries the file and line that warned (debug.cc: "[%d] %s:%d NCCL WARN ",
+    # 2.23+ "(%s)" the function too); a log cut to the message keeps "] NCCL WARN "
+    rx("nccl", r"\] ([^ ]+:[0-9]+ (\([^)]*\) )?)?NCCL WARN ",
+       "gpu-7:2176:2291 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from peer "
+       "10.0.0.3<55874> with error 12, opcode 0, len 0, vendor err 129",
+       DEBUG + "; src/debug.cc ncclDebugLog (\"[%d] %s:%d NCCL WARN \")",
+       ("NCCL WARN ",), "nccl", _S, "warning"),
     lit("nccl", "Some NCCL operations have failed or timed out",
         "[Rank 1] Some NCCL operations have failed or timed out. Due to the asynchronous nature of "
         "CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.", PG,
