@@ -90,3 +90,23 @@ def test_the_latest_notice_in_the_last_lines_is_the_one_read():
     found = notices.notice(["*** JOB 1 ON n CANCELLED AT 2025-01-01T00:00:00 ***",
                             "The cluster is preempted."])
     assert found is not None and found[0] == "preempted" and found[1] == 1
+
+
+@pytest.mark.parametrize("code,sig", [(247, "SIGKILL"), (241, "SIGTERM")])
+def test_a_launchers_sys_exit_of_a_negative_returncode_is_the_childs_signal(code, sig):
+    from boxagent.triage import evidence as E
+    name, how = E.signal_of({"exit_code": code})
+    assert name == sig and "256 - " in how
+
+
+def test_other_high_statuses_are_no_signal():
+    from boxagent.triage import evidence as E
+    assert E.signal_of({"exit_code": 255}) == (None, None)
+    assert E.signal_of({"exit_code": 250}) == (None, None)
+
+
+def test_a_deepspeed_style_exit_247_is_read_as_a_sigkill(tmp_path):
+    c = _cause(tmp_path, "[INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266\n",
+               exit_code=247)
+    assert c["class"] in ("cgroup_oom", "killed") and c["confidence"] == "low", c
+    assert any("256 - 9" in e for e in c["evidence"]), c
