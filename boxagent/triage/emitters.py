@@ -64,6 +64,12 @@ EMITTERS: Tuple[Tuple[str, str, str, str], ...] = (
     # words for it (caffe2's `error == cudaSuccess ... out of memory`, CuPy/JAX/Julia's
     # CUDA_ERROR_OUT_OF_MEMORY, a failed cuMemAlloc/cudaMalloc): the GPU's memory, whoever
     # relays it
+    # torch's caching allocator refusing past a memory fraction ("Allocation on device 0 would
+    # exceed allowed memory. (out of memory)" with its "Free (according to CUDA)" table), as
+    # a server relaying it quotes it
+    (r"Allocation on device [0-9]+ would exceed|Free \(according to CUDA\)",
+     "torch CUDA caching allocator", "gpu_memory",
+     "pytorch 2.1 c10/cuda/CUDACachingAllocator.cpp (memory-fraction refusal message)"),
     (r"== ?cudaSuccess|CUDA_ERROR_OUT_OF_MEMORY|cuMemAlloc|cudaMalloc(Async|Managed)?[^A-Za-z]",
      "a CUDA call's result", "gpu_memory",
      "CUDA runtime API cudaGetErrorString(cudaErrorMemoryAllocation) = 'out of memory'; CUDA "

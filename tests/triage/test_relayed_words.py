@@ -20,6 +20,10 @@ def _cause(tmp_path, text: str, exit_code: int = 1):
     "context_gpu.cu:415: out of memory",
     "RuntimeError: CHECK failed: cudaMallocAsync(&ptr, bytes, stream): out of memory",
     "ERROR: LoadError: out of memory (cuMemAlloc_v2 returned 2)",
+    # torch's memory-fraction refusal as a Rust server relays it in a panic
+    "thread 'main' panicked at 'Unable to warmup: Generation(\"Allocation on device 1 would exceed "
+    "allowed memory. (out of memory)\nCurrently allocated : 9.1 GiB\nFree (according to CUDA): "
+    "3 MiB\")'",
 ])
 def test_out_of_memory_relayed_from_a_cuda_call_is_the_gpus(tmp_path, line):
     c = _cause(tmp_path, "Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n"
