@@ -230,10 +230,12 @@ BUILTIN_RULES = [
     # loss=nan in a progress line: a warning (training may recover); the crash it causes is
     # what fails the stage.
     # (also a tensor printed as the value, `loss=tensor(nan, device='cuda:0')`, and -inf)
-    _r("divergence", r"[Ll]oss(=| = |: |': |\": | )(tensor\()?-?(nan|NaN|inf)\b|grad_norm(=|: |': )(nan|inf)\b",
+    # (the gradient norm in either spelling: HF's `grad_norm=nan`, Megatron's `grad norm: nan |`)
+    _r("divergence", r"[Ll]oss(=| = |: |': |\": | )(tensor\()?-?(nan|NaN|inf)\b|grad_norm(=|: |': )(nan|inf)\b|grad norm: (nan|inf)\b",
        _W, keywords=[p + t + v for p in ("oss=", "oss = ", "oss: ", "oss': ", "oss\": ", "oss ")
                      for t in ("", "tensor(", "-", "tensor(-") for v in ("nan", "NaN", "inf")] +
-       ["grad_norm" + p + v for p in ("=", ": ", "': ") for v in ("nan", "inf")]),
+       ["grad_norm" + p + v for p in ("=", ": ", "': ") for v in ("nan", "inf")] +
+       ["grad norm: nan", "grad norm: inf"]),
     # fp16 overflow skips are normal while the loss scale calibrates (65536 -> 8192); a scale
     # pushed below 10 means nearly every step overflows: the run is diverging.
     _r("divergence", r"OVERFLOW!.*reducing to [0-9](\.[0-9]+)?( |,|$)|reducing loss scale to "

@@ -64,3 +64,19 @@ def test_a_network_wait_or_another_limit_is_no_time_limit(tmp_path, line):
 def test_the_family_words_alone_are_not_certain(tmp_path):
     c = _cause(tmp_path, "step 10\nERROR: the run has exceeded its wall time of 4h\n")
     assert c["class"] == "timeout" and c["confidence"] == "medium", c
+
+
+def test_a_nan_gradient_norm_in_megatrons_spelling_warns_on_a_run_that_exits_0(tmp_path):
+    p = tmp_path / "x.log"
+    p.write_text("".join(" iteration %5d/  250000 | learning rate: 2.999E-04 | loss scale: 1.0 | "
+                         "grad norm: nan | actual seqlen:  2048 |\n" % i for i in range(1, 6)),
+                 encoding="utf-8")
+    rep = report(str(p), 0, [], "auto", None, probe_disks=False)
+    assert rep["cause"] is None and any("nan" in str(w).lower() for w in rep["warnings"]), rep
+
+
+def test_a_finite_gradient_norm_in_megatrons_spelling_does_not_warn(tmp_path):
+    p = tmp_path / "x.log"
+    p.write_text(" iteration 10/ 100 | grad norm: 1.234 | loss scale: 1.0 |\n", encoding="utf-8")
+    rep = report(str(p), 0, [], "auto", None, probe_disks=False)
+    assert rep["cause"] is None and not rep["warnings"], rep
