@@ -66,13 +66,28 @@ def test_the_family_words_alone_are_not_certain(tmp_path):
     assert c["class"] == "timeout" and c["confidence"] == "medium", c
 
 
+MEGATRON_CASE = "wave4/cases/divergence/b-megatron-ds-396-grad-norm-nan-no-loss.log"
+
+
 def test_a_nan_gradient_norm_in_megatrons_spelling_warns_on_a_run_that_exits_0(tmp_path):
+    # in an engine without the Megatron row that case led to: the built-in spelling alone
+    import json
+    import os
+    import subprocess
+    import sys
+    from boxagent.triage import vocab
     p = tmp_path / "x.log"
     p.write_text("".join(" iteration %5d/  250000 | learning rate: 2.999E-04 | loss scale: 1.0 | "
                          "grad norm: nan | actual seqlen:  2048 |\n" % i for i in range(1, 6)),
                  encoding="utf-8")
-    rep = report(str(p), 0, [], "auto", None, probe_disks=False)
-    assert rep["cause"] is None and any("nan" in str(w).lower() for w in rep["warnings"]), rep
+    code = ("import json, sys; from boxagent.triage.cli import report; "
+            "r = report(sys.argv[1], 0, [], 'auto', None, probe_disks=False); "
+            "print(json.dumps([r['cause'], [str(w) for w in r['warnings']]]))")
+    env = dict(os.environ, **{vocab.HOLD_OUT_ENV: MEGATRON_CASE})
+    out = subprocess.run([sys.executable, "-c", code, str(p)], env=env, stdout=subprocess.PIPE,
+                         universal_newlines=True, check=True)
+    cause, warnings = json.loads(out.stdout)
+    assert cause is None and any("nan" in w.lower() for w in warnings), (cause, warnings)
 
 
 def test_a_finite_gradient_norm_in_megatrons_spelling_does_not_warn(tmp_path):
