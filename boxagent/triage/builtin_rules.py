@@ -199,6 +199,12 @@ BUILTIN_RULES = [
     _r("timeout", LIMIT_WORDS, remediation=PLATFORM_LIMIT,
        keywords=["exceeded", "its timeout", "the timeout", "its time limit", "the time limit",
                  "its timelimit", "the timelimit", "reached its", "reached the"]),
+    # A file cut short, in the words of whatever reads it: HDF5 ("truncated file: eof = N"),
+    # h5py 2 capitalising HDF5's words ("Truncated file: eof"), zipfile ("Truncated file
+    # header"), PIL ("image file is truncated"): the family, not one reader's row.
+    _r("truncated_checkpoint", r"[Tt]runcated file|file is truncated|[Tt]runcated (checkpoint|"
+       r"archive)", keywords=["runcated file", "file is truncated", "runcated checkpoint",
+                              "runcated archive"]),
     # A supervisor that kills for memory and says so: Ray's raylet ("12 Workers (tasks /
     # actors) killed due to memory pressure (OOM)", "Task was killed due to the node running
     # low on memory"), systemd-oomd ("Killed /user.slice/... due to memory pressure for ...

@@ -95,3 +95,20 @@ def test_a_finite_gradient_norm_in_megatrons_spelling_does_not_warn(tmp_path):
     p.write_text(" iteration 10/ 100 | grad norm: 1.234 | loss scale: 1.0 |\n", encoding="utf-8")
     rep = report(str(p), 0, [], "auto", None, probe_disks=False)
     assert rep["cause"] is None and not rep["warnings"], rep
+
+
+@pytest.mark.parametrize("line", [
+    "OSError: image file is truncated (27 bytes not processed)",                  # PIL
+    "OSError: Unable to open file (Truncated file: eof = 1503, sblock->base_addr = 0, "
+    "stored_eoa = 1580)",                                                           # h5py 2
+    "RuntimeError: checkpoint shard 3 is a truncated archive: re-download it",
+])
+def test_a_file_cut_short_in_any_readers_words_is_truncated(tmp_path, line):
+    c = _cause(tmp_path, "Traceback (most recent call last):\n  File \"t.py\", line 3, in "
+               "<module>\n" + line + "\n")
+    assert c["class"] == "truncated_checkpoint", c
+
+
+def test_a_shell_scripts_unexpected_end_is_no_truncated_file(tmp_path):
+    c = _cause(tmp_path, "run.sh: line 40: syntax error: unexpected end of file\n", 2)
+    assert c["class"] != "truncated_checkpoint", c
