@@ -72,7 +72,7 @@ facts keys (all optional):
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from boxagent.health import xidcatalog
 from boxagent.triage import confidence, emitters, gpufacts, launchers, tailread
@@ -369,8 +369,12 @@ def _signalled(f: Dict[str, Any]) -> Optional[Cause]:
                                                     or senders.names_sender(d.hit)):
             return _log_cause(f, d)            # the log says who: a person, a launcher, the kubelet
         hit = E.top_hit(f, ("cgroup_oom",))
-        return _killed_line(f, hit, "killed", d if hit is not None and d is not None
-                            and d.hit is hit else None)
+        # a spot VM's hard stop after its notice ends the job with SIGKILL too; the OOM
+        # killer's own words, when the log has them, still decide
+        noticed = None if hit is not None and confidence.said_oom(hit) else \
+            _noticed(f, sig, how, trace=("killed", "hangup", "cgroup_oom"))
+        return noticed or _killed_line(f, hit, "killed", d if hit is not None and d is not None
+                                       and d.hit is hit else None)
     if sig in ("SIGTERM", "SIGINT", "SIGQUIT"):
         return _noticed(f, sig, how) or _cause(
             "killed", "stopped by %s from outside" % sig, [how], fact=how,
@@ -378,11 +382,13 @@ def _signalled(f: Dict[str, Any]) -> Optional[Cause]:
     return None
 
 
-def _noticed(f: Dict[str, Any], sig: str, how: str) -> Optional[Cause]:
-    """A SIGTERM the platform announced in the tail (a spot interruption, a preemption, a
-    scancel): the announcement is the cause, the signal its consequence (notices.py)."""
+def _noticed(f: Dict[str, Any], sig: str, how: str,
+             trace: Tuple[str, ...] = ("killed", "hangup")) -> Optional[Cause]:
+    """A signal the platform announced in the tail (a spot interruption, a preemption, a
+    scancel): the announcement is the cause, the signal its consequence (notices.py).
+    `trace`: the classes of the lines the signal itself leaves (bash's "Killed")."""
     d = E.decide(f)
-    if d is not None and d.kind == "error" and d.hit.get("class") not in ("killed", "hangup"):
+    if d is not None and d.kind == "error" and d.hit.get("class") not in trace:
         return None                  # the job's own error: a notice never overrides it
     found = notices.notice([str(x) for x in f.get("last_lines") or []])
     if found is None:

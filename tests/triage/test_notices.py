@@ -110,3 +110,17 @@ def test_a_deepspeed_style_exit_247_is_read_as_a_sigkill(tmp_path):
                exit_code=247)
     assert c["class"] in ("cgroup_oom", "killed") and c["confidence"] == "low", c
     assert any("256 - 9" in e for e in c["evidence"]), c
+
+
+def test_a_hard_stop_after_the_notice_is_preemption_too(tmp_path):
+    # the VM went away after its two minutes: SIGKILL, bash's "Killed", no OOM words
+    c = _cause(tmp_path, "spot-handler: received Spot Instance interruption notice, draining\n"
+               "Killed\n", exit_code=137)
+    assert c["class"] == "preempted", c
+
+
+def test_the_oom_killers_own_words_still_decide_a_sigkill(tmp_path):
+    c = _cause(tmp_path, "spot-handler: received Spot Instance interruption notice, draining\n"
+               "[ 812.1] Out of memory: Killed process 4121 (python) total-vm:81234567kB\n",
+               exit_code=137)
+    assert c["class"] == "cgroup_oom", c
