@@ -50,6 +50,10 @@ PREEMPTED = re.compile(
 # scancel's line: slurmstepd names no reason (a reason reads "... DUE TO <reason> ***")
 SLURM_CANCEL = re.compile(r"\*\*\* (JOB|STEP) [^ ]+ ON [^ ]+ CANCELLED AT [^ ]+ \*\*\*")
 _RESOURCE = re.compile(r"low on resource|[Mm]emory|ephemeral-storage|[Dd]isk ?[Pp]ressure")
+# a setting or a capability printed at start-up ("Compute Preemption: Supported",
+# "preemptionPolicy: Never", "spot interruption handling enabled") announces nothing
+_SETTING = re.compile(r"[Ss]upported|[Ee]nabled|[Dd]isabled|[Pp]olicy|[Hh]andler (installed|"
+                      r"registered)|: *(true|false|yes|no|Yes|No|Never)\b")
 
 NOTICES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
     ("preempted", PREEMPTED),
@@ -63,7 +67,7 @@ def notice(lines: List[str]) -> Optional[Tuple[str, int, str]]:
     start = max(0, len(lines) - LOOK_BACK)
     for i in range(len(lines) - 1, start - 1, -1):
         line = lines[i]
-        if _RESOURCE.search(line):
+        if _RESOURCE.search(line) or _SETTING.search(line):
             continue
         for cls, words in NOTICES:
             if words.search(line):

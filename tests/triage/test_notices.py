@@ -65,6 +65,8 @@ def test_a_slurm_cancel_with_a_reason_is_read_for_the_reason(tmp_path):
     "Terminated\n",                                                      # nothing said why
     "read(): interrupted system call, retrying\nTerminated\n",           # EINTR is no notice
     "Warning  Evicted  The node was low on resource: memory. Container was using 61Gi.\n",
+    "  Compute Preemption:                            Yes\nTerminated\n",        # deviceQuery
+    "spot interruption handler installed (polling every 5s)\nTerminated\n",
 ])
 def test_a_sigterm_with_no_notice_stays_killed(tmp_path, text):
     assert _cause(tmp_path, text)["class"] == "killed"
