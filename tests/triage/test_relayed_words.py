@@ -94,6 +94,19 @@ def test_ncclgeterrorstring_in_every_versions_spelling_is_nccl(tmp_path, line):
     assert _cause(tmp_path, line + "\n")["class"] == "nccl"
 
 
+@pytest.mark.parametrize("line", [
+    # torch's C10D_NCCL_CHECK around an old NCCL's bare "internal error"
+    "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:"
+    "825, internal error, NCCL version 2.7.8",
+    # XLA's status around any result
+    "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: nccl_utils.cc:297: NCCL operation "
+    "ncclAllReduce(send, recv, n, dtype, op, comm, stream) failed: invalid usage. Last NCCL "
+    "warning(error) log entry (may be unrelated) ''.",
+])
+def test_a_callers_frame_around_an_nccl_result_is_nccl(tmp_path, line):
+    assert _cause(tmp_path, line + "\n")["class"] == "nccl"
+
+
 def test_an_nccl_warn_line_with_its_file_and_line_is_ncclss_own(tmp_path):
     # debug.cc prints "[dev] file:line NCCL WARN ": the only failure line of this tail
     c = _cause(tmp_path, "node3:4411:4502 [1] transport/net_socket.cc:540 NCCL WARN NET/Socket : "

@@ -10,6 +10,10 @@ STRING = "NCCL 2.21 src/init.cc ncclGetErrorString"
 DEBUG = "NCCL 2.21 src/include/debug.h (WARN lines: \"<host>:<pid>:<tid> [<dev>] NCCL WARN ...\")"
 PG = "PyTorch 2.4 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"
 UTILS = "PyTorch 2.4 torch/csrc/distributed/c10d/NCCLUtils.cpp getNcclErrorDetailStr"
+CHECK = ("PyTorch 1.10-2.4 torch/csrc/distributed/c10d/NCCLUtils.hpp C10D_NCCL_CHECK (\"NCCL "
+         "error in: \" + __FILE__ + \":\" + __LINE__ + \", \" + ncclGetErrorWithVersion(result))")
+XLA_STATUS = ("OpenXLA xla/service/gpu/nccl_utils.cc ToStatus (\"%s:%d: NCCL operation %s failed: "
+              "%s.\"), TensorFlow 2.x the same without the last-warning part")
 COORD = "OpenXLA xla/tsl/distributed_runtime/coordination/coordination_service.cc (jaxlib 0.4.30)"
 
 _S = False
@@ -52,6 +56,15 @@ ROWS = (
     lit("nccl", "remote process exited or there was a network error",
         "ncclRemoteError: remote process exited or there was a network error, NCCL version 2.19.3",
         STRING, "nccl"),
+    # the callers' own frames around any ncclResult_t, whatever its string in that version:
+    # torch's C10D_NCCL_CHECK and XLA's ToStatus
+    rx("nccl", r"NCCL error in: [^ ,]+:[0-9]+, ",
+       "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1118, "
+       "internal error, NCCL version 2.10.3", CHECK, ("NCCL error in: ",), "nccl"),
+    rx("nccl", r"NCCL operation [A-Za-z_]+\(.*\) failed: ",
+       "INTERNAL: nccl_utils.cc:297: NCCL operation ncclCommInitRank(&comm, nranks, id, rank) "
+       "failed: invalid usage. Last NCCL warning(error) log entry (may be unrelated) ''.",
+       XLA_STATUS, ("NCCL operation ",), "nccl"),
     # a WARN line precedes most NCCL failures, but a few are harmless: suggestive, a warning
     # the WARN prefix carries the file and line that warned (debug.cc: "[%d] %s:%d NCCL WARN ",
     # 2.23+ "(%s)" the function too); a log cut to the message keeps "] NCCL WARN "
