@@ -178,10 +178,10 @@ BUILTIN_RULES = [
        keywords=[": bad interpreter", ": No such file or directory", ": no such file or directory",
                  "line ending", "line break", "line-ending", "line-break", "carriage return"]),
     # A SIGKILL nobody asked for is usually the OOM killer, however the layer above words it:
-    # bash's "Killed", zsh's "[1]  12 killed  python …", torchrun's "exitcode: -9",
+    # bash's "Killed", srun's "srun: error: node7: task 0: Killed" (srun_job.c: strsignal), zsh's "[1]  12 killed  python …", torchrun's "exitcode: -9",
     # mp.spawn's "terminated with signal SIGKILL", subprocess's "died with <Signals.SIGKILL:
     # 9>". diagnose() checks the cgroup counter before blaming memory.
-    _r("cgroup_oom", r"^Killed$|[0-9]+ Killed +[^ ]|^\[[0-9]+\] *[-+]? +[0-9]+ +killed  +[^ ]|"
+    _r("cgroup_oom", r"^Killed$|[0-9]+ Killed +[^ ]|: tasks? [0-9,-]+: Killed$|^\[[0-9]+\] *[-+]? +[0-9]+ +killed  +[^ ]|"
        r"zsh: killed +[^ ]|killed by signal: Killed|Out of memory: Kill|oom-kill|"
        r"oom_kill_process|Memory cgroup out of memory|exitcode *: -9\b|Signal 9 \(SIGKILL\)|"
        r"terminated with signal SIGKILL|<Signals\.SIGKILL: 9>|exit status -9\b",
@@ -217,7 +217,7 @@ BUILTIN_RULES = [
     _r("hangup", r"^Hangup$|[0-9]+ Hangup +[^ ]|Received (SIGHUP|1 death signal)|SIGHUP "
        r"received|Signal 1 \(SIGHUP\)|signal: hangup|closing signal SIGHUP|got signal: 1\b",
        keywords=["Hangup", "SIGHUP", "death signal", "signal: hangup", "got signal: 1"]),
-    _r("killed", r"^Terminated$|[0-9]+ Terminated +[^ ]|Received (SIGTERM|SIGINT|15 death "
+    _r("killed", r"^Terminated$|[0-9]+ Terminated +[^ ]|: tasks? [0-9,-]+: Terminated$|Received (SIGTERM|SIGINT|15 death "
        r"signal|2 death signal)|Signal 15 \(SIGTERM\)|signal: terminated|^KeyboardInterrupt$|"
        r"closing signal SIGINT|got signal: (2|15)\b",
        keywords=["Terminated", "SIGTERM", "SIGINT", "death signal", "signal: terminated",

@@ -27,6 +27,8 @@ EXAMPLES = [
     ("timeout", "##[error]The job running on runner GitHub Actions 12 has exceeded the maximum "
                 "execution time of 360 minutes."),
     ("timeout", "Task's current input in-8f2k hit its timeout of 300s"),
+    ("cgroup_oom", "srun: error: gpu-a07: task 0: Killed"),
+    ("killed", "srun: error: gpu-a07: tasks 0-3: Terminated"),
     ("truncated_checkpoint", "OSError: image file is truncated (3 bytes not processed)"),
     ("timeout", "job 4412 reached its time limit and was terminated"),
     ("cgroup_oom", "(raylet) 2 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers "

@@ -112,3 +112,9 @@ def test_a_file_cut_short_in_any_readers_words_is_truncated(tmp_path, line):
 def test_a_shell_scripts_unexpected_end_is_no_truncated_file(tmp_path):
     c = _cause(tmp_path, "run.sh: line 40: syntax error: unexpected end of file\n", 2)
     assert c["class"] != "truncated_checkpoint", c
+
+
+def test_sruns_report_of_a_task_killed_reads_like_bashs_killed(tmp_path):
+    c = _cause(tmp_path, "epoch 3 step 900\nsrun: error: gpu-a07: task 0: Killed\n"
+               "srun: launch/slurm: _step_signal: Terminating StepId=4411.0\n", 1)
+    assert c["class"] == "cgroup_oom" and c["confidence"] == "low", c
