@@ -38,3 +38,17 @@ def test_a_script_with_windows_line_endings_in_any_tools_words(tmp_path, line, c
 ])
 def test_git_and_dos2unix_saying_crlf_is_no_crlf_failure(tmp_path, text):
     assert _cause(tmp_path, text)["class"] != "crlf_script"
+
+
+@pytest.mark.parametrize("line", [
+    "train.sh: line 12: syntax error near unexpected token `fi'",
+    "train.sh: line 3: DATA_DIR: unbound variable",
+    "train.sh: line 4: $OUT: ambiguous redirect",
+])
+def test_bashs_own_words_for_a_wrong_script_are_the_jobs_code(tmp_path, line):
+    assert _cause(tmp_path, line + "\n", 2)["class"] == "code_error"
+
+
+def test_a_syntax_error_at_a_cr_token_is_still_the_cr(tmp_path):
+    c = _cause(tmp_path, "train.sh: line 12: syntax error near unexpected token `$'do\\r''\n", 2)
+    assert c["class"] == "crlf_script", c

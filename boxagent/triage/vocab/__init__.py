@@ -26,6 +26,7 @@ from boxagent.triage.vocab import (containers, gonet, gpuarch, langs, nonfinite,
                                    rayexc, secondhand, serving, shm)
 from boxagent.triage.vocab import (cortex, dotnet, goexec, libcurl, megatron_log, nvcli_mount,
                                    ort_arena, runc, sbatch, skypilot, trt_memory, xla)
+from boxagent.triage.vocab import bashmsg
 from boxagent.triage.vocab.table import Row
 
 # name -> module; the order is only the order rows are listed in
@@ -47,6 +48,8 @@ TABLES += (("xla", xla), ("goexec", goexec), ("dotnet", dotnet), ("skypilot", sk
            ("runc", runc), ("nvcli_mount", nvcli_mount), ("cortex", cortex),
            ("ort_arena", ort_arena), ("megatron_log", megatron_log), ("sbatch", sbatch),
            ("libcurl", libcurl), ("trt_memory", trt_memory))
+# read from bash's own source: a script that is wrong in bash's words
+TABLES += (("bashmsg", bashmsg),)
 
 # Field cases held out for this process (comma-separated paths under tests/triage/field/):
 # set by the scorer's leave-one-ecosystem-out for the fold it scores; unset, every row is on.
