@@ -163,7 +163,7 @@ BUILTIN_RULES = [
     _r("crlf_script", r"\$'[^']*\\r'", keywords=[": $'\\r': ", "unexpected token",
                                                   "': No such file"]),
     _r("crlf_script", r"set: -[^:A-Za-z0-9]?: invalid option|\\r[^:]{0,3}: No such file or "
-       r"directory|bin/env: [^ :]*\\r[^ :]*: |(\^M|[^A-Za-z0-9 ]): bad interpreter",
+       r"directory|bin/env: [^ :]*\\r[^ :]*: |(\^M|[^A-Za-z0-9 )]): bad interpreter",
        keywords=["invalid option", ": No such file or directory", "bin/env: ",
                  ": bad interpreter"]),
     # A name that ends in the script's CR, shown as ^M (cat -v, zsh's nicechar, less), in

@@ -52,3 +52,12 @@ def test_bashs_own_words_for_a_wrong_script_are_the_jobs_code(tmp_path, line):
 def test_a_syntax_error_at_a_cr_token_is_still_the_cr(tmp_path):
     c = _cause(tmp_path, "train.sh: line 12: syntax error near unexpected token `$'do\\r''\n", 2)
     assert c["class"] == "crlf_script", c
+
+
+@pytest.mark.parametrize("line", [
+    "slurmstepd: error: execve(): bad interpreter(/usr/bin/env python3): No such file or directory",
+    "slurmstepd: error: execve(): train.sh: Permission denied",
+])
+def test_slurmstepd_failing_to_start_the_task_is_the_jobs_command_not_a_cr(tmp_path, line):
+    c = _cause(tmp_path, line + "\n", 2)
+    assert c["class"] == "code_error", c
