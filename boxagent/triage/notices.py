@@ -22,8 +22,9 @@ read from the platforms' own documents and code:
                    (src/slurmd/slurmstepd/req.c)
 
 So the family is read as words, not one row per platform: preempt(ed|ion), spot
-interruption, an interruption or termination notice, termination "imminent", host
-maintenance, and the soft power-off. A Slurm cancel line without a DUE TO is the user's
+interruption, an interruption or termination notice, termination "imminent", a machine that
+"will be terminated/reclaimed in" a time, a spot VM reclaimed or terminated, AWS's
+instance-action, host maintenance, and the soft power-off. A Slurm cancel line without a DUE TO is the user's
 scancel: cancelled. This reading applies only to a job that ended by SIGTERM (or SIGINT,
 SIGQUIT) with no error of its own deciding: it never turns a failure into a notice.
 Resource-pressure evictions ("The node was low on resource: memory") are not notices: they
@@ -44,6 +45,9 @@ PREEMPTED = re.compile(
     r"[Pp]reempt(ed|ion)\b|PREEMPT(ED|ION)\b|\"Preempt\"|"
     r"[Ss]pot (instance |VM )?interruption|[Ii]nterruption (notice|warning)|"
     r"(is going to be|will be|was) interrupted in [0-9]|"
+    r"(is going to be|will be|is being) (terminated|reclaimed|stopped|shut down) in [0-9]|"
+    r"\b[Ss]pot (instance |VM |node )?(is being |was |will be )?(reclaimed|terminated)|"
+    r"instance-action|"
     r"[Tt]ermination (is )?imminent|imminent (node )?(shutdown|termination)|"
     r"[Tt]ermination notice|TERMINATE_ON_HOST_MAINTENANCE|[Hh]ost maintenance|"
     r"Power key pressed")

@@ -30,6 +30,9 @@ def _cause(tmp_path, text: str, exit_code: int = SIGTERM_EXIT):
     # Azure Scheduled Events (Spot eviction), Kubernetes scheduler preemption
     "scheduled-events: {\"EventType\": \"Preempt\", \"ResourceType\": \"VirtualMachine\"}",
     "Warning  Preempted  pod/train-0  Preempted by default/high-prio-job on node gpu-7",
+    # a handler's own wording of the two-minute notice, and a spot VM reclaimed
+    "WARNING: spot instance will be terminated in 2 minutes (instance-action: terminate)",
+    "node-agent: this Spot VM is being reclaimed by the provider",
     # SkyPilot's managed-job controller
     "I 05-04 00:52:46 controller.py:100] The cluster is preempted.",
 ])
@@ -126,3 +129,9 @@ def test_the_oom_killers_own_words_still_decide_a_sigkill(tmp_path):
                "[ 812.1] Out of memory: Killed process 4121 (python) total-vm:81234567kB\n",
                exit_code=137)
     assert c["class"] == "cgroup_oom", c
+
+
+def test_a_kubelet_eviction_for_a_node_condition_names_its_sender(tmp_path):
+    c = _cause(tmp_path, "Warning  Evicted  kubelet  The node had condition: [DiskPressure].\n",
+               exit_code=137)
+    assert c["class"] == "disk_full", c
