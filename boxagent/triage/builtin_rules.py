@@ -130,6 +130,16 @@ BUILTIN_EXCEPTIONS = (
     "ZeroDivisionError")
 
 
+LIMIT_WORDS = (r"exceeded (the |its )?(maximum |max )?(allowed |execution |run ?)?(time ?limit|"
+               r"timeout|time|wall ?time|walltime)( of [0-9]| limit|[ .,;]|$)|hit (its|the) "
+               r"(time ?limit|timeout)( of [0-9]|[ .,;]|$)|reached (its|the) (maximum )?(time ?limit|"
+               r"wall ?time|walltime|maximum (execution|run) ?time)")
+PLATFORM_LIMIT = ("the platform's time limit ended the job: raise it (GitHub Actions "
+                  "`timeout-minutes`, Azure `timeoutInMinutes`, GitLab `timeout`, Kubernetes "
+                  "`activeDeadlineSeconds`, Modal `timeout=`) or checkpoint and resume in "
+                  "several runs")
+
+
 def _r(cls, pattern, severity=_C, **extra):
     rule = {"class": cls, "pattern": pattern, "severity": severity,
             "retryable": cls in TRANSIENT, "remediation": REMEDIATION[cls]}
@@ -153,14 +163,25 @@ BUILTIN_RULES = [
     _r("crlf_script", r"\$'[^']*\\r'", keywords=[": $'\\r': ", "unexpected token",
                                                   "': No such file"]),
     _r("crlf_script", r"set: -[^:A-Za-z0-9]?: invalid option|\\r[^:]{0,3}: No such file or "
-       r"directory|bin/env: [^ :]*\\r[^ :]*: |(\^M|[^A-Za-z0-9 ]): bad interpreter",
+       r"directory|bin/env: [^ :]*\\r[^ :]*: |(\^M|[^A-Za-z0-9 )]): bad interpreter",
        keywords=["invalid option", ": No such file or directory", "bin/env: ",
                  ": bad interpreter"]),
+    # A name that ends in the script's CR, shown as ^M (cat -v, zsh's nicechar, less), in
+    # whatever message quotes it ("bad interpreter: /bin/bash^M: no such file", "python^M:
+    # not found"); and the tools that say it in words: fish ("The file uses Windows line
+    # endings (\r\n)"), sbatch ("Batch script contains DOS line breaks (\r\n)"), shellcheck
+    # SC1017 ("Literal carriage return"). git's "LF will be replaced by CRLF" names no line
+    # ending of a script that ran: not matched.
+    _r("crlf_script", r"[A-Za-z0-9_./-]\^M['\"]?: ([Bb]ad interpreter|[Nn]o such file)|bad "
+       r"interpreter: [^ :]*\^M: |([Ww]indows|DOS|CRLF|CR-LF) line[ -](endings?|breaks?)|"
+       r"[Ll]iteral carriage return",
+       keywords=[": bad interpreter", ": No such file or directory", ": no such file or directory",
+                 "line ending", "line break", "line-ending", "line-break", "carriage return"]),
     # A SIGKILL nobody asked for is usually the OOM killer, however the layer above words it:
-    # bash's "Killed", zsh's "[1]  12 killed  python …", torchrun's "exitcode: -9",
+    # bash's "Killed", srun's "srun: error: node7: task 0: Killed" (srun_job.c: strsignal), zsh's "[1]  12 killed  python …", torchrun's "exitcode: -9",
     # mp.spawn's "terminated with signal SIGKILL", subprocess's "died with <Signals.SIGKILL:
     # 9>". diagnose() checks the cgroup counter before blaming memory.
-    _r("cgroup_oom", r"^Killed$|[0-9]+ Killed +[^ ]|^\[[0-9]+\] *[-+]? +[0-9]+ +killed  +[^ ]|"
+    _r("cgroup_oom", r"^Killed$|[0-9]+ Killed +[^ ]|: tasks? [0-9,-]+: Killed$|^\[[0-9]+\] *[-+]? +[0-9]+ +killed  +[^ ]|"
        r"zsh: killed +[^ ]|killed by signal: Killed|Out of memory: Kill|oom-kill|"
        r"oom_kill_process|Memory cgroup out of memory|exitcode *: -9\b|Signal 9 \(SIGKILL\)|"
        r"terminated with signal SIGKILL|<Signals\.SIGKILL: 9>|exit status -9\b",
@@ -170,10 +191,33 @@ BUILTIN_RULES = [
     # torchrun forwards the signal it got to its workers ("Sending process N closing signal
     # SIGHUP") and raises SignalException ("Process N got signal: 1"). Its SIGTERMs to the
     # surviving workers after one failed are no signal from outside: not matched.
+    # A platform's time limit in its own words (GitHub Actions "has exceeded the maximum
+    # execution time of 360 minutes", Azure Pipelines "exceeded the maximum allowed time of
+    # 01:00:00", Modal "hit its timeout of 300s", a scheduler "reached its time limit"): the
+    # words of the family, not one row per platform (vocabulary rows hold the exact ones).
+    # A network wait ("Read timed out", "deadline exceeded") says none of them.
+    _r("timeout", LIMIT_WORDS, remediation=PLATFORM_LIMIT,
+       keywords=["exceeded", "its timeout", "the timeout", "its time limit", "the time limit",
+                 "its timelimit", "the timelimit", "reached its", "reached the"]),
+    # A file cut short, in the words of whatever reads it: HDF5 ("truncated file: eof = N"),
+    # h5py 2 capitalising HDF5's words ("Truncated file: eof"), zipfile ("Truncated file
+    # header"), PIL ("image file is truncated"): the family, not one reader's row.
+    _r("truncated_checkpoint", r"[Tt]runcated file|file is truncated|[Tt]runcated (checkpoint|"
+       r"archive)", keywords=["runcated file", "file is truncated", "runcated checkpoint",
+                              "runcated archive"]),
+    # A supervisor that kills for memory and says so: Ray's raylet ("12 Workers (tasks /
+    # actors) killed due to memory pressure (OOM)", "Task was killed due to the node running
+    # low on memory"), systemd-oomd ("Killed /user.slice/... due to memory pressure for ...
+    # being 62.10% > 50.00%", "... due to memory used (...) / total (...)"). The words, not
+    # one row per supervisor.
+    _r("cgroup_oom", r"[Kk]illed (due to|because of) [^.;]{0,60}(memory pressure|low on memory|"
+       r"low memory|out of memory|memory used)|[Kk]illed [^ ]+ due to memory (pressure|used)",
+       keywords=["illed due to", "illed because of", " due to memory pressure",
+                 " due to memory used"]),
     _r("hangup", r"^Hangup$|[0-9]+ Hangup +[^ ]|Received (SIGHUP|1 death signal)|SIGHUP "
        r"received|Signal 1 \(SIGHUP\)|signal: hangup|closing signal SIGHUP|got signal: 1\b",
        keywords=["Hangup", "SIGHUP", "death signal", "signal: hangup", "got signal: 1"]),
-    _r("killed", r"^Terminated$|[0-9]+ Terminated +[^ ]|Received (SIGTERM|SIGINT|15 death "
+    _r("killed", r"^Terminated$|[0-9]+ Terminated +[^ ]|: tasks? [0-9,-]+: Terminated$|Received (SIGTERM|SIGINT|15 death "
        r"signal|2 death signal)|Signal 15 \(SIGTERM\)|signal: terminated|^KeyboardInterrupt$|"
        r"closing signal SIGINT|got signal: (2|15)\b",
        keywords=["Terminated", "SIGTERM", "SIGINT", "death signal", "signal: terminated",
@@ -192,10 +236,12 @@ BUILTIN_RULES = [
     # loss=nan in a progress line: a warning (training may recover); the crash it causes is
     # what fails the stage.
     # (also a tensor printed as the value, `loss=tensor(nan, device='cuda:0')`, and -inf)
-    _r("divergence", r"[Ll]oss(=| = |: |': |\": | )(tensor\()?-?(nan|NaN|inf)\b|grad_norm(=|: |': )(nan|inf)\b",
+    # (the gradient norm in either spelling: HF's `grad_norm=nan`, Megatron's `grad norm: nan |`)
+    _r("divergence", r"[Ll]oss(=| = |: |': |\": | )(tensor\()?-?(nan|NaN|inf)\b|grad_norm(=|: |': )(nan|inf)\b|grad norm: (nan|inf)\b",
        _W, keywords=[p + t + v for p in ("oss=", "oss = ", "oss: ", "oss': ", "oss\": ", "oss ")
                      for t in ("", "tensor(", "-", "tensor(-") for v in ("nan", "NaN", "inf")] +
-       ["grad_norm" + p + v for p in ("=", ": ", "': ") for v in ("nan", "inf")]),
+       ["grad_norm" + p + v for p in ("=", ": ", "': ") for v in ("nan", "inf")] +
+       ["grad norm: nan", "grad norm: inf"]),
     # fp16 overflow skips are normal while the loss scale calibrates (65536 -> 8192); a scale
     # pushed below 10 means nearly every step overflows: the run is diverging.
     _r("divergence", r"OVERFLOW!.*reducing to [0-9](\.[0-9]+)?( |,|$)|reducing loss scale to "

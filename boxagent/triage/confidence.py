@@ -22,6 +22,7 @@ import re
 from typing import Any, Dict, Optional, Tuple
 
 from boxagent.triage import emitters, runnerups, vocab
+from boxagent.triage.builtin_rules import LIMIT_WORDS
 
 Cause = Dict[str, Any]
 HIGH, MEDIUM, LOW = "high", "medium", "low"
@@ -65,6 +66,13 @@ TELL_APART: Dict[Tuple[str, str], str] = {
                                   "comes without NaN, it is the code",
     ("killed", "preempted"): "the provider's console or event log says whether it stopped the "
                              "instance (spot/preemption)",
+    ("timeout", "killed"): "the platform's run history (the CI job's page, `modal app logs`, the "
+                           "scheduler's accounting) says whether its time limit ended the run",
+    ("preempted", "killed"): "the provider's console or event log (`sky jobs queue`, the cloud's "
+                             "instance history) says whether it took the machine back; if not, "
+                             "someone stopped the job",
+    ("cancelled", "killed"): "`sacct -j JOB -o JobID,State,Reason` names who ended it: CANCELLED "
+                             "by a uid is a scancel",
 }
 _CUDA_WORDS = re.compile(r"CUDA error|cudaError|illegal memory access|unspecified launch failure|"
                          r"CUBLAS_STATUS|CUDNN_STATUS|device-side assert")
@@ -77,7 +85,9 @@ _SPECIFIC_CODE = re.compile(r"SyntaxError|IndentationError|TabError|No module na
 _OOM_WORDS = re.compile(r"Out of memory: Kill|oom-kill|oom_kill_process|Memory cgroup out of "
                         r"memory|Exceeded job memory limit|exceeded memory limit|low on memory|"
                         r"OOMKilled|low on resource: \[?memory|condition: \[MemoryPressure|"
-                        r"ran out-of-memory and exited")
+                        r"ran out-of-memory and exited|[Kk]illed (due to|because of) [^.;]{0,60}"
+                        r"(memory pressure|low on memory|low memory|out of memory|memory used)|"
+                        r"[Kk]illed [^ ]+ due to memory (pressure|used)")
 # A collective that timed out or was aborted is often the symptom of another rank's failure
 # (an OOM, an exception, ranks doing different work) that this log does not show.
 _COLLECTIVE_SYMPTOM = re.compile(r"[Ww]atchdog|timed out|[Tt]imeout|was aborted|DistBackendError")
@@ -89,6 +99,7 @@ _HUB_MISS = re.compile(r"couldn't connect to 'https|LocalEntryNotFoundError|cann
 # another format ("invalid load key", torch 2.6's "Weights only load failed").
 _CUT = re.compile(r"truncated|unexpected EOF|central directory|Ran out of input|file signature "
                   r"not found|PytorchStreamReader failed|incomplete|short read|eof = [0-9]+")
+_LIMIT_WORDS = re.compile(LIMIT_WORDS)
 _NET_GENERIC = re.compile(r"[Cc]onnection refused|[Cc]onnection reset|[Nn]o route to host|timed out|"
                           r"[Nn]etwork is unreachable|[Bb]roken pipe|i/o timeout")
 
@@ -126,8 +137,11 @@ def _judge(cause: Cause, facts: Dict[str, Any], decision: Any) -> Tuple[str, Opt
     if cause.get("decided_by_fact"):
         return HIGH, None
     if cls in FACT_CLASSES:      # a platform's own line can still be a suggestive row
-        return (MEDIUM, None) if hit is not None and _suggestive(str(hit.get("line") or ""), cls) \
-            else (HIGH, None)
+        said = str(hit.get("line") or "") if hit is not None else ""
+        if hit is not None and cls == "timeout" and _LIMIT_WORDS.search(said) and \
+                vocab.row_for(said, cls) is None:
+            return MEDIUM, "killed"     # the family's words, no platform's own row: not certain
+        return (MEDIUM, None) if hit is not None and _suggestive(said, cls) else (HIGH, None)
     if hit is None:
         return _without_line(cause, facts)
     if hit.get("source", "builtin") != "builtin":

@@ -25,7 +25,9 @@ The precedence (first that applies wins; each step names its deciding evidence f
   8. vanished (attach mode)         hangup / the log's own crash / OOM-looking kill / killed
   9. signals                        slurmstepd's "CANCELLED AT .. DUE TO" line -> timeout,
                                     preempted, node_failure; SIGHUP -> hangup;
-                                    SIGKILL/SIGTERM/SIGINT -> killed
+                                    SIGKILL/SIGTERM/SIGINT -> killed, unless the
+                                    tail holds the platform's notice (notices.py:
+                                    a spot interruption, a preemption, a scancel)
                                     (a bare "Killed" line or a SIGKILL with no readable
                                     counter on the box -> killed, the OOM killer named as
                                     the likely sender, confidence low; offline -> cgroup_oom,
@@ -70,12 +72,12 @@ facts keys (all optional):
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from boxagent.health import xidcatalog
 from boxagent.triage import confidence, emitters, gpufacts, launchers, tailread
 from boxagent.triage import evidence as E
-from boxagent.triage import logcause, payload, runnerups, senders
+from boxagent.triage import logcause, notices, payload, runnerups, senders
 from boxagent.slurm import states as slurm_states
 from boxagent.triage.builtin_rules import REMEDIATION, SLURM_REMEDIATION
 from boxagent.triage.causes import NATIVE_CRASH, Cause, exit_ev, make_cause as _cause, tail_ev
@@ -88,10 +90,15 @@ def reread_hits(facts: Dict[str, Any]) -> Dict[str, Any]:
     """The facts with each hit read by its emitter (with the lines that continue its message)
     and its launcher."""
     lines = [str(x) for x in facts.get("last_lines") or []]
-    hits = [launchers.reread(payload.reread(emitters.reread(h, tailread.continuation(
-        lines, h.get("line"))), runnerups.detail(str(h.get("line") or ""), facts)))
-        if isinstance(h, dict) else h for h in facts.get("hits") or []]
+    hits = [_reread(h, lines, facts) if isinstance(h, dict) else h
+            for h in facts.get("hits") or []]
     return dict(facts, hits=hits)
+
+
+def _reread(h: Dict[str, Any], lines: List[str], facts: Dict[str, Any]) -> Dict[str, Any]:
+    after = runnerups.detail(str(h.get("line") or ""), facts)
+    return launchers.reread(payload.reread(emitters.reread(
+        h, tailread.continuation(lines, h.get("line"))), after), after)
 
 
 def diagnose(facts: Dict[str, Any]) -> Cause:
@@ -362,12 +369,35 @@ def _signalled(f: Dict[str, Any]) -> Optional[Cause]:
                                                     or senders.names_sender(d.hit)):
             return _log_cause(f, d)            # the log says who: a person, a launcher, the kubelet
         hit = E.top_hit(f, ("cgroup_oom",))
-        return _killed_line(f, hit, "killed", d if hit is not None and d is not None
-                            and d.hit is hit else None)
+        # a spot VM's hard stop after its notice ends the job with SIGKILL too; the OOM
+        # killer's own words, when the log has them, still decide
+        noticed = None if hit is not None and confidence.said_oom(hit) else \
+            _noticed(f, sig, how, trace=("killed", "hangup", "cgroup_oom"))
+        return noticed or _killed_line(f, hit, "killed", d if hit is not None and d is not None
+                                       and d.hit is hit else None)
     if sig in ("SIGTERM", "SIGINT", "SIGQUIT"):
-        return _cause("killed", "stopped by %s from outside" % sig, [how], fact=how,
-                      confidence="medium", runner_up="preempted")
+        return _noticed(f, sig, how) or _cause(
+            "killed", "stopped by %s from outside" % sig, [how], fact=how,
+            confidence="medium", runner_up="preempted")
     return None
+
+
+def _noticed(f: Dict[str, Any], sig: str, how: str,
+             trace: Tuple[str, ...] = ("killed", "hangup")) -> Optional[Cause]:
+    """A signal the platform announced in the tail (a spot interruption, a preemption, a
+    scancel): the announcement is the cause, the signal its consequence (notices.py).
+    `trace`: the classes of the lines the signal itself leaves (bash's "Killed")."""
+    d = E.decide(f)
+    if d is not None and d.kind == "error" and d.hit.get("class") not in trace:
+        return None                  # the job's own error: a notice never overrides it
+    found = notices.notice([str(x) for x in f.get("last_lines") or []])
+    if found is None:
+        return None
+    cls, _, line = found
+    what = "preempted: the platform announced it, then stopped the job with %s" % sig \
+        if cls == "preempted" else "cancelled from outside (scancel), then stopped with %s" % sig
+    return _cause(cls, what, ["the log's notice: %s" % line, how], confidence="medium",
+                  runner_up="killed")
 
 
 # -- the log

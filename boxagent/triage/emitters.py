@@ -69,6 +69,20 @@ EMITTERS: Tuple[Tuple[str, str, str, str], ...] = (
      r"cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED|HIP out of memory",
      "CUDA allocator", "gpu_memory",
      "CUDA runtime API cudaErrorMemoryAllocation; pytorch c10/cuda/CUDACachingAllocator.cpp"),
+    # a library checking a CUDA call's result and printing the runtime's or the driver's own
+    # words for it (caffe2's `error == cudaSuccess ... out of memory`, CuPy/JAX/Julia's
+    # CUDA_ERROR_OUT_OF_MEMORY, a failed cuMemAlloc/cudaMalloc): the GPU's memory, whoever
+    # relays it
+    # torch's caching allocator refusing past a memory fraction ("Allocation on device 0 would
+    # exceed allowed memory. (out of memory)" with its "Free (according to CUDA)" table), as
+    # a server relaying it quotes it
+    (r"Allocation on device [0-9]+ would exceed|Free \(according to CUDA\)",
+     "torch CUDA caching allocator", "gpu_memory",
+     "pytorch 2.1 c10/cuda/CUDACachingAllocator.cpp (memory-fraction refusal message)"),
+    (r"== ?cudaSuccess|CUDA_ERROR_OUT_OF_MEMORY|cuMemAlloc|cudaMalloc(Async|Managed)?[^A-Za-z]",
+     "a CUDA call's result", "gpu_memory",
+     "CUDA runtime API cudaGetErrorString(cudaErrorMemoryAllocation) = 'out of memory'; CUDA "
+     "driver API CUDA_ERROR_OUT_OF_MEMORY (cuMemAlloc)"),
     # collectives (NCCL's transports, c10d, gloo)
     (r"NCCL WARN|NCCL INFO|NET/(Socket|IB|Plugin)|[^A-Za-z]socket\.cc|proxy\.cc|"
      r"ProcessGroupNCCL|ProcessGroupGloo|\[c10d\]|c10d|TCPStore|DistNetworkError|"

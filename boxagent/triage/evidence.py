@@ -259,4 +259,15 @@ def signal_of(facts: Dict[str, Any]) -> Tuple[Optional[str], Optional[str]]:
     if isinstance(ec, int) and 128 < ec <= 128 + 64:
         name = signal_name(ec - 128)
         return name, "exit code %d = 128 + %s" % (ec, name)
+    if isinstance(ec, int) and ec in _WRAPPED_SIGNALS:
+        name = signal_name(256 - ec)
+        return name, ("exit code %d = 256 - %d: a launcher exited with its child's returncode "
+                      "-%d (%s)" % (ec, 256 - ec, 256 - ec, name))
     return None, None
+
+
+# A Python launcher that ends with `sys.exit(proc.returncode)` after its child died by signal N
+# exits with status 256 - N (the -N wraps to a byte): DeepSpeed's launch.py sigkill_handler,
+# hand-written wrappers around subprocess. Only the kills from outside: 247 (SIGKILL) and 241
+# (SIGTERM); a low status like 255 (-1) is every program's "failed".
+_WRAPPED_SIGNALS = (256 - 9, 256 - 15)

@@ -82,10 +82,22 @@ def launcher_of(line: str) -> Optional[str]:
 _CARRIER = re.compile(r"RayTaskError\([A-Za-z_.]+\)|ProcessRaisedException")
 
 
-def reread(h: Hit) -> Hit:
-    """A launcher's report of its failed child, tagged `wrapper` whatever rule matched it."""
+# An exception whose message starts on the next line: torch.multiprocessing.spawn before
+# ProcessRaisedException raised `Exception(msg)` with msg = "\n\n-- Process N terminated with
+# the following error:\n" + the child's traceback, so the line itself reads `Exception:`.
+_EMPTY_MESSAGE = re.compile(r"(^|[^A-Za-z0-9_])[A-Za-z_.]*(Exception|Error):\s*$")
+
+
+def reread(h: Hit, detail: str = "") -> Hit:
+    """A launcher's report of its failed child, tagged `wrapper` whatever rule matched it.
+    `detail`: the lines right after the hit, read when its own message is empty."""
     if h.get("tag") or h.get("source", "builtin") != "builtin":
         return h
+    if detail and h.get("class") == "code_error" and \
+            _EMPTY_MESSAGE.search(str(h.get("line") or "")):
+        who = launcher_of(detail)
+        if who:
+            return dict(h, tag="wrapper", launcher=who)
     if h.get("class") != "code_error":
         line = str(h.get("line") or "")
         if not _CARRIER.search(line):

@@ -60,6 +60,12 @@ EXPLAINS: Tuple[Tuple[str, Optional[str], str, Optional[str], str, bool], ...] =
      "a dependency whose download failed cannot be imported", False),
     ("network_transient", r"pip|conda|Downloading|Collecting", "code_error", _IMPORT,
      "a dependency whose download failed cannot be imported", False),
+    # pip prints "(from versions: none)" for a name no index lists AND for an index it could
+    # not reach; its own retry warnings before it (urllib3's "connection broken by
+    # NewConnectionError", a read timeout) say which
+    ("network_transient", r"[Rr]etrying|connection broken|NewConnectionError|ConnectTimeout|"
+     r"ReadTimeout", "code_error", r"from versions: none|No matching distribution found",
+     "an index pip could not reach lists no versions of anything", False),
     # NCCL relays the CUDA error it hit: "Cuda failure 2 'out of memory'" in its WARN line,
     # then "unhandled cuda error" from every collective after it
     ("*", r"Cuda failure|cuda failure|CUDA error", "nccl", r"unhandled cuda error|"

@@ -12,10 +12,11 @@ import re
 from typing import Any, Dict
 
 # Kubernetes 1.30 pkg/kubelet/eviction/helpers.go (nodeLowMessageFmt, containerMessageFmt,
-# podEphemeralStorageMessageFmt, containerEphemeralStorageMessageFmt, emptyDirMessageFmt) and
+# podEphemeralStorageMessageFmt, containerEphemeralStorageMessageFmt, emptyDirMessageFmt,
+# nodeConditionMessageFmt "The node had condition: %v. ") and
 # eviction_manager.go (a hard eviction's grace period is 0: the containers get SIGKILL);
 # nodeshutdown_manager_linux.go (nodeShutdownMessage).
-_SENDERS = re.compile(r"The node was low on resource: |ephemeral local storage usage exceeds|"
+_SENDERS = re.compile(r"The node was low on resource: |The node had condition: |ephemeral local storage usage exceeds|"
                       r"exceeded its local ephemeral storage limit|Usage of EmptyDir volume .* "
                       r"exceeds the limit|Pod was terminated in response to imminent node shutdown")
 

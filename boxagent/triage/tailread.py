@@ -14,7 +14,9 @@ A tail may hold an error no rule names, in a shape an engineer still reads at a 
     logrus `level=fatal msg=…`, docker's `Error response from daemon: …` (Go CLIs built on
     cobra, the container tools, R and Julia print their failure so, with no traceback), CMake's
     and a compiler's (`kernel.cu(12): error: …`, `x.c:3:5: error: …`); a launcher's or a CI
-    runner's report of the exit (`Process completed with exit code 1`) is none.
+    runner's report of the exit (`Process completed with exit code 1`) is none;
+  - last of all, an exception line with its message and no frame near it
+    (`DataLossError (see above for traceback): …`, a paste of the last line only).
 
 native_error(lines) -> (index, the error text, shape) or None. innermost_frame(lines, index)
 -> "eval.py:9 in main" (the frame nearest above the exception line). missing_command(lines)
@@ -50,7 +52,7 @@ def _clean(line: str) -> str:
 def native_error(lines: List[str]) -> Optional[Found]:
     """The last error of a shape above in `lines` (a log's last lines), or None."""
     for find in (_cpp_exception, _assertion, _lua_error, _headless_exception, _glued_exception,
-                 _tool_error):
+                 _tool_error, _bare_exception):
         found = find(lines)
         if found is not None:
             return found
@@ -114,6 +116,29 @@ def _tool_error(lines: List[str]) -> Optional[Found]:
             return None
         if _TOOL_ERROR.search(text) and launcher_of(text) is None:
             return i, text, "a tool's error line"
+    return None
+
+
+# An exception line with its message and no frame at all near it: a paste of the last line
+# only, a framework that prints its error type and message without the traceback
+# (TensorFlow 1.x's session: "DataLossError (see above for traceback): Unable to open table
+# file ..."), Python's own `python -c` summary. Only near the end, like a tool's error line,
+# and only with words after it: `MeanSquaredError: 0.0512` is a metric a run printed.
+_BARE_EXC = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\.)*_?[A-Z][A-Za-z0-9_]*(Error|Exception)"
+                       r"( \(see above for traceback\))?: [A-Za-z'\"<]")
+
+
+def _bare_exception(lines: List[str]) -> Optional[Found]:
+    seen = 0
+    for i in range(len(lines) - 1, -1, -1):
+        text = _clean(lines[i]).strip()
+        if not text:
+            continue
+        seen += 1
+        if seen > _TOOL_TAIL:
+            return None
+        if _BARE_EXC.match(text) and launcher_of(text) is None:
+            return i, text, "an exception line"
     return None
 
 

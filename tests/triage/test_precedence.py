@@ -233,3 +233,27 @@ def test_sigkill_after_a_death_signal_is_a_kill_from_outside(tmp_path):
     c = diagnose(_facts(tmp_path, text, exit_code=137))
     assert c["class"] == "killed"
     assert c["decided_by"].startswith("log line 2: W1130") and "Received 15 death signal" in c["decided_by"]
+
+
+def _pip_cause(tmp_path, text):
+    from boxagent.triage.cli import report
+    p = tmp_path / "pip.log"
+    p.write_text(text, encoding="utf-8")
+    return report(str(p), 1, [], "auto", None, probe_disks=False)["cause"]
+
+
+_NONE = ("ERROR: Could not find a version that satisfies the requirement flash-attn==2.6.3 (from "
+         "versions: none)\nERROR: No matching distribution found for flash-attn==2.6.3\n")
+
+
+def test_pips_no_versions_after_its_own_connection_retries_is_the_network(tmp_path):
+    c = _pip_cause(tmp_path, "WARNING: Retrying (Retry(total=4, connect=None, read=None, "
+                   "redirect=None, status=None)) after connection broken by 'ConnectTimeoutError("
+                   "<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7f>, 'Connection to "
+                   "pypi.org timed out. (connect timeout=15)')': /simple/flash-attn/\n" + _NONE)
+    assert c["class"] == "network_transient", c
+
+
+def test_pips_no_versions_with_no_retry_stays_the_jobs_error(tmp_path):
+    c = _pip_cause(tmp_path, "Collecting flash-attn==2.6.3\n" + _NONE)
+    assert c["class"] == "code_error" and c.get("runner_up") == "network_transient", c

@@ -22,6 +22,19 @@ EXAMPLES = [
     ("crlf_script", "run.sh: line 3: set: -\r: invalid option"),
     ("crlf_script", "/usr/bin/env: \u2018bash\\r\u2019: No such file or directory"),
     ("crlf_script", "bash: ./run.sh: /bin/bash^M: bad interpreter: No such file or directory"),
+    ("crlf_script", "sbatch: error: Batch script contains DOS line breaks (\\r\\n)"),
+    ("crlf_script", "In x.sh line 2: SC1017: Literal carriage return. Run script through tr -d '\\r'."),
+    ("timeout", "##[error]The job running on runner GitHub Actions 12 has exceeded the maximum "
+                "execution time of 360 minutes."),
+    ("timeout", "Task's current input in-8f2k hit its timeout of 300s"),
+    ("cgroup_oom", "srun: error: gpu-a07: task 0: Killed"),
+    ("killed", "srun: error: gpu-a07: tasks 0-3: Terminated"),
+    ("truncated_checkpoint", "OSError: image file is truncated (3 bytes not processed)"),
+    ("timeout", "job 4412 reached its time limit and was terminated"),
+    ("cgroup_oom", "(raylet) 2 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers "
+                   "crashed due to other reasons"),
+    ("cgroup_oom", "systemd-oomd[611]: Killed /user.slice/session-3.scope due to memory pressure for "
+                   "/user.slice being 71.44% > 50.00%"),
     ("driver_too_old", "RuntimeError: CUDA driver version is insufficient for CUDA runtime version"),
     ("driver_too_old", "CUDA initialization: The NVIDIA driver on your system is too old (found version 11040)."),
     ("driver_too_old", "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain."),

@@ -12,6 +12,8 @@ ACCT = "Slurm 23.11 src/common/slurm_jobacct_gather.c (OverMemoryKill: \"Exceede
 SRUN = "Slurm 23.11 src/srun/launch.c (\"%s: task %s: Out Of Memory\", \"Node failure on %s\")"
 PBS = "OpenPBS 23.06 src/resmom/mom_main.c (\"=>> PBS: job killed: walltime %ld exceeded limit %ld\", \"mem %lukb exceeded limit %lukb\")"
 LSF = "IBM Spectrum LSF 10.1 job exit information (TERM_RUNLIMIT, TERM_MEMLIMIT)"
+EXEC = ("Slurm 23.11 src/slurmd/slurmstepd/task.c exec_task (error(\"execve(): %s: %m\"), "
+        "error(\"execve(): bad interpreter(%s): %m\"))")
 
 ROWS = (
     rx("cgroup_oom", r"Detected [0-9]+ oom_kill events? in ",
@@ -45,6 +47,10 @@ ROWS = (
         "2024-03-02T03:14:08 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***", STEPD, "slurm"),
     lit("node_failure", "srun: error: Node failure on", "srun: error: Node failure on gpu-b12", SRUN,
         "slurm"),
+    # the task's program could not be started at all (not found, not executable, a missing
+    # interpreter): the job's command line, not the node
+    lit("code_error", "error: execve(): ",
+        "slurmstepd: error: execve(): train.sh: Permission denied", EXEC, "slurm"),
     rx("timeout", r"PBS: job killed: walltime [0-9]+ exceeded limit",
        "=>> PBS: job killed: walltime 3623 exceeded limit 3600", PBS, ("PBS: job killed: walltime",),
        "pbs"),

@@ -55,8 +55,9 @@ def score_fold(ecosystem: str, cases: Iterable[str], indexes: Optional[List[Path
                           stderr=subprocess.PIPE, universal_newlines=True, check=False)
     if proc.returncode not in (0, 1):
         raise RuntimeError("fold %s failed: %s" % (ecosystem, proc.stderr[-2000:]))
-    total = json.loads(proc.stdout)["total"]
-    return {"cases": total["cases"], "right": total["right"]}
+    out = json.loads(proc.stdout)
+    return {"cases": out["total"]["cases"], "right": out["total"]["right"],
+            "misses": [miss_of(ecosystem, m) for m in out["misses"]]}
 
 
 def rescore_without(held: List[Dict[str, Any]], cases: List[str]) -> Dict[str, Any]:
@@ -64,14 +65,24 @@ def rescore_without(held: List[Dict[str, Any]], cases: List[str]) -> Dict[str, A
     from the known-failure index: the engine's rules are the same, so in-process."""
     from tests.triage.field import score as S
     with known.excluding(cases=cases):
-        right = sum(int(S.judge(r, S.triage_case(r))["right"]) for r in held)
-    return {"cases": len(held), "right": right}
+        verdicts = [dict(r, **S.judge(r, S.triage_case(r))) for r in held]
+    misses = [miss_of(F.ecosystem_of(v), dict(v, file=case_key(v), expected=v["class"]))
+              for v in verdicts if not v["right"]]
+    return {"cases": len(held), "right": len(held) - len(misses), "misses": misses}
+
+
+def miss_of(fold: str, m: Dict[str, Any]) -> Dict[str, Any]:
+    """One LOEO miss as --loeo-misses lists it: the fold, the case, what a person said, what
+    the fold's engine said, how sure it was, its runner-up and the line that decided."""
+    return {"fold": fold, "file": m["file"], "expected": m["expected"], "got": m["got"],
+            "confidence": m.get("confidence", ""), "runner_up": m.get("runner_up", ""),
+            "evidence": m.get("evidence", "")}
 
 
 def mechanical(results: List[Dict[str, Any]], indexes: Optional[List[Path]] = None) -> Dict[str, Any]:
     """The leave-one-ecosystem-out figure with each fold's own rows off, beside the per-fold
     detail: {groups, cases, right, mean_accuracy, pooled_accuracy, folds: {eco: {cases,
-    right, rows_off}}}."""
+    right, rows_off, misses}}} (misses: miss_of's, one per case the fold got wrong)."""
     from tests.triage.field import score as S
     folds: Dict[str, Dict[str, Any]] = {}
     # every case of the corpus, scored here or not: a fold hides ALL of its ecosystem's cases
@@ -93,6 +104,23 @@ def mechanical(results: List[Dict[str, Any]], indexes: Optional[List[Path]] = No
     return {"groups": len(folds), "cases": cases, "right": right,
             "mean_accuracy": sum(accs) / len(accs) if accs else None,
             "pooled_accuracy": right / cases if cases else None, "folds": folds}
+
+
+def misses(m: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Every fold's misses, fold by fold."""
+    return [x for f in m["folds"].values() for x in f.get("misses", [])]
+
+
+def render_misses(m: Dict[str, Any]) -> str:
+    """The LOEO misses, one block each: where the next row or structure change is needed."""
+    out = ["mechanical LOEO misses (%d of %d held-out cases):" % (m["cases"] - m["right"], m["cases"])]
+    for x in misses(m):
+        out.append("  [%s] %s" % (x["fold"], x["file"]))
+        out.append("    expected %-20s got %s (%s%s)" % (
+            x["expected"], x["got"], x["confidence"] or "no confidence",
+            ", runner-up " + x["runner_up"] if x["runner_up"] else ""))
+        out.append("    deciding line: %s" % x["evidence"])
+    return "\n".join(out) + "\n"
 
 
 def render(m: Dict[str, Any]) -> str:

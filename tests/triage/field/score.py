@@ -18,7 +18,7 @@ nan losses) is right when triage calls no failure and warns.
 
     python -m tests.triage.field.score [--split dev|holdout] [--by ecosystem|source|class|all]
                                        [--added wave1-2|wave3] [--ecosystem NAME]
-                                       [--json] [INDEX ...]
+                                       [--json | --loeo-misses] [INDEX ...]
 
 prints the per-class table and every miss with the class it got, the class expected and
 the deciding evidence line; --split dev / --split holdout scores only the cases developed
@@ -27,7 +27,9 @@ against, or only the ones held out (holdout.toml). --by adds the headline figure
 called failed) and the named breakdown; --json prints every figure and every miss as one JSON
 object instead; both add the mechanical leave-one-ecosystem-out (loeo.py: each ecosystem
 scored without the vocabulary rows only its own cases led to). --added and --ecosystem score
-only the cases of one wave or one ecosystem. Exit status: 0 when every case is right, 1 otherwise, 2 for a bad argument.
+only the cases of one wave or one ecosystem. --loeo-misses prints only the mechanical
+leave-one-ecosystem-out's misses (fold, case, expected, got, confidence, runner-up, deciding
+line) and its figure; --json has them per fold under leave_one_ecosystem_out_mechanical. Exit status: 0 when every case is right, 1 otherwise, 2 for a bad argument.
 """
 from __future__ import annotations
 
@@ -224,13 +226,13 @@ def _rel(r: Dict[str, Any]) -> str:
 
 USAGE = ("python -m tests.triage.field.score [--split dev|holdout] "
          "[--by ecosystem|source|class|all] [--added wave1-2|wave3] [--ecosystem NAME] "
-         "[--json] [INDEX.toml ...]")
+         "[--json | --loeo-misses] [INDEX.toml ...]")
 
 
 def parse_args(args: List[str]) -> Dict[str, Any]:
     """{split, by, json, indexes}; a bad flag or path raises ValueError with the reason."""
     opts: Dict[str, Any] = {"split": None, "by": None, "json": False, "indexes": [],
-                            "added": None, "ecosystem": None}
+                            "added": None, "ecosystem": None, "loeo_misses": False}
     while args:
         a = args.pop(0)
         if a == "--split" and args and args[0] in ("dev", "holdout"):
@@ -243,6 +245,8 @@ def parse_args(args: List[str]) -> Dict[str, Any]:
             opts["ecosystem"] = args.pop(0)
         elif a == "--json":
             opts["json"] = True
+        elif a == "--loeo-misses":
+            opts["loeo_misses"] = True
         elif a.startswith("-") or not Path(a).is_file():
             raise ValueError("not an index file or a known flag: %s" % a)
         else:
@@ -254,7 +258,7 @@ def as_json(result: Dict[str, Any], mechanical: Optional[Dict[str, Any]] = None)
     """Every figure plus the per-class table and the misses (file, expected, got, evidence)."""
     misses = [{"file": _rel(r), "source": r["source"], "ecosystem": F.ecosystem_of(r),
                "added": F.added_of(r), "expected": r["class"], "got": r["got"],
-               "confidence": r["confidence"], "evidence": r["evidence"]}
+               "confidence": r["confidence"], "runner_up": r["runner_up"], "evidence": r["evidence"]}
               for r in result["misses"]]
     out = dict(F.figures(result["results"]), classes=result["classes"], misses=misses)
     if mechanical is not None:
@@ -270,11 +274,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     result = score(opts["indexes"] or None, opts["split"], opts["added"], opts["ecosystem"])
     # a fold's own run (--ecosystem) is one piece of the mechanical figure, never its whole
-    folds = ((opts["json"] or opts["by"]) and opts["ecosystem"] is None and opts["added"] is None
+    folds = ((opts["json"] or opts["by"] or opts["loeo_misses"]) and opts["ecosystem"] is None and opts["added"] is None
              and opts["split"] is None)
     mech = loeo.mechanical(result["results"], opts["indexes"]) if folds else None
+    if opts["loeo_misses"] and mech is None:
+        sys.stderr.write("Error: --loeo-misses needs the whole corpus (no --split, --added or "
+                         "--ecosystem)\nHint: %s\n" % USAGE)
+        return 2
     if opts["json"]:
         sys.stdout.write(as_json(result, mech))
+    elif opts["loeo_misses"]:
+        sys.stdout.write(loeo.render_misses(mech) + loeo.render(mech))
+        return 0 if mech["right"] == mech["cases"] else 1
     else:
         sys.stdout.write(render(result))
         if opts["by"]:
