@@ -15,8 +15,7 @@ asks is simply not taken. The box only ever sees its read-only `status`.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False   # typing costs ~4 ms CPU before the ssh call; annotations only
 if TYPE_CHECKING:
     from typing import Iterator
 
