@@ -13,6 +13,7 @@ recursive reader (a renderer, json.dumps).
 from __future__ import annotations
 
 import json
+
 TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
 if TYPE_CHECKING:
     from typing import Any, Union

@@ -4,6 +4,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+
 TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
 if TYPE_CHECKING:
     from typing import Any, Optional, Tuple

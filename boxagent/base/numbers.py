@@ -13,6 +13,7 @@ with a message that names the range).
 from __future__ import annotations
 
 import math
+
 TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional, Tuple

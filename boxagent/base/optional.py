@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+
 TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
 if TYPE_CHECKING:
     from typing import Dict

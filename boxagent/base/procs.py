@@ -9,6 +9,7 @@ import errno
 import os
 import signal
 import sys
+
 TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
 if TYPE_CHECKING:
     from typing import Dict, List, Optional

@@ -9,6 +9,7 @@ Environment overrides (tests and odd containers):
 from __future__ import annotations
 
 import os
+
 TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
 if TYPE_CHECKING:
     from typing import Any, List, Mapping, Optional

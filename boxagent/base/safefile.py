@@ -15,6 +15,7 @@ import os
 import stat
 import sys
 import time
+
 TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
 if TYPE_CHECKING:
     from typing import Callable, List, Optional

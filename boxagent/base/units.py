@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import time
+
 TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
 if TYPE_CHECKING:
     from typing import Optional, Union

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+
 TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
 if TYPE_CHECKING:
     from typing import Any

@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import time
+
 TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple

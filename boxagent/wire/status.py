@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+
 TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Tuple

@@ -15,7 +15,8 @@ asks is simply not taken. The box only ever sees its read-only `status`.
 from __future__ import annotations
 
 import os
-TYPE_CHECKING = False   # typing costs ~4 ms CPU before the ssh call; annotations only
+
+TYPE_CHECKING = False   # annotations only: typing would add a few ms before a status's ssh call
 if TYPE_CHECKING:
     from typing import Iterator
 

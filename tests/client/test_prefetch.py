@@ -56,7 +56,7 @@ def test_a_head_start_the_command_does_not_take_is_killed_at_exit(hostile, sshd)
 
 def test_what_runs_before_the_ssh_call_imports_neither_typing_nor_tempfile(tmp_path):
     """Every millisecond before the head start's ssh call adds to a first `status` (goal: 1.05x
-    `ssh true`); typing and tempfile cost ~7 ms CPU there and are needed only for annotations
+    `ssh true`); typing and tempfile cost a few ms CPU there (~6 ms measured) and are needed only for annotations
     and the /tmp fallback. Bare python (-S): a wheel install has no dev checkout's import hooks."""
     import subprocess
     from tests.realbox import REPO
