@@ -15,7 +15,8 @@ The floor of a repeated command is `ssh far true` over the same open master: not
 over the shared connection can be faster. Against it: repeated `status` <= 1.3x, `status --json`
 and the MCP server's `wait_for_change` (box_wait in a long-lived process, as the server runs it)
 <= 1.5x, and `logs -n 50`. A pull copying 300 KB opens no new connection, and `auto` is within
-1.2x of the faster of rsync and stream. `--phases` also prints where a repeated `status` goes.
+1.2x of the faster of rsync and stream. `--phases` also prints where a first and a repeated `status`
+go.
 """
 from __future__ import annotations
 
@@ -152,7 +153,7 @@ def main() -> int:
     ap.add_argument("--rtt", type=float, default=0.15, help="round trip in seconds (default 0.15)")
     ap.add_argument("-n", type=int, default=5, help="runs per figure (default 5)")
     ap.add_argument("--only", default=None, help="only the commands whose label has this word (e.g. pull)")
-    ap.add_argument("--phases", action="store_true", help="also where a repeated status goes, phase by phase")
+    ap.add_argument("--phases", action="store_true", help="also where a first and a repeated status go, phase by phase")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="rgt-far-") as tmp:
         far = Far(Path(tmp), args.rtt)
@@ -161,6 +162,7 @@ def main() -> int:
             report(far, args.n, args.rtt, args.only)
             floor_report(far, args.n, args.rtt, args.only)
             if args.phases:
+                first_phases(far, args.n)
                 phases(far, args.n)
         finally:
             far.close()
@@ -235,6 +237,36 @@ def floor_report(far: Far, n: int, rtt: float, only: str | None = None) -> None:
         best = min(pulls["rsync"], pulls["stream"])
         print("pull auto / the faster of rsync and stream: %.2fx (goal <= 1.20x: %s)"
               % (pulls["auto"] / best, "ok" if pulls["auto"] / best <= 1.2 else "MISSED"))
+
+
+def status_ssh_argv(far: Far) -> list[str]:
+    """The very ssh command line a `status far` starts (prefetch's head start), as the client builds it."""
+    code = ("import json,sys; from rgt_client.box import agentcall, hosts, transport; "
+            "t = hosts.target_for('far', sys.argv[1], None, None); "
+            "print(json.dumps(transport.ssh_argv(t, transport.agent_command(t, agentcall.status_args(0, None)))))")
+    out = subprocess.run([sys.executable, "-c", code, str(far.cfg)], capture_output=True, text=True,
+                         env=dict(far.env, PYTHONPATH=str(REPO)), check=True)
+    return json.loads(out.stdout)
+
+
+def first_phases(far: Far, n: int) -> None:
+    """Where a first status goes (no master yet), each step fresh: the difference between two
+    rows is what the later one adds (opening the master; the box's side of status; the client)."""
+    close = lambda: subprocess.run([CLIENT, "ssh-close", "far"], capture_output=True, env=far.env)  # noqa: E731
+    plain = ["ssh", "-F", str(far.cfg), "far", "true"]
+    rows = [("ssh far true (no master)", plain),
+            ("ssh far true, opening rgt's master", plain[:3] + mux_options(far) + plain[3:]),
+            ("status's own ssh line, opening the master", status_ssh_argv(far)),
+            ("rgt-client status far (the whole command)", [CLIENT, "status", "far"])]
+    print()
+    print("phases of a first status (each fresh, medians of %d)" % n)
+    print("%-48s %8s %8s %6s %10s" % ("step", "seconds", "+ prev", "conns", "bytes"))
+    prev = None
+    for label, argv in rows:
+        sec, conns, nbytes = medians(far, argv, far.env, n, close)
+        print("%-48s %8.3f %8s %6d %10d" % (label, sec, "" if prev is None else "%+.3f" % (sec - prev), conns, nbytes))
+        prev = sec
+    close()
 
 
 def phases(far: Far, n: int) -> None:

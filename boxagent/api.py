@@ -12,7 +12,9 @@ Light facts are imported here; the heavy parts only when a function that needs t
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from boxagent.base import names, numbers
 from boxagent.base.boxjson import BadJSON, loads as box_json

@@ -7,7 +7,10 @@ Users never see a traceback: AgentError becomes `Error:` + `Hint:` (STYLE 8); --
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, List, NoReturn, Optional
+
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, NoReturn, Optional
 
 from boxagent import __version__
 from boxagent.base import names

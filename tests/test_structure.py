@@ -203,3 +203,48 @@ def test_each_feature_keeps_its_commands_in_its_cmd_py():
                for m in COMMAND_MODULES)
     top = sorted(p.name for p in (REPO / "rgt_client").glob("*.py"))
     assert len(top) <= 10, top     # the rest lives in a folder per feature
+
+
+def _marks_slow(node: ast.AST) -> bool:
+    """A decorator or pytestmark value that names the `slow` mark (pytest.mark.slow, or a list
+    or a parametrize holding it)."""
+    return any(isinstance(n, ast.Attribute) and n.attr == "slow" for n in ast.walk(node))
+
+
+def _fast_tests(path: Path) -> List[str]:
+    """The test functions of a file that `-m "not slow"` still runs."""
+    tree = ast.parse(path.read_text(), str(path))
+    if any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in n.targets)
+           and _marks_slow(n.value) for n in tree.body):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            if not any(_marks_slow(d) for d in node.decorator_list):
+                found.append(node.name)
+    return found
+
+
+def test_the_fast_subset_covers_every_test_folder():
+    """`pytest -m "not slow"` is the inner loop a contributor runs before each push: a folder of
+    tests whose every test is marked slow would be skipped there whole, and its module's
+    breakage found only by the full run (the README's command, CI's)."""
+    folders: Dict[Path, List[str]] = {}
+    for path in sorted((REPO / "tests").rglob("test_*.py")):
+        folders.setdefault(path.parent, []).extend(_fast_tests(path))
+    assert len(folders) >= 14, sorted(folders)
+    assert [str(f.relative_to(REPO)) for f, fast in folders.items() if not fast] == []
+
+
+def test_the_slow_mark_is_found_where_it_is_written(tmp_path):
+    """The check above reads marks from the source: it must see each way a file writes one."""
+    cases = {
+        "pytestmark = [pytest.mark.ssh, pytest.mark.slow]\ndef test_a(): pass\n": [],
+        "pytestmark = pytest.mark.slow\ndef test_a(): pass\n": [],
+        "@pytest.mark.slow\ndef test_a(): pass\ndef test_b(): pass\n": ["test_b"],
+        "class TestX:\n    @pytest.mark.slow\n    def test_a(self): pass\n    def test_b(self): pass\n": ["test_b"],
+        "pytestmark = pytest.mark.ssh\ndef test_a(): pass\n": ["test_a"],
+    }
+    for text, fast in cases.items():
+        (tmp_path / "test_x.py").write_text("import pytest\n" + text)
+        assert _fast_tests(tmp_path / "test_x.py") == fast, text

@@ -13,7 +13,10 @@ recursive reader (a renderer, json.dumps).
 from __future__ import annotations
 
 import json
-from typing import Any, Union
+
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Any, Union
 
 MAX_DEPTH = 100           # a job nests at most 32 (engine/joblimits); status and events wrap it a few more
 MAX_BYTES = 64 << 20      # above any document the agent writes (status.json: a few MB)

@@ -4,7 +4,10 @@ from __future__ import annotations
 import errno
 import json
 import os
-from typing import Any, Optional, Tuple
+
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Any, Optional, Tuple
 
 from boxagent.base import boxjson, safefile
 

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
+
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 class Home:

@@ -9,7 +9,10 @@ letters, digits, `.`, `_`, `-`), so it can never be a path, an option or a shell
 from __future__ import annotations
 
 import re
-from typing import Callable
+
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Callable
 
 from boxagent.base.errors import UsageError
 

@@ -13,7 +13,10 @@ with a message that names the range).
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Optional, Tuple
+
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional, Tuple
 
 EPOCH_MAX_S = 32503680000.0          # 3000-01-01 UTC: far past any real clock, inside gmtime's range
 DURATION_MAX_S = 100 * 365 * 86400.0

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import sys
-from typing import Dict
+
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Dict
 
 OPTIONAL = ("psutil", "requests", "watchdog", "pynvml")
 

@@ -9,7 +9,10 @@ import errno
 import os
 import signal
 import sys
-from typing import Dict, List, Optional
+
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Dict, List, Optional
 
 import boxagent
 from boxagent.base.fsutil import read_json

@@ -9,7 +9,10 @@ Environment overrides (tests and odd containers):
 from __future__ import annotations
 
 import os
-from typing import Any, List, Mapping, Optional
+
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Any, List, Mapping, Optional
 
 
 class Roots:

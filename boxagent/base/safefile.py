@@ -15,7 +15,10 @@ import os
 import stat
 import sys
 import time
-from typing import Callable, List, Optional
+
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Callable, List, Optional
 
 DEFAULT_CAP = 32 << 20        # status.json of a busy box is a few MB; nothing the agent reads is larger
 ASIDE_DIR = ".aside"          # inbox/.aside/: what was set aside, kept for a person to look at

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Optional, Union
+
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Optional, Union
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _DUR_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Any
 
 from boxagent.base import names
 from boxagent.base.errors import EXIT_NOT_RUNNING, EXIT_OK, UsageError

@@ -12,7 +12,10 @@ import fcntl
 import json
 import os
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from boxagent.base import boxjson, procs, safefile
 from boxagent.base.fsutil import atomic_write_json

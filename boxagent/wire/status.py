@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import boxagent
 from boxagent.wire import inbox

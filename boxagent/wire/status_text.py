@@ -4,7 +4,9 @@ returns (status.py) and decides nothing.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
 
 from boxagent.base.units import format_bytes, format_duration
 

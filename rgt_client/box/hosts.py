@@ -9,7 +9,10 @@ import json
 import os
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+
+TYPE_CHECKING = False   # annotations only: typing would add a few ms before a status's ssh call
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 from rgt_client.box.hostsfile import config_dir, hosts_file, load_all
 from rgt_client.box.transport import Target

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+
+TYPE_CHECKING = False   # annotations only: typing would add a few ms before a status's ssh call
+if TYPE_CHECKING:
+    from typing import Any
 
 # Plain os.path, no pathlib: every `status` reads this file, and its start-up time counts.
 

@@ -23,7 +23,6 @@ import re
 import stat
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ENV_OFF = "RGT_SSH_MULTIPLEX"
@@ -41,6 +40,7 @@ def control_dir() -> Path:
     for base in (os.environ.get("XDG_RUNTIME_DIR"), os.path.join(Path.home(), ".cache")):
         if base and os.path.isdir(base) and len(os.path.join(base, "rgt-ssh")) + 42 < _SOCKET_MAX:
             return Path(base) / "rgt-ssh"
+    import tempfile     # the fallback only: not among a status's imports before its ssh call
     return Path(tempfile.gettempdir()) / ("rgt-ssh-%d" % uid)
 
 

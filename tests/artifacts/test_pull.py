@@ -39,6 +39,7 @@ def _same_tree(a: Path, b: Path, rel: str) -> bool:
     return (a / rel).read_bytes() == (b / rel).read_bytes()
 
 
+@pytest.mark.slow
 def test_rsync_pull_of_one_large_and_2000_small_files_verifies(box, rgt, tmp_path):
     _fill(box)
     run = box.run("r1", ["ck/**", "samples/**"], ["**/*.tmp"])
@@ -58,6 +59,7 @@ def test_rsync_pull_of_one_large_and_2000_small_files_verifies(box, rgt, tmp_pat
     assert proof["verified_at"].endswith("Z")
 
 
+@pytest.mark.slow
 def test_stream_pull_when_this_machine_has_no_rsync(box, rgt, tmp_path, monkeypatch):
     _fill(box, n_small=300)
     run = box.run("r1", ["ck/**", "samples/**"], ["**/*.tmp"])

@@ -181,6 +181,7 @@ def test_status_of_several_aliases_in_parallel(box, tmp_path):
     assert count.read_text().count("x") == 4
 
 
+@pytest.mark.slow
 def test_logs_handbook_and_unknown_run(box):
     rgt, home = box["rgt"], str(box["home"])
     res = rgt("logs", "rgt-box", "chain3", "--stage", "train", "--home", home)
@@ -201,6 +202,7 @@ def test_patrol_says_done(box):
     assert "rgt-client pull rgt-box chain3" in lines[0]
 
 
+@pytest.mark.slow
 def test_reinstall_readopts_the_running_stage(box, tmp_path):
     rgt, home = box["rgt"], box["home"]
     counter = tmp_path / "count it"
@@ -262,6 +264,7 @@ def _state(home: Path, run: str) -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_a_changed_job_under_a_finished_runs_name_needs_run_replace(box, tmp_path):
     rgt, home = box["rgt"], str(box["home"])
     def run(cmd: str, *extra: str):

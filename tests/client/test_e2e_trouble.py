@@ -38,6 +38,7 @@ def test_deps_that_do_not_finish_in_time_never_fail_the_install(trouble):
     assert "daemon   running" in out
 
 
+@pytest.mark.slow
 def test_failure_cancel_resume_and_patrol(trouble, tmp_path):
     rgt, home, _ = trouble
     res = rgt("run", "rgt-box", "--home", str(home), "--name", "bad", "--workdir", str(tmp_path), "--",
@@ -85,6 +86,7 @@ def test_logs_follow_prints_a_header_when_the_chain_moves_to_the_next_stage(trou
     assert "a-2" in lines[:i] and lines[i + 1:i + 3] == ["b-1", "b-2"], lines
 
 
+@pytest.mark.slow
 def test_watch_gives_up_with_6_and_agent_down_is_3(trouble, tmp_path):
     """Last in this file: it stops the daemon."""
     rgt, home, _ = trouble

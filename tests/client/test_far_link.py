@@ -126,6 +126,7 @@ def test_a_30s_stall_mid_watch_loses_and_repeats_no_event(far):
     assert not any("connection is up" in line for line in text), text     # silence tells no such thing
 
 
+@pytest.mark.slow
 def test_logs_follow_across_a_broken_link_loses_and_repeats_no_line(far):
     count = "for i in $(seq 1 120); do echo line-$i; sleep 0.05; done"
     submit(far, "counted", [("first", count), ("second", "echo second-$(seq 1 3 | tr '\\n' ,)")])
@@ -149,6 +150,7 @@ def test_logs_follow_across_a_broken_link_loses_and_repeats_no_line(far):
     assert "link lost at" in err and "link back (lost since" in err, err
 
 
+@pytest.mark.slow
 def test_an_agent_with_no_event_feed_is_polled(far):
     submit(far, "old", [("only", "sleep 60")])
     wait_for(lambda: any(e["type"] == "stage_started" for e in run_events(far["home"], "old")), 30)
@@ -164,6 +166,7 @@ def test_an_agent_with_no_event_feed_is_polled(far):
     assert "stayed down for 3 checks" in res.stdout
 
 
+@pytest.mark.slow
 def test_a_re_pull_of_an_unchanged_run_copies_nothing_and_records_nothing_again(far, tmp_path):
     job = far["work"] / "art.toml"
     job.write_text('name = "art"\nworkdir = %s\n[[stage]]\nname = "make"\nrun = "mkdir -p out && echo w > out/m.bin"\n'

@@ -94,6 +94,7 @@ def test_gigabyte_status_answer_is_refused_naming_the_host_in_bounded_memory(hos
     assert all(c["broken"] and c["stdout_bytes"] < (64 << 20) for c in hostile.calls("status"))
 
 
+@pytest.mark.slow
 def test_gigabyte_log_answer_is_cut_off_in_bounded_memory(hostile, sshd):
     hostile.answer("logs", stdout=huge(1 << 30, b"x" * 99 + b"\n"))
     res = run_client(["logs", "rgt-box", "r1"] + hostile.args(), sshd.config)
@@ -244,7 +245,8 @@ def peak_rss(args: list, sshd) -> tuple[int, int, str]:
     return int(peak) * 1024, res.rc, err
 
 
-@pytest.mark.parametrize("shape", ["many runs", "long history", "one long string"])
+@pytest.mark.parametrize("shape", [pytest.param("many runs", marks=pytest.mark.slow),
+                                   pytest.param("long history", marks=pytest.mark.slow), "one long string"])
 def test_a_status_just_under_the_cap_stays_in_bounded_memory(hostile, sshd, shape):
     doc = status_doc()
     if shape == "many runs":

@@ -56,6 +56,7 @@ def test_a_users_own_control_settings_are_left_alone(sshd, monkeypatch):
     assert sshmux.options("any-host", None) == []
 
 
+@pytest.mark.slow
 def test_a_wedged_master_is_replaced_not_waited_on(mux_config):
     t = Target("rgt-box", ssh_config=str(mux_config))
     assert run_remote(t, "true", timeout=30).rc == 0
@@ -76,6 +77,7 @@ def _master_pid(cfg) -> int:
     return int(_check(cfg).stderr.split("pid=")[1].split(")")[0])
 
 
+@pytest.mark.slow
 def test_a_stalled_master_is_found_within_seconds_and_the_status_retried_on_a_fresh_connection(mux_config, homes):
     """A master that accepts and never answers held the next `status` for 125 s, then blamed the
     network. Now it is asked over its socket after 2 s, set aside, and the status made again."""

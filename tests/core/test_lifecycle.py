@@ -89,6 +89,7 @@ def test_stop_leaves_the_stage_running_and_the_next_daemon_finishes_it(box):
     assert (box.workdir / "counter").read_text() == "ran\n"
 
 
+@pytest.mark.slow
 def test_boot_id_change_interrupts_running_stage_and_resume_requeues_from_marker(box):
     box.submit(job("boot", box.workdir, {"name": "prep", "run": "echo p >> prep-count"},
                    {"name": "train", "run": "echo t >> train-count; sleep 30"}, {"name": "eval", "run": "true"}))
@@ -225,6 +226,7 @@ def test_status_with_the_daemon_dead(box):
     assert "NOT RUNNING" in text.stdout and "succeeded" in text.stdout.lower()
 
 
+@pytest.mark.slow
 def test_status_json_never_partial_under_a_hammering_reader(box):
     box.submit(job("ham", box.workdir, *[{"name": "s%d" % i, "run": "echo %d" % i} for i in range(8)]))
     box.start()

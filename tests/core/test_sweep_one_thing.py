@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from tests.realbox import job, wait_for
 
 CELLS = {"A": [str(i) for i in range(20)], "B": [str(i) for i in range(15)]}      # 300 runs
@@ -40,6 +42,7 @@ def _daemon(box):
     return proc
 
 
+@pytest.mark.slow
 def test_a_sweep_submit_cut_partway_leaves_nothing_or_the_whole_sweep(box):
     out = box.submit(_sweep(box))
     assert out.returncode == 0, out.stderr

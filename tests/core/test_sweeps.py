@@ -32,6 +32,7 @@ def _started(box, name):
     return uuids, indices, order, float(at)
 
 
+@pytest.mark.slow
 def test_eight_one_gpu_runs_overlap_on_eight_distinct_gpus_by_uuid(gpu_box):
     box = gpu_box
     for i in range(8):
@@ -89,6 +90,7 @@ def test_an_xid_on_gpu_5_names_only_the_run_on_gpu_5(gpu_box):
     box.agent("cancel", "x0")
 
 
+@pytest.mark.slow
 def test_a_daemon_killed_mid_sweep_restarts_without_starting_or_moving_any_run(gpu_box):
     box = gpu_box
     cmd = 'echo "$RGT_GPUS" >> "$RGT_RUN.gpus"; while [ ! -e go ]; do sleep 0.05; done'
@@ -117,6 +119,7 @@ def _ran(box, name):
     return start, float((box.workdir / ("%s.end" % name)).read_text()), uuids
 
 
+@pytest.mark.slow
 def test_a_2_gpu_run_waits_for_two_free_gpus_while_a_later_smaller_run_fits(gpu_box):
     box = gpu_box
     hold = 'sleep 2.5; date +%s.%N > "$RGT_RUN.end"'
@@ -136,6 +139,7 @@ def test_a_2_gpu_run_waits_for_two_free_gpus_while_a_later_smaller_run_fits(gpu_
         assert small[2] not in big[2].split(",")
 
 
+@pytest.mark.slow
 def test_an_all_run_waits_for_the_box_to_empty_and_blocks_the_runs_after_it(gpu_box):
     box = gpu_box
     box.submit(job("first", box.workdir, {"name": "s", "run": PROBE}, gpus=1))
@@ -149,6 +153,7 @@ def test_an_all_run_waits_for_the_box_to_empty_and_blocks_the_runs_after_it(gpu_
     assert whole[2] == ""                  # the whole box: rgt narrows nothing (the job's own env is refused)
 
 
+@pytest.mark.slow
 def test_gpu_less_runs_beside_the_others_up_to_max_parallel(gpu_box):
     box = gpu_box
     assert box.agent("configure", stdin=json.dumps({"max_parallel": 2})).returncode == 0

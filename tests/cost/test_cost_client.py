@@ -42,6 +42,7 @@ def test_install_sets_and_shows_the_price(box):
     assert box["config"]["cost"] == {"price_per_hour": 2.49, "budget": 50.0, "currency": "EUR"}
 
 
+@pytest.mark.slow
 def test_install_with_only_a_price_changes_only_the_price(box):
     rgt, home = box["rgt"], box["home"]
     res = rgt("install", "rgt-box", "--home", str(home), "--sample-every", "0.5s", "--price", "3")

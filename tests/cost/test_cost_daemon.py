@@ -59,6 +59,7 @@ def _sink(path):
         return []
 
 
+@pytest.mark.slow
 def test_idle_box_warns_with_price_spend_and_stop_verb_and_a_new_run_clears_it(box, receiver, fake_nvml_lib):
     _nvml(box, fake_nvml_lib, 0, 1)
     sink = box.tmp / "sink.jsonl"
@@ -99,6 +100,7 @@ def test_idle_box_warns_with_price_spend_and_stop_verb_and_a_new_run_clears_it(b
     assert len(box.events("box_idle")) == 1
 
 
+@pytest.mark.slow
 def test_one_gpu_at_90_keeps_the_box_busy_then_idle_when_it_drops(box, fake_nvml_lib):
     fake = _nvml(box, fake_nvml_lib, 90, 0)
     _configure(box, {"price_per_hour": 1.0, "idle_alert_after_s": 0.5})
@@ -111,6 +113,7 @@ def test_one_gpu_at_90_keeps_the_box_busy_then_idle_when_it_drops(box, fake_nvml
     assert "GPU 0 0 %, GPU 1 0 %" in " ".join(ev["evidence"])
 
 
+@pytest.mark.slow
 def test_daemon_restart_keeps_since_and_the_spend(box, fake_nvml_lib):
     _nvml(box, fake_nvml_lib, 50)
     _configure(box, {"price_per_hour": 3600.0, "idle_alert_after_s": 0})     # 1 USD a second

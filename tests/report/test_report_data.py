@@ -5,6 +5,8 @@ import json
 import os
 import signal
 
+import pytest
+
 from boxagent.runlog.store import HistoryFile
 from rgt_client.report.data import normalise
 from rgt_client.report.page import render
@@ -94,6 +96,7 @@ def test_the_report_reads_the_verified_pull_the_box_recorded(box):
     assert "none recorded" not in html and "verified %s" % got["verified_at"] in html
 
 
+@pytest.mark.slow
 def test_a_six_second_run_at_default_settings_keeps_every_metric_value(box):
     """The field repro: at the default sampling interval (10 s), a 6-second stage that printed
     30 `loss=` values left none of them in report-data: the run ended between two samples and

@@ -6,6 +6,8 @@ import json
 import re
 from typing import Any, Dict, List
 
+import pytest
+
 from boxagent.runlog.points import parse_iso
 from rgt_client.report.page import render
 from tests.realbox import Box, job
@@ -38,6 +40,7 @@ def _first_attempt(events: List[Dict[str, Any]], stage: str) -> tuple:
     return parse_iso(start["at"]), parse_iso(end["at"])
 
 
+@pytest.mark.slow
 def test_a_resumed_runs_skipped_stage_keeps_the_first_attempts_readings(box):
     doc = _resumed_run(box)
     readings = [m for m in doc["history"]["metrics"] if m["st"] == "train"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from boxagent.runlog import points, store
 from boxagent.runlog.store import HistoryFile
 from tests.report.conftest import GIB, Driver, gpu, run_block, status
@@ -30,6 +32,7 @@ def test_appending_a_point_does_not_rewrite_the_file(tmp_path):
     assert hist.compactions == 0
 
 
+@pytest.mark.slow
 def test_a_week_on_8_gpus_stays_under_3_mb_and_keeps_every_event(tmp_path):
     """A simulated 7-day run: one status every minute, 8 GPUs, metrics and progress, a few
     hundred events. The file never passes the budget; older points are thinned, recent ones

@@ -62,6 +62,7 @@ def test_three_stage_chain_succeeds_with_markers_and_job_ids_in_scontrol(login):
     assert sorted(listed) == sorted(ids)
 
 
+@pytest.mark.slow
 def test_a_failing_middle_stage_leaves_the_last_never_run_and_cancelled(login):
     login.daemon()
     login.submit(slurm_job("mid", login.workdir, {"name": "prep", "run": "true"},
@@ -80,6 +81,7 @@ def test_a_failing_middle_stage_leaves_the_last_never_run_and_cancelled(login):
     assert [e["stage"] for e in login.events("stage_cancelled")] == ["eval"]
 
 
+@pytest.mark.slow
 def test_daemon_killed_mid_chain_slurm_finishes_it_and_the_restart_reports_each_transition(login):
     slurm = login.slurm
     first = login.daemon()
@@ -103,6 +105,7 @@ def test_daemon_killed_mid_chain_slurm_finishes_it_and_the_restart_reports_each_
     assert kinds.count(("stage_started", "train")) == 1 and kinds.count(("run_succeeded", None)) == 1
 
 
+@pytest.mark.slow
 def test_sigterm_to_the_daemon_leaves_the_clusters_jobs_running(login):
     slurm = login.slurm
     first = login.daemon()
@@ -118,6 +121,7 @@ def test_sigterm_to_the_daemon_leaves_the_clusters_jobs_running(login):
     assert login.wait_run("term", timeout=30)["state"] == "succeeded"
 
 
+@pytest.mark.slow
 def test_cancel_scancels_the_runs_jobs(login):
     slurm = login.slurm
     login.daemon()
@@ -133,6 +137,7 @@ def test_cancel_scancels_the_runs_jobs(login):
     wait_for(lambda: [squeue_state(slurm, i)[0] for i in ids] == ["CANCELLED", "CANCELLED"], 20, "scancel")
 
 
+@pytest.mark.slow
 def test_resume_after_a_failure_submits_only_the_unmarked_stages(login):
     login.daemon()
     login.submit(slurm_job("res", login.workdir, {"name": "prep", "run": "echo prep >> prep.count"},
@@ -212,6 +217,7 @@ def test_a_stage_over_its_time_ends_timeout(time_limited, login):
             _cleanup_login(box)
 
 
+@pytest.mark.slow
 def test_node_failure_is_retried_with_the_rest_of_the_chain(login):
     slurm = login.slurm
     login.daemon()
@@ -234,6 +240,7 @@ def test_node_failure_is_retried_with_the_rest_of_the_chain(login):
     assert squeue_state(slurm, first[1]) == ("CANCELLED", "DependencyNeverSatisfied")
 
 
+@pytest.mark.slow
 def test_a_refused_submission_fails_the_stage_with_slurms_words(login):
     login.daemon()
     login.submit(slurm_job("bad", login.workdir, {"name": "train", "run": "true"},
@@ -244,6 +251,7 @@ def test_a_refused_submission_fails_the_stage_with_slurms_words(login):
     assert "sinfo" in cause["remediation"]
 
 
+@pytest.mark.slow
 def test_a_notification_reaches_a_loopback_receiver(login):
     from tests.notify.receiver import Receiver
     receiver = Receiver()
@@ -279,6 +287,7 @@ def _status_stage(login, run, stage):
     return {}
 
 
+@pytest.mark.slow
 def test_a_memory_limited_stage_ends_cgroup_oom(login):
     if login.slurm.mem_enforcement != "cgroup":
         pytest.skip("this cluster does not end a job OUT_OF_MEMORY (--mem is enforced by jobacct_gather's "
@@ -294,6 +303,7 @@ def test_a_memory_limited_stage_ends_cgroup_oom(login):
     assert "OUT_OF_MEMORY" in " ".join(st["cause"]["evidence"])
 
 
+@pytest.mark.slow
 def test_the_nodes_run_the_shim_with_slurm_python(login):
     """config.json `slurm_python`: the Python the nodes have (here the oldest the agent supports)."""
     import glob
@@ -311,6 +321,7 @@ def test_the_nodes_run_the_shim_with_slurm_python(login):
     assert "exec %s -S " % py38 in script
 
 
+@pytest.mark.slow
 def test_a_python_the_nodes_lack_is_named_with_the_fix(login):
     login.home.mkdir(parents=True, exist_ok=True)
     (login.home / "config.json").write_text(json.dumps({"slurm_python": "/opt/nowhere/bin/python3"}))
@@ -321,6 +332,7 @@ def test_a_python_the_nodes_lack_is_named_with_the_fix(login):
     assert "slurm_python" in cause["remediation"]
 
 
+@pytest.mark.slow
 def test_stop_kill_cancels_the_slurm_jobs_too(login):
     """`stop --kill` asks to end every running stage: on a cluster that is a scancel, and the
     run ends cancelled as soon as Slurm says the job is gone (not after stop_grace)."""
