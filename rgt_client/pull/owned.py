@@ -69,8 +69,8 @@ def check(d: Dest, host: str, run: str, manifest: Dict[str, Any], record: Dict[s
         shown = ", ".join(safe_line(p)[:200] for p in foreign[:SHOWN])
         raise ClientError("the manifest of %s on %s would replace %s in %s, which no pull of this run wrote; "
                           "refused, nothing was changed" % (safe_line(run), host, shown, d.path),
-                          "pull into an empty folder (the default ./rgt-pulls/HOST/RUN), or move those "
-                          "files away first")
+                          "pull into an empty folder (leave DEST out: rgt's own folder for HOST/RUN), or "
+                          "move those files away first")
 
 
 def save(d: Dest, host: str, run: str, manifest: Dict[str, Any], record: Dict[str, List[str]]) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shlex
 import time
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from rgt_client.box import agentcall, transport
 from rgt_client.pull import manifest_check, owned
 from rgt_client.box.bounded import AgentStream
 from rgt_client.pull.destdir import Blocked, Dest
-from rgt_client.pull.inert import mark_inert
+from rgt_client.pull import datahome
 from rgt_client.errors import ClientError
 from rgt_client.pull.rsync import SAFE_AGAINST_SENDER, local_rsync, misplaced, remote_rsync, rsync_pull
 from rgt_client.pull.stream import blocked_error, check_parents, make_symlinks, stream_pull
@@ -57,10 +56,9 @@ class PullResult:
 
 
 def default_dest(host: str, run: str) -> str:
-    def safe(word: str) -> str:
-        word = re.sub(r"[^A-Za-z0-9._@+-]", "_", word).lstrip(".")
-        return word or "_"
-    return os.path.join("rgt-pulls", safe(host), safe(run))
+    """Where a pull with no DEST goes: rgt's own data folder for the project this runs in, outside
+    its tree (datahome.py), so none of the project's test runners ever walks into the box's files."""
+    return datahome.pull_dir(os.getcwd(), host, run)
 
 
 def _agent_error(res: transport.Result, what: str, host: str) -> ClientError:
@@ -150,18 +148,6 @@ def save_meta(dest: Dest, target: transport.Target, info: PullInfo, method: str,
         "pulled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}) + "\n").encode("utf-8"))
 
 
-def _mark_pulls(folder: str) -> None:
-    """./rgt-pulls/ gets the markers that keep test runners out of it (inert.py)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        mark_inert(fd)
-    finally:
-        os.close(fd)
-
-
 def _unchanged(d: Dest, dest: str, info: PullInfo, check_load: bool, workers: Optional[int],
                links: bool) -> Optional[VerifyResult]:
     """The verify of a copy already verified against this very manifest, when it still holds;
@@ -195,8 +181,11 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
     if target.host.startswith("-"):  # would reach ssh and rsync as an option, not a host
         raise ClientError("%r is not a host" % target.host, "name an ssh destination or `local`",
                           exitcodes.USAGE)
-    defaulted = dest is None
-    dest = os.path.abspath(dest or default_dest(target.host, run))
+    agentcall.check_names(run)
+    if dest is None:        # rgt's own folder: made 0700 by descriptor, and written only if still that one
+        dest, expect_dir = datahome.owned_dir_at([datahome.PULLS, datahome.project_key(os.getcwd()),
+                                                  datahome.plain_word(target.host), datahome.plain_word(run)])
+    dest = os.path.abspath(dest)
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise ClientError("%s exists and is not a directory" % dest, "name another DEST", exitcodes.USAGE)
     info = fetch_info(target, run, force)
@@ -211,9 +200,7 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
             # another local user swapped a folder on the path while the box was asked
             raise ClientError("%s is no longer the folder rgt checked before asking %s; refused, nothing "
                               "was written" % (dest, target.host),
-                              "check who else can write in the project folder, then pull again")
-        if defaulted:
-            _mark_pulls(os.path.dirname(os.path.dirname(dest)))
+                              "check who or what else writes in its parent folder, then pull again")
         try:
             # before a byte moves: a manifest path under a symlink in DEST (an earlier pull's)
             check_parents(d, target.host, [f["path"] for f in m["files"]] + [s["path"] for s in m.get("symlinks") or []])

@@ -18,7 +18,8 @@ import pytest
 
 from tests.clirunner import Cli
 from tests.hostile import END, frame
-from tests.mcp.trustworld import SharedServer, World, run_doc, status_doc
+from rgt_client.pull.datahome import project_key
+from tests.mcp.trustworld import OWN_NOTES, SharedServer, World, run_doc, status_doc
 
 # `s` points back at the pull's folder from three folders down: textually inside. `keys` climbs
 # through it: textually `.ssh` inside the folder; the kernel: four folders above it = $HOME/.ssh
@@ -75,7 +76,7 @@ def test_claim_a_pull_through_mcp_makes_no_symlink(server, stream_server, world,
     world.box.answer("pull-verified", stdout={"ok": True})
     res = (server if path == "rsync" else stream_server).call("pull_artifacts", host="local", run=run)
     assert not res.is_error, res.content[0].text
-    dest = world.project / "rgt-pulls" / "local" / run
+    dest = world.pulls / "local" / run
     assert _links_in(dest) == []
     assert not os.path.lexists(dest / "keys") and not os.path.lexists(dest / "a" / "b" / "c" / "s")
     sc = res.structured_content
@@ -110,7 +111,7 @@ def test_claim_a_file_entry_never_arrives_as_a_symlink(server, world, tmp_path):
     assert sc["verified"] is False and sc["safe_to_tear_down"] is False, res.content[0].text
     # rsync skips what the box sends as a link (missing); one that arrived anyway is removed (type)
     assert {p["path"] for p in sc["problems"] if p["kind"] in ("missing", "type")} == {"keys", "id_ed25519"}
-    dest = world.project / "rgt-pulls" / "local" / "asfile"
+    dest = world.pulls / "local" / "asfile"
     assert _links_in(dest) == [] and not os.path.lexists(dest / "keys")
     assert "CANARYsshkey4711" not in res.content[0].text
     world.box.pull_info("asfile", m, rsync=True)       # the CLI's rsync path, into a user's folder
@@ -128,7 +129,7 @@ def test_claim_a_symlink_entry_never_replaces_a_users_file(server, world, tmp_pa
     world.box.pull_info("mine", m, rsync=True)
     res = server.call("pull_artifacts", host="local", run="mine", dest="rgt-box/mine")
     assert res.is_error and "which no pull of this run wrote" in res.content[0].text, res.content[0].text
-    assert world.own_snapshot() == {"notes": "the user's own file in rgt's folder\n"}
+    assert world.own_snapshot() == {"notes": OWN_NOTES}
     dest = tmp_path / "tests"
     dest.mkdir()
     (dest / "conftest.py").write_text("# the user's conftest\n")
@@ -176,9 +177,11 @@ def test_claim_pulled_files_never_run_at_the_projects_next_pytest(server, world,
     else:
         project = tmp_path / "proj"
         (project / "tests").mkdir(parents=True)
-        monkeypatch.chdir(project)              # `rgt-client pull HOST RUN`: ./rgt-pulls/HOST/RUN
+        monkeypatch.chdir(project)              # `rgt-client pull HOST RUN`: rgt's folder for this project
         cli = Cli()("pull", "local", "ctest", "--home", str(world.box.home), env=world.env)
-        assert cli.exit_code == 0 and (project / "rgt-pulls" / "local" / "ctest" / "conftest.py").exists(), cli.stderr
+        pulled = world.data / "pulls" / project_key(str(project)) / "local" / "ctest"
+        assert cli.exit_code == 0 and (pulled / "conftest.py").exists(), cli.stderr
+        assert "files in %s" % pulled in cli.stdout, cli.stdout
     (project / "tests" / "test_mine.py").write_text("def test_mine():\n    pass\n")
     # the user's (or a coding agent's) test run from the project root, as anyone runs it
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],
@@ -198,7 +201,7 @@ def test_claim_pulled_folders_and_files_are_writable_by_their_owner_only(server,
     world.box.answer("pull-verified", stdout={"ok": True})
     res = server.call("pull_artifacts", host="local", run="modes2")
     assert not res.is_error and res.structured_content["verified"] is True, res.content[0].text
-    dest = world.project / "rgt-pulls" / "local" / "modes2"
+    dest = world.pulls / "local" / "modes2"
     for rel in ("ck", "ck/sub", "ck/sub/model.bin"):
         mode = stat.S_IMODE((dest / rel).stat().st_mode)
         assert not mode & (stat.S_IWGRP | stat.S_IWOTH | stat.S_ISGID | stat.S_ISVTX | stat.S_ISUID), (rel, oct(mode))
@@ -260,7 +263,7 @@ def test_claim_a_pull_writes_only_into_folders_that_are_yours_alone(server, worl
         nobody = pwd.getpwnam("nobody")
     except KeyError:
         pytest.skip("no `nobody` user on this machine to play the other local user")
-    planted = world.project / "rgt-pulls" / "local" / ("planted-" + owner)
+    planted = world.pulls / "local" / ("planted-" + owner)
     planted.mkdir(parents=True)
     if owner == "other-user":
         os.chown(planted, nobody.pw_uid, nobody.pw_gid)    # made by another user of the project
@@ -301,63 +304,39 @@ def test_claim_a_pull_through_mcp_never_runs_an_rsync_a_box_can_attack(world, tm
         s.close()
 
 
-def _as_nobody(fn) -> int:
-    import pwd
-    user = pwd.getpwnam("nobody")
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgid(user.pw_gid)
-            os.setuid(user.pw_uid)
-            fn()
-        finally:
-            os._exit(0)
-    return pid
-
-
-def test_claim_a_pull_never_writes_into_a_folder_swapped_in_while_the_box_answers(world):
-    """A project folder other users may write in (no sticky bit): while the box holds its
-    pull-info answer, another user renames rgt-pulls/ away and puts a symlink to a folder of the
-    victim's in its place. The pull checked its folder first; it refuses any other one."""
-    import pwd
-    import tempfile
+def test_claim_a_pull_never_writes_into_a_folder_swapped_in_while_the_box_answers(world, tmp_path):
+    """While the box holds its pull-info answer, the project's folder in rgt's data folder is
+    renamed away and a symlink to another folder put in its place (rgt's data folder is yours
+    alone, so here another process of yours does it). The pull checked its folder first; it
+    refuses any other one."""
+    import threading
     import time
     from tests.hostile import pause, raw
-    if os.geteuid() != 0:
-        pytest.skip("needs root to play a second local user")
+    proj, victim = tmp_path / "proj", tmp_path / "victim"
+    proj.mkdir()
+    (victim / "local" / "r1").mkdir(parents=True)
+    mine = world.data / "pulls" / project_key(str(proj))
+    s = SharedServer(dict(world.env, TEST_CWD=str(proj), PATH=_path_without_rsync(tmp_path / "bin")))
     try:
-        pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("no `nobody` user on this machine to play the other local user")
-    base = Path(tempfile.mkdtemp(prefix="rgt-shared-"))     # outside pytest's 0700 tmp: nobody reaches it
-    try:
-        base.chmod(0o755)
-        proj, victim = base / "proj", base / "victim"
-        proj.mkdir()
-        proj.chmod(0o777)                                  # writable by others, no sticky bit
-        (victim / "local" / "r1").mkdir(parents=True)
-        s = SharedServer(dict(world.env, TEST_CWD=str(proj), PATH=_path_without_rsync(base / "bin")))
-        try:
-            m = world.box.manifest({"authorized_keys": b"ssh-ed25519 AAAA attacker\n"})
-            body = json.dumps(m).encode()
-            world.box.pull_info("r1", [raw(body[:10]), pause(3.0), raw(body[10:])])
-            world.box.pull_stream(frame("authorized_keys", b"ssh-ed25519 AAAA attacker\n"), END)
-            world.box.answer("pull-verified", stdout={"ok": True})
+        m = world.box.manifest({"authorized_keys": b"ssh-ed25519 AAAA attacker\n"})
+        body = json.dumps(m).encode()
+        world.box.pull_info("r1", [raw(body[:10]), pause(3.0), raw(body[10:])])
+        world.box.pull_stream(frame("authorized_keys", b"ssh-ed25519 AAAA attacker\n"), END)
+        world.box.answer("pull-verified", stdout={"ok": True})
 
-            def swap():
-                time.sleep(1.5)                            # the server checked its folders by now
-                os.rename(proj / "rgt-pulls", proj / "rgt-pulls.old")
-                os.symlink(str(victim), str(proj / "rgt-pulls"))
-            attacker = _as_nobody(swap)
-            res = s.call("pull_artifacts", host="local", run="r1")
-            os.waitpid(attacker, 0)
-            assert (proj / "rgt-pulls").is_symlink(), "the swap did not happen: the test proves nothing"
-            assert res.is_error and "no longer the folder rgt checked" in res.content[0].text, res.content[0].text
-            assert os.listdir(victim / "local" / "r1") == []
-        finally:
-            s.close()
+        def swap():
+            time.sleep(1.5)                                # the server checked its folders by now
+            os.rename(mine, str(mine) + ".old")
+            os.symlink(str(victim), str(mine))
+        other = threading.Thread(target=swap)
+        other.start()
+        res = s.call("pull_artifacts", host="local", run="r1")
+        other.join()
+        assert mine.is_symlink(), "the swap did not happen: the test proves nothing"
+        assert res.is_error and "no longer the folder rgt checked" in res.content[0].text, res.content[0].text
+        assert os.listdir(victim / "local" / "r1") == []
     finally:
-        shutil.rmtree(base)
+        s.close()
 
 
 def test_claim_rsync_and_verify_use_the_folder_the_pull_opened_not_its_path_again(world, tmp_path, monkeypatch):
@@ -387,40 +366,29 @@ def test_claim_rsync_and_verify_use_the_folder_the_pull_opened_not_its_path_agai
     shutil.rmtree(world.box.work / "pinned")
 
 
-def test_claim_a_report_never_lands_in_a_folder_swapped_in_while_the_box_answers(world):
-    import pwd
-    import tempfile
+def test_claim_a_report_never_lands_in_a_folder_swapped_in_while_the_box_answers(world, tmp_path):
+    import threading
     import time
     from tests.hostile import pause, raw
-    if os.geteuid() != 0:
-        pytest.skip("needs root to play a second local user")
+    proj, victim = tmp_path / "proj", tmp_path / "victim"
+    proj.mkdir()
+    (victim / "sub").mkdir(parents=True)
+    mine = world.data / "reports" / project_key(str(proj))
+    s = SharedServer(dict(world.env, TEST_CWD=str(proj)))
     try:
-        pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("no `nobody` user on this machine to play the other local user")
-    base = Path(tempfile.mkdtemp(prefix="rgt-shared-"))
-    try:
-        base.chmod(0o755)
-        proj, victim = base / "proj", base / "victim"
-        proj.mkdir()
-        proj.chmod(0o777)                                  # writable by others, no sticky bit
-        (victim / "sub").mkdir(parents=True)
-        s = SharedServer(dict(world.env, TEST_CWD=str(proj)))
-        try:
-            body = json.dumps({"schema": "rgt.report/1", "run": {"name": "r1", "state": "succeeded"}}).encode()
-            world.box.answer("report-data", stdout=[raw(body[:10]), pause(3.0), raw(body[10:])])
+        body = json.dumps({"schema": "rgt.report/1", "run": {"name": "r1", "state": "succeeded"}}).encode()
+        world.box.answer("report-data", stdout=[raw(body[:10]), pause(3.0), raw(body[10:])])
 
-            def swap():
-                time.sleep(1.5)                            # the server checked its folders by now
-                os.rename(proj / "rgt-reports", proj / "rgt-reports.old")
-                os.symlink(str(victim), str(proj / "rgt-reports"))
-            attacker = _as_nobody(swap)
-            res = s.call("make_report", host="local", run="r1", out="sub/r1.html")
-            os.waitpid(attacker, 0)
-            assert (proj / "rgt-reports").is_symlink(), "the swap did not happen: the test proves nothing"
-            assert res.is_error and "no longer the folder rgt checked" in res.content[0].text, res.content[0].text
-            assert os.listdir(victim) == ["sub"] and os.listdir(victim / "sub") == []
-        finally:
-            s.close()
+        def swap():
+            time.sleep(1.5)                                # the server checked its folders by now
+            os.rename(mine, str(mine) + ".old")
+            os.symlink(str(victim), str(mine))
+        other = threading.Thread(target=swap)
+        other.start()
+        res = s.call("make_report", host="local", run="r1", out="sub/r1.html")
+        other.join()
+        assert mine.is_symlink(), "the swap did not happen: the test proves nothing"
+        assert res.is_error and "no longer the folder rgt checked" in res.content[0].text, res.content[0].text
+        assert os.listdir(victim) == ["sub"] and os.listdir(victim / "sub") == []
     finally:
-        shutil.rmtree(base)
+        s.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import threading
@@ -93,16 +94,21 @@ def test_redaction_of_secrets_in_box_text():
     assert "k3y-value" not in out and "my-own-secret" not in out and "loss=0.123456789" in out
 
 
-def test_writes_stay_inside_rgts_own_folders(tmp_path):
-    project = Project.at(str(tmp_path))
-    assert project.owned_dir(PULLS, ["gpu1", "r1"]) == str(tmp_path / "rgt-pulls" / "gpu1" / "r1")
-    assert (tmp_path / "rgt-pulls" / "gpu1" / "r1").is_dir()
+def test_writes_stay_inside_rgts_own_folders(tmp_path, monkeypatch):
+    monkeypatch.setenv("RGT_DATA_HOME", str(tmp_path / "data"))
+    (tmp_path / "proj").mkdir()
+    project = Project.at(str(tmp_path / "proj"))
+    mine = tmp_path / "data" / "pulls" / project.key
+    assert project.owned_dir_at(PULLS, ["gpu1", "r1"])[0] == str(mine / "gpu1" / "r1")
+    assert (mine / "gpu1" / "r1").is_dir() and os.listdir(tmp_path / "proj") == []
+    for folder in (tmp_path / "data", tmp_path / "data" / "pulls", mine, mine / "gpu1", mine / "gpu1" / "r1"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     for bad in ("/etc/x", "../x", ".git/hooks", "a/.ssh/b", "~/x", ".", "a/../../b", "-rf", "a\nb"):
         with pytest.raises(ClientError):
             plain_parts(bad, "dest", "hint")
-    os.symlink("/etc", tmp_path / "rgt-pulls" / "etc-link")
+    os.symlink("/etc", mine / "etc-link")
     with pytest.raises(ClientError):
-        project.owned_dir(PULLS, ["etc-link", "x"])
+        project.owned_dir_at(PULLS, ["etc-link", "x"])
     assert not os.path.exists("/etc/x")
 
 
