@@ -78,14 +78,14 @@ def test_claim_pulled_files_never_run_at_the_projects_next_node_test(world, tmp_
     before = _files_under(proj)
     res = _pull_through_mcp(world, proj, "jstest")
     assert not res.is_error and res.structured_content["verified"] is True, res.content[0].text
+    out = subprocess.run(["node", "--test"], cwd=proj, capture_output=True, text=True, timeout=120,
+                         env={"PATH": os.environ["PATH"], "HOME": str(world.home)})
+    assert not marker.exists(), "box code ran on the laptop"
+    assert out.returncode == 0 and "# pass 1" in out.stdout, out.stdout[-800:] + out.stderr[-800:]
     dest = Path(res.structured_content["dest"])
     assert dest == world.data / "pulls" / project_key(str(proj)) / "local" / "jstest"
     assert (dest / "eval" / "metrics.test.js").read_bytes() == js       # the model can read what it pulled
     assert _files_under(proj) == before                                 # nothing new in the project tree
-    out = subprocess.run(["node", "--test"], cwd=proj, capture_output=True, text=True, timeout=120,
-                         env={"PATH": os.environ["PATH"], "HOME": str(world.home)})
-    assert out.returncode == 0 and "# pass 1" in out.stdout, out.stdout[-800:] + out.stderr[-800:]
-    assert not marker.exists(), "box code ran on the laptop"
 
 
 def test_claim_pulled_files_never_run_at_the_projects_next_go_test(world, tmp_path):
@@ -130,8 +130,8 @@ def test_claim_pulled_files_never_load_at_a_pytest_whose_testpaths_glob_the_proj
     res = _pull_through_mcp(world, proj, run, **({"dest": dest} if dest else {}))
     assert not res.is_error and res.structured_content["verified"] is True, res.content[0].text
     out = _pytest(proj, world.home)
-    assert out.returncode == 0 and "passed" in out.stdout, out.stdout[-800:] + out.stderr[-800:]
     assert not marker.exists(), "box code ran on the laptop"
+    assert out.returncode == 0 and " passed" in out.stdout, out.stdout[-800:] + out.stderr[-800:]
 
 
 def test_claim_the_clis_default_pull_lands_outside_the_project_and_says_where(world, tmp_path, monkeypatch):
