@@ -219,7 +219,7 @@ def pull_command(ctx: click.Context, host: str, run: str, dest: Optional[str], f
                                "recorded_on_box": res.verify.ok and note is None}, indent=1))
     else:
         click.echo("moved %s in %.1fs" % (format_bytes(res.bytes_moved), res.elapsed_s), err=True)
-        click.echo("files in %s" % res.dest)
+        click.echo("files in %s" % res.dest, err=True)
         click.echo(render_verify(res.verify))
         click.echo(gate)
     ctx.exit(exitcodes.OK if res.verify.ok else exitcodes.RUN_FAILED)

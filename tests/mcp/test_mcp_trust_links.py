@@ -181,7 +181,7 @@ def test_claim_pulled_files_never_run_at_the_projects_next_pytest(server, world,
         cli = Cli()("pull", "local", "ctest", "--home", str(world.box.home), env=world.env)
         pulled = world.data / "pulls" / project_key(str(project)) / "local" / "ctest"
         assert cli.exit_code == 0 and (pulled / "conftest.py").exists(), cli.stderr
-        assert "files in %s" % pulled in cli.stdout, cli.stdout
+        assert "files in %s" % pulled in cli.stderr, cli.stderr
     (project / "tests" / "test_mine.py").write_text("def test_mine():\n    pass\n")
     # the user's (or a coding agent's) test run from the project root, as anyone runs it
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],

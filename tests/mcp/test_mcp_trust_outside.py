@@ -148,7 +148,7 @@ def test_claim_the_clis_default_pull_lands_outside_the_project_and_says_where(wo
     cli = Cli()("pull", "local", "clidefault", "--home", str(world.box.home), env=world.env)
     assert cli.exit_code == 0, cli.stderr
     dest = world.data / "pulls" / project_key(str(proj)) / "local" / "clidefault"
-    assert "files in %s" % dest in cli.stdout and (dest / "conftest.py").read_bytes() == py, cli.stdout
+    assert "files in %s" % dest in cli.stderr and (dest / "conftest.py").read_bytes() == py, cli.stderr
     assert _files_under(proj) == before
     assert _pytest(proj, world.home).returncode == 0 and not marker.exists(), "box code ran on the laptop"
 
