@@ -148,6 +148,20 @@ def test_an_answer_over_budget_is_cut_and_says_what_it_left_out():
     assert size(huge_text) <= 4096 and huge_text["text"].endswith("…[cut]")
 
 
+def test_claim_what_an_answer_left_out_fits_its_budget_too():
+    """left_out names what went by its path, and a path is the box's dict keys: a 60,000-character
+    key once came back twice in left_out (120 KB for a 16 KB budget). Paths are cut, and the
+    list of them is bounded."""
+    from rgt_client.mcp.budget import BUDGET, fit, size
+    for data in ({"x": {"K" * 60000: "a" * 300}},
+                 {"x": {("K%d" % i) * 3000: "a" * 300 for i in range(40)}},
+                 {"x": {"\x01" * 5000 + str(i): "a" * 300 for i in range(60)}},
+                 {"x": [{"k" * 90 + str(i): ["v" * 400] * 3} for i in range(300)]}):
+        out = fit(data)
+        assert size(out) <= BUDGET, (size(out), list(out.get("left_out", {}).get("items", {}))[:3])
+        assert out["left_out"]["items"] and all(len(p.encode()) < 200 for p in out["left_out"]["items"])
+
+
 @pytest.mark.parametrize("word", ["abc\n", "abc\r\n", "-rf", "a b", "a" * 65, "", None, 7])
 def test_a_command_word_is_a_whole_plain_name(word):
     assert command_word(word) is None          # `$` once let "abc\n" into next
