@@ -393,3 +393,34 @@ def test_claim_a_report_never_lands_in_a_folder_swapped_in_while_the_box_answers
         assert os.listdir(victim) == ["sub"] and os.listdir(victim / "sub") == []
     finally:
         s.close()
+
+
+def test_claim_a_pull_owns_only_the_names_it_wrote_not_those_it_meant_to(world, tmp_path):
+    """The box breaks its stream before `conftest.py` arrives; you then put your own
+    conftest.py in DEST; "pull the same run again" (the hint rgt prints) must not replace it:
+    the first pull meant to write that name, and never did."""
+    dest = tmp_path / "tests"
+    files = {"a.txt": b"first\n", "conftest.py": b"import os; os.system('id')\n"}
+    m = world.box.manifest(files)
+    m["run"] = "broken"
+    world.box.pull_info("broken", m)
+    world.box.pull_stream(frame("a.txt", b"first\n"), rc=1)     # and then nothing: the stream breaks
+    first = Cli()("pull", "local", "broken", str(dest), "--method", "stream", "--home", str(world.box.home),
+                  env=world.env)
+    assert first.exit_code != 0 and (dest / "a.txt").read_bytes() == b"first\n", first.stderr
+    assert not (dest / "conftest.py").exists()
+    (dest / "conftest.py").write_text("# the user's conftest\n")
+    world.box.pull_info("broken", m)
+    world.box.pull_stream(frame("conftest.py", files["conftest.py"]), END)
+    again = Cli()("pull", "local", "broken", str(dest), "--method", "stream", "--home", str(world.box.home),
+                  env=world.env)
+    assert again.exit_code == 1 and "would replace conftest.py" in again.stderr, again.stderr
+    assert (dest / "conftest.py").read_text() == "# the user's conftest\n"
+    # what the first pull did write is its own: the same pull resumes over it
+    (dest / "conftest.py").unlink()
+    world.box.pull_info("broken", m)
+    world.box.pull_stream(frame("conftest.py", files["conftest.py"]), END)
+    world.box.answer("pull-verified", stdout={"ok": True})
+    third = Cli()("pull", "local", "broken", str(dest), "--method", "stream", "--home", str(world.box.home),
+                  env=world.env)
+    assert third.exit_code == 0, third.stderr
