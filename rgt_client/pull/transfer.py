@@ -210,6 +210,7 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
             save_meta(d, target, info, how, time.time())
             again = _unchanged(d, dest, info, check_load, workers, make_links)
             if again is not None:     # re-pull of an unchanged run: no copy, no more round trips
+                owned.done(d, target.host, run, m, record)
                 if on_info:
                     on_info(info, "nothing (this copy is verified against the same manifest)")
                 return PullResult(dest, "none", 0, info, again, time.monotonic() - t0)
@@ -224,6 +225,7 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
                 known.pop(rel, None)
             if make_links:
                 make_symlinks(d, target.host, m.get("symlinks") or [])
+            owned.done(d, target.host, run, m, record)
         except Blocked as b:
             raise blocked_error(target.host, b.rel, b, dest)
     res = verify(dest, manifest_path(dest), check_load=check_load, known=known, workers=workers, links=make_links,
