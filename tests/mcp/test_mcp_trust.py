@@ -46,6 +46,31 @@ def test_claim_a_tool_never_quotes_a_local_file_back(server, path, line):
         assert "Error: job file %s" % path in text
 
 
+SHORT = "name = 'ok'\n[[stage]]\nname = 'a'\nrun = 'echo'\n"
+SHORT_VALUES = {     # values of short words: each passed a word-by-word check of 3 characters or more
+    "ip.toml": ("[database]\nhost = \"10.1.2.3\"\npw = \"Xy.9z_Q\"\n" + SHORT, ["10.1.2.3", "Xy.9z", "database"]),
+    "num.toml": ("name = 12.34\n[[stage]]\nname = 'a'\nrun = 'echo'\n", ["12.34"]),
+    "gpus.toml": ("gpus = \"ab.cd:ef\"\n" + SHORT, ["ab.cd", "cd:ef", "'ab", "ef'"]),
+    "stage.toml": ("name = 'ok'\n[[stage]]\nname = \"p4.ss:w0\"\nrun = 'echo'\n", ["p4", "ss:w0"]),
+    "dotted.toml": ("db.pw = \"zz\"\n" + SHORT, ["db", "zz"]),
+    "twice.toml": (SHORT + "[[stage]]\nname = 'a'\nrun = 'true'\n", ['"a"']),
+    "envnum.toml": (SHORT + "env = {PW = 12}\n", ["PW", "12"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHORT_VALUES))
+def test_claim_a_tool_never_quotes_a_value_from_a_local_file_however_short(server, world, name):
+    text, never = SHORT_VALUES[name]
+    (world.project / name).write_text(text)
+    try:
+        res = server.call("submit_job", host="local", job=name)
+        err = error_text(res)
+        assert "Error: job file %s" % name in err
+        assert not [w for w in never if w in err.replace("job file %s" % name, "")], err
+    finally:
+        (world.project / name).unlink()
+
+
 @pytest.mark.parametrize("job", ["~/.netrc", "../.pgpass", "leak.toml", "rel-leak.toml", "env.toml",
                                  ".env", ".hidden/job.toml", "vendor/dep/.git/hooks/pre-commit.toml",
                                  "awsdir/credentials", "/etc/shadow", "/proc/self/environ", "fifo.toml", "hard.toml",
