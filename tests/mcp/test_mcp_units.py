@@ -185,3 +185,30 @@ def test_a_wait_is_timed_out_only_when_no_event_came_whatever_the_box_says():
     assert out["timed_out"] is False and out["events"]      # events are never labelled "nothing happened"
     quiet = ok(_wait_answer({"timed_out": False, "events": [], "cursor": "c" * 64}, "local", "r", policy, 45.0), policy)
     assert quiet.structured_content["timed_out"] is True and len(quiet.content[0].text.encode()) <= 300
+
+
+def test_claim_a_job_file_is_read_from_the_project_even_when_a_folder_is_swapped_while_it_opens(tmp_path,
+                                                                                                monkeypatch):
+    """Another local user in a shared project renames `sub/` and puts a symlink to a folder of
+    the victim's in its place, right after the server resolved the path and before it opened
+    it. The swap is made at exactly that moment (the realpath call returns, then it happens)."""
+    from rgt_client.mcp import localfs
+    proj, outside = tmp_path / "proj", tmp_path / "victim"
+    (proj / "sub").mkdir(parents=True)
+    (proj / "sub" / "job.toml").write_text("name = 'mine'\n")
+    outside.mkdir()
+    (outside / "job.toml").write_text("password = 'CANARYswap4711'\n")
+    project = Project.at(str(proj))
+    real = os.path.realpath
+
+    def resolve_then_swap(path, *a, **kw):
+        out = real(path, *a, **kw)
+        if out.endswith("job.toml") and not (proj / "sub").is_symlink():
+            os.rename(proj / "sub", proj / "sub.old")
+            os.symlink(str(outside), str(proj / "sub"))
+        return out
+    monkeypatch.setattr(localfs.os.path, "realpath", resolve_then_swap)
+    with pytest.raises(ClientError) as exc:
+        project.read_job("sub/job.toml")
+    assert (proj / "sub").is_symlink(), "the swap did not happen: the test proves nothing"
+    assert "left the project folder" in exc.value.message and "CANARY" not in exc.value.message + exc.value.hint
