@@ -148,14 +148,17 @@ def install_agent(t: Target, price: str | None, notify_file: str | None, project
     to the box), never quoted back in an error."""
     from rgt_client.cost.flags import cost_patch
     from rgt_client.install.bootstrap import InstallOptions, install
+    from rgt_client.notify.cmd import load_notify_file
     patch = cost_patch(price=price)
-    text = ""
-    if notify_file is not None:
-        notify_file, raw = project.open_toml(notify_file, "notify file", "name a notify .toml file inside "
-                                             "the project (not hidden), or install from a shell")
-        text = raw.decode("utf-8", "replace")
+    text, notify = "", None
     try:
-        rep = install(t, InstallOptions(notify_file=notify_file, cost=patch))
+        if notify_file is not None:
+            # read once, by the project's checks; parsed from those bytes, never opened again by path
+            real, raw = project.open_toml(notify_file, "notify file", "name a notify .toml file inside "
+                                          "the project (not hidden), or install from a shell")
+            text = raw.decode("utf-8", "replace")
+            notify = load_notify_file(real, raw)
+        rep = install(t, InstallOptions(notify=notify, cost=patch))
     except ClientError as exc:
         if not text:
             raise

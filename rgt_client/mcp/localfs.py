@@ -83,6 +83,13 @@ class Project:
         except OSError as exc:
             raise _refuse(what, path, "cannot read it (%s)" % (exc.strerror or "error"), hint)
         try:
+            # realpath, then open by that path: a folder on it renamed and replaced by a symlink
+            # in between (another local user in a shared project) would open a file elsewhere.
+            # The kernel's own name for what was opened settles it.
+            opened = _opened_path(fd)
+            if opened is not None and self._relative_real(opened) is None:
+                raise _refuse(what, path, "left the project folder while it was opened (a folder on "
+                              "its path was replaced)", hint)
             st = os.fstat(fd)
             if not stat_mod.S_ISREG(st.st_mode):
                 raise _refuse(what, path, "not a regular file", hint)
@@ -124,6 +131,15 @@ class Project:
         user's (never a symlink, never hidden, never another user's): the only folders a tool
         writes into, outside the project tree; with the last one's identity."""
         return datahome.owned_dir_at([top, self.key] + parts)
+
+
+def _opened_path(fd: int) -> str | None:
+    """The path the kernel holds for an open file (Linux); None where it does not say."""
+    try:
+        where = os.readlink("/proc/self/fd/%d" % fd)
+    except OSError:
+        return None
+    return where if where.startswith("/") and not where.endswith(" (deleted)") else None
 
 
 def plain_parts(path: str, what: str, hint: str) -> list[str]:

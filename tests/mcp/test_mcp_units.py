@@ -212,3 +212,12 @@ def test_claim_a_job_file_is_read_from_the_project_even_when_a_folder_is_swapped
         project.read_job("sub/job.toml")
     assert (proj / "sub").is_symlink(), "the swap did not happen: the test proves nothing"
     assert "left the project folder" in exc.value.message and "CANARY" not in exc.value.message + exc.value.hint
+
+
+def test_a_notify_file_the_server_read_is_parsed_from_those_bytes_not_opened_again(tmp_path):
+    from rgt_client.notify.cmd import load_notify_file
+    path = tmp_path / "notify.toml"
+    path.write_text('[[notify]]\nurl = "ntfys://ntfy.sh/swapped-in-later"\n')     # what the path holds now
+    read = b'[[notify]]\nurl = "ntfys://ntfy.sh/checked-topic"\n'                 # what the checks read
+    cfg = load_notify_file(str(path), read)
+    assert "checked-topic" in json.dumps(cfg) and "swapped-in-later" not in json.dumps(cfg)
