@@ -68,12 +68,14 @@ def _refuse(path: str, why: str) -> ClientError:
 def _open_root(root: str) -> int:
     """The root's descriptor, after the checks a folder that holds the box's files must pass."""
     if not os.path.lexists(root):
-        # ~/.local/share may not exist yet on a fresh machine; the XDG spec makes it 0700
-        os.makedirs(os.path.dirname(root), 0o700, exist_ok=True)
         try:
+            # ~/.local/share may not exist yet on a fresh machine; the XDG spec makes it 0700
+            os.makedirs(os.path.dirname(root), 0o700, exist_ok=True)
             os.mkdir(root, 0o700)
         except FileExistsError:
             pass
+        except OSError as exc:
+            raise _refuse(root, "cannot be made (%s)" % (exc.strerror or "error")) from None
     try:
         fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
@@ -103,6 +105,9 @@ def owned_dir_at(parts: List[str]) -> Tuple[str, Tuple[int, int]]:
                 os.mkdir(name, 0o700, dir_fd=fd)
             except FileExistsError:
                 pass
+            except OSError as exc:
+                raise ClientError("cannot make %s: %s" % (safe_line(where)[:300], exc.strerror or "error"),
+                                  "free some space, or set RGT_DATA_HOME to a folder of yours", exitcodes.USAGE) from None
             try:
                 nxt = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
             except OSError:

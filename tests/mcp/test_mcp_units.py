@@ -221,3 +221,12 @@ def test_a_notify_file_the_server_read_is_parsed_from_those_bytes_not_opened_aga
     read = b'[[notify]]\nurl = "ntfys://ntfy.sh/checked-topic"\n'                 # what the checks read
     cfg = load_notify_file(str(path), read)
     assert "checked-topic" in json.dumps(cfg) and "swapped-in-later" not in json.dumps(cfg)
+
+
+def test_a_data_folder_that_cannot_be_made_is_an_error_with_a_hint(tmp_path, monkeypatch):
+    from rgt_client.pull import datahome
+    (tmp_path / "file").write_text("not a folder\n")
+    monkeypatch.setenv("RGT_DATA_HOME", str(tmp_path / "file" / "rgt"))     # its parent is a file
+    with pytest.raises(ClientError) as exc:
+        datahome.owned_dir_at(["pulls"])
+    assert "cannot be made" in exc.value.message and "RGT_DATA_HOME" in exc.value.hint
