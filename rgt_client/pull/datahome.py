@@ -71,6 +71,9 @@ def _open_root(root: str) -> int:
         try:
             # ~/.local/share may not exist yet on a fresh machine; the XDG spec makes it 0700
             os.makedirs(os.path.dirname(root), 0o700, exist_ok=True)
+        except OSError as exc:          # FileExistsError too: a file stands where a folder should
+            raise _refuse(root, "cannot be made (%s)" % (exc.strerror or "error")) from None
+        try:
             os.mkdir(root, 0o700)
         except FileExistsError:
             pass
