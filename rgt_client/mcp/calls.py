@@ -115,11 +115,6 @@ def not_pulled_gate(dest: str, why: str) -> str:
     return gate_text(_pull_facts(os.path.abspath(dest)), False, why)
 
 
-def default_pull_dest(host: str, run: str) -> str:
-    from rgt_client.pull.transfer import default_dest
-    return default_dest(host, run)
-
-
 def render_report(t: Target, run: str) -> str:
     """The run's one-file HTML report, as `report` renders it (not written anywhere)."""
     from rgt_client.report.cmd import fetch
