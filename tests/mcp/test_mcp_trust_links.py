@@ -424,3 +424,42 @@ def test_claim_a_pull_owns_only_the_names_it_wrote_not_those_it_meant_to(world, 
     third = Cli()("pull", "local", "broken", str(dest), "--method", "stream", "--home", str(world.box.home),
                   env=world.env)
     assert third.exit_code == 0, third.stderr
+
+
+TG = "tgram://123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/-1001234567890"
+DISCORD = "discord://112233445566778899/Zz9yXwVuTsRqPoNmLkJiHgFeDcBa0123456789abcdefGHIJKL"
+HMAC = "hmac-key-CANARYnotify4711-long"
+
+
+def test_claim_a_notify_files_secrets_never_reach_a_tool_result(tmp_path):
+    """install_agent sends the notify file's URLs and secrets to the box; a box that echoes them
+    (compromised after install, or a job printing its config) once had a Telegram bot token and a
+    Discord webhook token come back verbatim in read_logs: no token shape matched them, and the
+    server had not learned them as it learns a job's env."""
+    from tests.hostile import AGENT_NAME, SCRIPT
+    from tests.mcp.conftest import wire
+    w = World(tmp_path)
+    (w.project / "alerts.toml").write_text(
+        '[[notify]]\nurl = "%s"\n[[notify]]\nurl = "%s"\n[[notify]]\nurl = "jsons://hooks.example.com/x"\n'
+        'format = "json"\nsecret = "%s"\n' % (TG, DISCORD, HMAC))
+    s = SharedServer(w.env)
+    try:
+        s.call("install_agent", host="local", notify="alerts.toml")     # whether it installs or not
+        (w.box.home / AGENT_NAME).write_text(SCRIPT)                     # the box turns: it echoes
+        echo = "notifier config: %s %s %s\n" % (TG, DISCORD, HMAC)
+        w.box.answer("logs", stdout=("step 1\n" + echo + TG.split("//")[1] + "\n").encode())
+        text = wire(s.call("read_logs", host="local", run="r1"))
+        leaked = [x for x in ("AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", "Zz9yXwVuTsRqPoNmLkJiHgFeDcBa0123456789",
+                              "CANARYnotify4711") if x in text]
+        assert not leaked and "[redacted]" in text, text[:1200]
+    finally:
+        s.close()
+
+
+def test_a_telegram_or_discord_token_is_redacted_by_its_shape():
+    from rgt_client.mcp.safety import redact
+    for text in ("bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw says hi",
+                 "https://discord.com/api/webhooks/112233445566778899/Zz9yXwVuTsRqPoNmLkJiHgFeDcBa0123",
+                 DISCORD):
+        out = redact(text, set())
+        assert "AAHdqTcv" not in out and "Zz9yXwVu" not in out and "[redacted]" in out, out
