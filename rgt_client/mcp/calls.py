@@ -138,9 +138,13 @@ def explain_profile(name: str) -> dict[str, Any]:
     return {"profile": p, "text": first_contact(p), "checkpoints": checkpoint_advice(p)}
 
 
-def install_agent(t: Target, price: str | None, notify_file: str | None, project: Any) -> dict[str, Any]:
+def install_agent(t: Target, price: str | None, notify_file: str | None, project: Any,
+                  learn: Callable[[str], None] = lambda secret: None) -> dict[str, Any]:
     """`install`; a notify file only from inside the project (it is read here and its secrets go
-    to the box), never quoted back in an error."""
+    to the box), never quoted back in an error. `learn` is handed every secret of the notify file
+    before the box sees it: a box that echoes a Telegram bot token it was given (no token shape
+    of ours) once put it in read_logs' answer."""
+    from boxagent.api import notify_secret_strings
     from rgt_client.cost.flags import cost_patch
     from rgt_client.install.bootstrap import InstallOptions, install
     from rgt_client.notify.cmd import load_notify_file
@@ -153,6 +157,8 @@ def install_agent(t: Target, price: str | None, notify_file: str | None, project
                                           "the project (not hidden), or install from a shell")
             text = raw.decode("utf-8", "replace")
             notify = load_notify_file(real, raw)
+            for secret in notify_secret_strings(notify.get("notify") or []):
+                learn(secret)
         rep = install(t, InstallOptions(notify=notify, cost=patch))
     except ClientError as exc:
         if not text:

@@ -72,7 +72,7 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
         stages keep running."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
-            rep = await blocking(lambda: calls.install_agent(t, price, notify, policy.project))
+            rep = await blocking(lambda: calls.install_agent(t, price, notify, policy.project, policy.learn_secret))
             return {"host": host, "installed": True, "sha256": rep["sha256"][:16],
                     "profile": line(rep.get("profile"), policy, 80),
                     "profile_reason": line(rep.get("profile_reason"), policy, 300),
