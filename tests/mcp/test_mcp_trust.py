@@ -58,9 +58,23 @@ SHORT_VALUES = {     # values of short words: each passed a word-by-word check o
 }
 
 
-@pytest.mark.parametrize("name", sorted(SHORT_VALUES))
+PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"
+PEM_BODY2 = "MgIqZb2ePzQzwCANARYqlXmGtIYkcwz0AAAECgYEAv2Zbl2p8xQfSECRETLINE2"
+SHOWN_DECODED = {     # a validator shows a value decoded: as written, it is not in the file
+    # a Cloudflare wrangler.toml: its [env.production.vars] come back as a table's repr
+    "wrangler.toml": ('name = "my-worker"\nmain = "src/index.ts"\n[env.production.vars]\n'
+                      'API_KEY = "pr0d\\u002dKEY\\u002dZq8w7e6r5t4y"\nSIGNING_KEY = """-----BEGIN PRIVATE KEY-----\n'
+                      '%s\n%s\n-----END PRIVATE KEY-----"""\n' % (PEM_BODY, PEM_BODY2),
+                      [PEM_BODY[:20], PEM_BODY2[:20], "Zq8w7e6r5t4y"]),
+    "hex.toml": (SHORT + "[stage.env]\nN = 0xDEADBEEF\n", ["3735928559"]),
+    "float.toml": (SHORT + "retries = 1e5\n", ["100000"]),
+    "include.toml": (SHORT + "[artifacts]\ninclude = \"Include\\u0053ecretV!\"\n", ["IncludeSecretV"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHORT_VALUES) + sorted(SHOWN_DECODED))
 def test_claim_a_tool_never_quotes_a_value_from_a_local_file_however_short(server, world, name):
-    text, never = SHORT_VALUES[name]
+    text, never = {**SHORT_VALUES, **SHOWN_DECODED}[name]
     (world.project / name).write_text(text)
     try:
         res = server.call("submit_job", host="local", job=name)
@@ -121,6 +135,25 @@ def test_claim_every_result_error_results_included_is_redacted(server):
                       % token)
     assert res.is_error and token not in res.content[0].text and token not in json.dumps(res.structured_content)
     assert "[redacted]" in res.content[0].text
+
+
+NOTIFY_DECODED = {
+    "n1.toml": ('[[notify]]\nurl = "ntfys://tk_Secr3tT0ken\\u0040ntfy.example.com/topic"\n'
+                'min_severity = "loud\\u0021Secr3tSev"\n', ["Secr3tSev", "Secr3tT0ken"]),
+    "n2.toml": ('[[notify]]\nurl = "mailto://alice:PassW0rd\\u0021x@example.com"\nformat = "b\\u0061dformatSecr3t"\n',
+                ["badformatSecr3t", "PassW0rd"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOTIFY_DECODED))
+def test_claim_install_never_quotes_a_value_from_a_local_notify_file(server, world, name):
+    text, never = NOTIFY_DECODED[name]
+    (world.project / name).write_text(text)
+    try:
+        err = error_text(server.call("install_agent", host="local", notify=name))
+        assert not [w for w in never if w in err], err
+    finally:
+        (world.project / name).unlink()
 
 
 def test_claim_explain_platform_and_install_read_no_file_outside_the_project(server, world):
