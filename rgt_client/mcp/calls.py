@@ -163,8 +163,9 @@ def install_agent(t: Target, price: str | None, notify_file: str | None, project
     except ClientError as exc:
         if not text:
             raise
-        raise ClientError(jobfile.unquote(exc.message, text), jobfile.unquote(exc.hint or "", text),
-                          exc.code) from None
+        parsed = jobfile.parse_quietly(text)
+        raise ClientError(jobfile.unquote(exc.message, text, parsed=parsed),
+                          jobfile.unquote(exc.hint or "", text, parsed=parsed), exc.code) from None
     return {"sha256": rep.sha256, "profile": rep.profile.get("name"), "profile_reason": rep.profile_reason,
             "warnings": list(rep.warnings), "start": rep.start, "upload_s": round(rep.upload_s, 3),
             "start_s": round(rep.start_s, 3)}
