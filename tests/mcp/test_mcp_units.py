@@ -230,3 +230,15 @@ def test_a_data_folder_that_cannot_be_made_is_an_error_with_a_hint(tmp_path, mon
     with pytest.raises(ClientError) as exc:
         datahome.owned_dir_at(["pulls"])
     assert "cannot be made" in exc.value.message and "RGT_DATA_HOME" in exc.value.hint
+
+
+def test_every_format_character_is_shown_as_an_escape_and_a_secret_split_by_one_is_redacted():
+    """Unicode's format characters (Cf) draw as nothing; the Egyptian hieroglyph format controls
+    and the Arabic number signs once passed raw, and a learned secret split by U+13430 came back."""
+    import unicodedata
+    from rgt_client.textsafe import safe_line
+    raw = [c for c in map(chr, range(sys.maxunicode + 1)) if unicodedata.category(c) == "Cf" and c in safe_line("a%sb" % c)]
+    assert raw == [], [hex(ord(c)) for c in raw]
+    secret = "pl41nV4lueS3cretNoShape"
+    out = redact("egy: pl41nV\U000134304lueS3cretNoShape", {secret})
+    assert out == "egy: [redacted]", out
