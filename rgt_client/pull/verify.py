@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat as stat_mod
 import time
 from dataclasses import dataclass, field
@@ -243,27 +242,14 @@ def _sync() -> None:
         pass
 
 
-# torch.load(weights_only=True) is itself code execution before 2.6 (CVE-2025-32434): a box's
-# crafted model.pt, its sha256 matching its own manifest, would run on this machine at
-# `--check-load`. Older torch is not asked to open a box's file at all.
-SAFE_TORCH = (2, 6)
-
-
-def _torch_version(text: Any) -> Tuple[int, ...]:
-    m = re.match(r"(\d+)\.(\d+)", str(text or ""))
-    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
-
-
 def _load_torch(path: str) -> Optional[str]:
     import torch  # noqa: F401  (optional: only with --check-load)
-    if _torch_version(getattr(torch, "__version__", None)) < SAFE_TORCH:
-        raise ImportError("torch >= 2.6 (a weights_only load that cannot run the file's code)")
     try:
         torch.load(path, map_location="cpu", weights_only=True)
     except TypeError:
-        # a torch without weights_only unpickles in full: a compromised box would run its own
-        # code on this machine. Not loading is the only safe answer.
-        raise ImportError("torch >= 2.6 (a weights_only load that cannot run the file's code)")
+        # torch < 1.13 has no weights_only, and a full torch.load unpickles: a compromised box
+        # would run its own code on this machine. Not loading is the only safe answer.
+        raise ImportError("torch >= 1.13 (weights_only loading)")
     return None
 
 
