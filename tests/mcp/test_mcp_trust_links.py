@@ -317,7 +317,7 @@ def test_claim_a_pull_never_writes_into_a_folder_swapped_in_while_the_box_answer
     proj, victim = tmp_path / "proj", tmp_path / "victim"
     proj.mkdir()
     (victim / "local" / "r1").mkdir(parents=True)
-    mine = world.data / "pulls" / project_key(str(proj))
+    mine = world.data / "mcp-pulls" / project_key(str(proj))
     s = SharedServer(dict(world.env, TEST_CWD=str(proj), PATH=_path_without_rsync(tmp_path / "bin")))
     try:
         m = world.box.manifest({"authorized_keys": b"ssh-ed25519 AAAA attacker\n"})
@@ -464,3 +464,35 @@ def test_a_telegram_or_discord_token_is_redacted_by_its_shape():
                  DISCORD):
         out = redact(text, set())
         assert "AAHdqTcv" not in out and "Zz9yXwVu" not in out and "[redacted]" in out, out
+
+
+def test_claim_a_pull_through_mcp_never_shares_a_folder_with_a_cli_pull(server, world, monkeypatch):
+    """The CLI's default pull folder once was the MCP pull's folder: the CLI made the box's links
+    (`notes.txt -> ~/.netrc`), the MCP pull of the same run let them stand as its own, found the
+    copy unchanged and answered `verified` with no `symlinks_not_made`: a model reading
+    DEST/notes.txt read ~/.netrc."""
+    links = {"notes.txt": str(world.home / ".netrc"), "up": "../../../../../.."}
+    for name, target in links.items():
+        if not os.path.lexists(world.box.work / name):
+            os.symlink(target, world.box.work / name)
+    m = world.box.manifest({"shared/a.bin": b"abc"}, links=links)
+    m["run"] = "shared"
+    world.box.pull_info("shared", m)
+    world.box.pull_stream(frame("shared/a.bin", b"abc"), END)
+    world.box.answer("pull-verified", stdout={"ok": True})
+    monkeypatch.chdir(world.project)                     # the user's own `rgt-client pull` in the project
+    cli = Cli()("pull", "local", "shared", "--home", str(world.box.home), env=world.env)
+    cli_dest = world.data / "pulls" / project_key(str(world.project)) / "local" / "shared"
+    assert cli.exit_code == 0 and os.path.islink(cli_dest / "notes.txt"), cli.stderr
+    world.box.pull_info("shared", m)
+    world.box.pull_stream(frame("shared/a.bin", b"abc"), END)
+    res = server.call("pull_artifacts", host="local", run="shared")
+    sc = res.structured_content
+    assert not res.is_error and sc["verified"] is True, res.content[0].text
+    dest = Path(sc["dest"])
+    assert dest != cli_dest and os.path.commonpath([dest, cli_dest]) == str(world.data), (dest, cli_dest)
+    assert _links_in(dest) == [] and sorted(sc["symlinks_not_made"]) == sorted(links)
+    assert "CANARYnetrc4711" not in res.content[0].text
+    for name in links:
+        os.unlink(world.box.work / name)
+    shutil.rmtree(world.box.work / "shared")
