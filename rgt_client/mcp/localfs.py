@@ -8,7 +8,7 @@ what its user asks. So a path from a tool argument is never opened as given:
   never through a symlink that leaves the folder. Asked for `~/.netrc` by an injected log
   line, submit_job once sent its lines back in a TOML error's hint;
 - writes: only below rgt's own data folder, outside the project (pull/datahome.py:
-  `pulls/PROJECT/`, `reports/PROJECT/`), every component a plain name, none a symlink, none
+  `mcp-pulls/PROJECT/`, `reports/PROJECT/`), every component a plain name, none a symlink, none
   hidden. `dest="src"` once let a box's manifest replace a package's `__init__.py`, and
   `dest="vendor/dep"` a nested repo's `.git/hooks`; inside the project, a pulled
   `eval/metrics.test.js` ran at the project's next `node --test`.
@@ -27,7 +27,7 @@ from rgt_client.errors import ClientError
 from rgt_client.pull import datahome
 from rgt_client.textsafe import safe_line
 
-PULLS = datahome.PULLS
+PULLS = datahome.MCP_PULLS
 REPORTS = datahome.REPORTS
 MAX_JOB_BYTES = 1 << 20           # the agent refuses a bigger job (jobspec.MAX_JOB_BYTES)
 _PLAIN = re.compile(r"[A-Za-z0-9_@+][A-Za-z0-9._@+-]{0,127}")

@@ -88,7 +88,7 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
                                                                max_length=512)] = None
                              ) -> Annotated[CallToolResult, PullOut]:
         """Copy the run's manifest files into rgt's own data folder, outside the project
-        (DATA/pulls/PROJECT/HOST/RUN, or .../PROJECT/DEST; the answer's `dest` is the absolute
+        (DATA/mcp-pulls/PROJECT/HOST/RUN, or .../PROJECT/DEST; the answer's `dest` is the absolute
         path), resuming a partial pull, and verify every sha256. Replaces only files an earlier
         pull of rgt wrote there; refuses hidden paths. Says whether it is safe to tear the box
         down and what the platform's stop verb destroys. Never deletes anything, here or on the box."""
@@ -125,7 +125,7 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
 
 
 def pull_folder(policy: Policy, host: str, run: str, dest: str | None) -> tuple[str, tuple[int, int]]:
-    """DATA/pulls/PROJECT/HOST/RUN, or .../PROJECT/DEST: made as real folders, never through a symlink;
+    """DATA/mcp-pulls/PROJECT/HOST/RUN, or .../PROJECT/DEST: made as real folders, never through a symlink;
     with the folder's identity (the pull refuses to write into any other folder at that path)."""
     hint = "name a folder below rgt's pulls folder, e.g. %s/%s-v2 (or leave dest out)" % (plain_word(host), run)
     parts = plain_parts(dest, "pull destination", hint) if dest else [plain_word(host), plain_word(run)]

@@ -7,7 +7,8 @@ the folder only ever kept out the runners they were written for. Outside the pro
 runner and no glob of the project reaches the files at all.
 
 The root is `$RGT_DATA_HOME`, else `${XDG_DATA_HOME:-~/.local/share}/rgt`; below it
-`pulls/PROJECT/...` and `reports/PROJECT/...`, PROJECT being the project folder's name and a
+`pulls/PROJECT/...` (`rgt-client pull`), `mcp-pulls/PROJECT/...` (the MCP server's pulls, made to
+its stricter rules) and `reports/PROJECT/...`, PROJECT being the project folder's name and a
 short hash of its real path (two projects called `app` never share a folder). The root must be
 a real folder (not a symlink), yours, and writable by you alone; a missing one is made 0700.
 Every folder below it is made 0700 and walked by descriptor, never through a symlink.
@@ -26,6 +27,10 @@ from rgt_client.textsafe import safe_line
 
 ENV = "RGT_DATA_HOME"
 PULLS = "pulls"
+# MCP pulls get their own tree: a CLI pull keeps the box's symlinks and (with --keep-mode) exec
+# bits, and once shared its folder with the MCP pull of the same run, which then reported
+# `verified` on a folder holding `notes.txt -> ~/.netrc` and named no link.
+MCP_PULLS = "mcp-pulls"
 REPORTS = "reports"
 _ROOT_HINT = ("rgt keeps pulls and reports in a folder of yours alone: make %s a real folder you own "
               "(chmod 700), or set RGT_DATA_HOME to one")

@@ -83,7 +83,7 @@ def test_claim_pulled_files_never_run_at_the_projects_next_node_test(world, tmp_
     assert not marker.exists(), "box code ran on the laptop"
     assert out.returncode == 0 and "# pass 1" in out.stdout, out.stdout[-800:] + out.stderr[-800:]
     dest = Path(res.structured_content["dest"])
-    assert dest == world.data / "pulls" / project_key(str(proj)) / "local" / "jstest"
+    assert dest == world.data / "mcp-pulls" / project_key(str(proj)) / "local" / "jstest"
     assert (dest / "eval" / "metrics.test.js").read_bytes() == js       # the model can read what it pulled
     assert _files_under(proj) == before                                 # nothing new in the project tree
 

@@ -98,10 +98,10 @@ def test_writes_stay_inside_rgts_own_folders(tmp_path, monkeypatch):
     monkeypatch.setenv("RGT_DATA_HOME", str(tmp_path / "data"))
     (tmp_path / "proj").mkdir()
     project = Project.at(str(tmp_path / "proj"))
-    mine = tmp_path / "data" / "pulls" / project.key
+    mine = tmp_path / "data" / "mcp-pulls" / project.key
     assert project.owned_dir_at(PULLS, ["gpu1", "r1"])[0] == str(mine / "gpu1" / "r1")
     assert (mine / "gpu1" / "r1").is_dir() and os.listdir(tmp_path / "proj") == []
-    for folder in (tmp_path / "data", tmp_path / "data" / "pulls", mine, mine / "gpu1", mine / "gpu1" / "r1"):
+    for folder in (tmp_path / "data", tmp_path / "data" / "mcp-pulls", mine, mine / "gpu1", mine / "gpu1" / "r1"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     for bad in ("/etc/x", "../x", ".git/hooks", "a/.ssh/b", "~/x", ".", "a/../../b", "-rf", "a\nb"):
         with pytest.raises(ClientError):

@@ -75,7 +75,7 @@ class World:
         (self.project / "big.toml").write_text("name = 'big'\n" + "# pad\n" * 300000)
         # rgt's data folder, outside HOME and so outside the project: where pulls and reports land
         self.data = base / "data"
-        self.pulls = self.data / "pulls" / project_key(str(self.project))
+        self.pulls = self.data / "mcp-pulls" / project_key(str(self.project))     # the MCP server's
         self.reports = self.data / "reports" / project_key(str(self.project))
         notes = self.pulls / "rgt-box" / "mine" / "notes.txt"
         notes.parent.mkdir(parents=True)
