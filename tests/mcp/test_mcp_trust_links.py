@@ -496,3 +496,23 @@ def test_claim_a_pull_through_mcp_never_shares_a_folder_with_a_cli_pull(server, 
     for name in links:
         os.unlink(world.box.work / name)
     shutil.rmtree(world.box.work / "shared")
+
+
+def test_claim_a_pull_through_mcp_refuses_a_folder_where_a_manifest_link_stands(server, world):
+    """The user pulled into the MCP pull's own folder with `rgt-client pull … DEST` (their
+    choice, links made); the MCP pull of the same run refuses rather than report that folder,
+    link and all, as verified."""
+    links = {"notes2.txt": str(world.home / ".netrc")}
+    os.symlink(links["notes2.txt"], world.box.work / "notes2.txt")
+    m = world.box.manifest({"s2/a.bin": b"abc"}, links=links)
+    m["run"] = "shared2"
+    world.box.pull_info("shared2", m, rsync=True)
+    world.box.answer("pull-verified", stdout={"ok": True})
+    mcp_dest = world.pulls / "local" / "shared2"
+    cli = Cli()("pull", "local", "shared2", str(mcp_dest), "--home", str(world.box.home), env=world.env)
+    assert cli.exit_code == 0 and os.path.islink(mcp_dest / "notes2.txt"), cli.stderr
+    res = server.call("pull_artifacts", host="local", run="shared2")
+    text = res.content[0].text
+    assert res.is_error and "notes2.txt" in text and "makes none" in text and "CANARYnetrc4711" not in text, text
+    os.unlink(world.box.work / "notes2.txt")
+    shutil.rmtree(world.box.work / "s2")
