@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import shlex
+import stat as stat_mod
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -148,6 +149,26 @@ def save_meta(dest: Dest, target: transport.Target, info: PullInfo, method: str,
         "pulled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}) + "\n").encode("utf-8"))
 
 
+def _no_links_standing(d: Dest, host: str, m: Dict[str, Any]) -> None:
+    """A pull that makes no symlink (MCP) refuses a folder where one of the manifest's links
+    already stands: made by an earlier `rgt-client pull` into the same folder, it would be
+    reported as the verified copy (`notes.txt -> ~/.netrc`), and a model reads through it."""
+    standing = []
+    for s in m.get("symlinks") or []:
+        try:
+            st = d.lstat(s["path"])
+        except Blocked:
+            continue            # check_parents named it
+        if st is not None and stat_mod.S_ISLNK(st.st_mode):
+            standing.append(safe_line(s["path"])[:200])
+    if standing:
+        raise ClientError("%s in %s %s a symlink (the manifest of %s lists it as one); a pull through MCP makes "
+                          "none and reports on none: refused, nothing was changed"
+                          % (", ".join(standing[:3]), d.path, "is" if len(standing) == 1 else "are", host),
+                          "an rgt-client pull into this folder made it: remove it, or pull with rgt-client from a shell",
+                          exitcodes.USAGE)
+
+
 def _unchanged(d: Dest, dest: str, info: PullInfo, check_load: bool, workers: Optional[int],
                links: bool) -> Optional[VerifyResult]:
     """The verify of a copy already verified against this very manifest, when it still holds;
@@ -204,6 +225,8 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
         try:
             # before a byte moves: a manifest path under a symlink in DEST (an earlier pull's)
             check_parents(d, target.host, [f["path"] for f in m["files"]] + [s["path"] for s in m.get("symlinks") or []])
+            if not make_links:
+                _no_links_standing(d, target.host, m)
             record = owned.load(d)
             owned.check(d, target.host, run, m, record)
             owned.save(d, target.host, run, m, record)
