@@ -111,7 +111,7 @@ async def drive(base: Path, env: dict, stage_s: float) -> dict:
                 res = await a.call("resume_run", host="local", run="bench")
                 await a.wait_until("bench", res["cursor"], "run_succeeded")
                 status_json = measure_status_json(env)
-                pulled = await a.call("pull_artifacts", host="local", run="bench")    # ./rgt-pulls/local/bench
+                pulled = await a.call("pull_artifacts", host="local", run="bench")    # rgt's data folder: pulls/PROJECT/local/bench
                 duration = time.monotonic() - t0
                 quiet = await s.call_tool("wait_for_change", {"host": "local", "run": "bench", "timeout_s": 1})
                 a.quiet_bytes = len(quiet.content[0].text.encode()) + len(
@@ -153,7 +153,8 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="rgt-bench-mcp-"))
     (base / "work").mkdir()
     home = base / "home"
-    env = dict(os.environ, RGT_HOME=str(home), RGT_CLIENT_CONFIG_DIR=str(base / "cc"), **FAST_ENV)
+    env = dict(os.environ, RGT_HOME=str(home), RGT_CLIENT_CONFIG_DIR=str(base / "cc"), RGT_DATA_HOME=str(base / "data"),
+               **FAST_ENV)
     env.pop("RGT_SSH_CONFIG", None)
     subprocess.run(CLIENT + ["install", "local", "--home", str(home)], env=env, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

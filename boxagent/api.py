@@ -32,7 +32,7 @@ __all__ = ["EXIT_OK", "EXIT_ERROR", "EXIT_USAGE", "EXIT_NOT_RUNNING", "EXIT_RUN_
            "atomic_write_text", "dumps", "NON_FINITE", "format_bytes", "format_duration", "parse_duration",
            "parse_iso_utc", "parse_utc_time", "check_job_text", "validate_job", "job_key_names",
            "log_lines", "triage_log",
-           "triage_text", "alert_thresholds", "unsafe_regex_reason", "check_notifiers", "hash_file",
+           "triage_text", "alert_thresholds", "unsafe_regex_reason", "check_notifiers", "notify_secret_strings", "hash_file",
            "hash_many", "main", "numbers", "box_json", "BadJSON", "valid_name", "name_error"]
 
 
@@ -121,6 +121,24 @@ def check_notifiers(entries: List[Any]) -> None:
         parse_notifiers(entries, apprise_ok=True)
     except NotifyConfigError as exc:
         raise AgentError(exc.message, exc.hint, EXIT_USAGE) from None
+
+
+def notify_secret_strings(entries: List[Any]) -> List[str]:
+    """Every secret-bearing string of these [[notify]] entries, longest first: each URL, its
+    userinfo and token pieces, `secret`, a `base_url` with a path and its pieces. What the box
+    masks in its own output, for a caller that must mask the same (the MCP server)."""
+    from boxagent.notify.config import secret_parts
+    out: set = set()
+    for e in entries:
+        if not isinstance(e, dict):
+            continue
+        if isinstance(e.get("url"), str):
+            out.update(secret_parts(e["url"], e.get("secret")))
+        elif isinstance(e.get("secret"), str) and e["secret"]:
+            out.add(e["secret"])
+        if isinstance(e.get("base_url"), str):
+            out.update(secret_parts(e["base_url"], keep_host=True))
+    return sorted(out, key=len, reverse=True)
 
 
 # -- artifacts -----------------------------------------------------------------------------------

@@ -32,11 +32,18 @@ Text = Union[str, bytes, bytearray]
 # and a zero-width space inside `hf_…` hid a token from redaction. Zero-width (U+200B-200D,
 # U+2060-2064), soft hyphen, BOM, variation selectors, Hangul and Mongolian fillers, the
 # deprecated format controls, tags and the variation selector supplement are shown as escapes
-# too (an emoji's ZWJ or VS16 among them: a log's emoji reads a little less pretty).
-_INVISIBLE_CHARS = ("\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+# too (an emoji's ZWJ or VS16 among them: a log's emoji reads a little less pretty). So are the
+# Private Use Areas: most terminals and chat UIs draw them as nothing, and `hf_…` split by a
+# U+E000 read as one token to a human and as two to redaction (a powerline glyph in a log
+# reads as its escape). And the other format characters (Unicode's Cf outside that set: Arabic
+# number signs, the Syriac abbreviation mark, Kaithi and Egyptian hieroglyph format controls):
+# drawn as nothing, a learned secret split by U+13430 came back unredacted.
+_INVISIBLE_CHARS = ("\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\U000110bd\U000110cd\U00013430-\U0001343f"
+                    "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
                     "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2065"
-                    "\u206a-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb"
-                    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff")
+                    "\u206a-\u206f\u3164\ue000-\uf8ff\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb"
+                    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
+                    "\U000f0000-\U000ffffd\U00100000-\U0010fffd")
 _CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff" + _INVISIBLE_CHARS
 _INVISIBLE = re.compile("[%s]" % _INVISIBLE_CHARS)
 # what _show writes for a character: \xNN, \uNNNN, \UNNNNNNNN

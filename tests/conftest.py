@@ -116,6 +116,18 @@ def pytest_xdist_auto_num_workers(config):
     return min(8, max(4, 2 * (os.cpu_count() or 1)))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def rgt_data_home(tmp_path_factory):
+    """rgt's data folder (pulls and reports) for the whole session: never the real
+    ~/.local/share/rgt. Set before any other fixture, so every subprocess inherits it; a test that
+    needs its own sets RGT_DATA_HOME in the environment it passes."""
+    root = tmp_path_factory.mktemp("rgt-data")
+    root.chmod(0o700)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RGT_DATA_HOME", str(root))
+        yield root
+
+
 @pytest.fixture(scope="session")
 def agent_pyz(tmp_path_factory) -> Path:
     """The agent built once per session as the single file users ship."""

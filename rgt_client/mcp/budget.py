@@ -17,6 +17,12 @@ BUDGET = 16 * 1024          # bytes of a result's JSON (the text block is the sa
 LOGS_BUDGET = 56 * 1024     # read_logs: 48 KB of log text (its bound since the start) and its JSON
 STRING_FLOOR = 200          # bytes: a string is cut to this, with a mark, when no list is left to shorten
 HOW = "ask for less: get_status(host, run=NAME) for one run, get_status(host, page=N) for the next runs"
+# left_out names a field by its path, and a path is made of the box's dict keys: a 60,000-character
+# key once came back twice in left_out, 120 KB for a 16 KB budget. A path is cut to PATH_BYTES of
+# JSON, and after LEFT_NAMED paths the rest are counted together.
+PATH_BYTES = 100
+LEFT_NAMED = 12
+OTHER = "(other fields)"
 
 
 def size(data: Any) -> int:
@@ -39,7 +45,7 @@ def fit(data: dict[str, Any], budget: int = BUDGET) -> dict[str, Any]:
             each = max(1, size(items) // len(items))
             n = min(len(items), max(1, over // each))      # most of the excess at once, then one by one
             del items[len(items) - n:]
-            left[path] = left.get(path, 0) + n
+            _note(left, path, n)
             continue
         cut = _longest_string(data, "")
         if cut is not None:
@@ -48,20 +54,36 @@ def fit(data: dict[str, Any], budget: int = BUDGET) -> dict[str, Any]:
             # bytes, not characters: 200 four-byte characters are 800 bytes
             kept = raw[:max(STRING_FLOOR, len(raw) // 2)].decode("utf-8", "ignore")
             holder[key] = kept + "…[cut]"
-            left[path + " (bytes)"] = left.get(path + " (bytes)", 0) + len(raw) - len(kept.encode("utf-8"))
+            _note(left, path, len(raw) - len(kept.encode("utf-8")), " (bytes)")
             continue
         # Nothing left to shorten, yet over: dict keys are the box's too (40 keys of 60 emoji once
         # kept diagnose at 54 KB). Drop the biggest entry below the top; last, the answer itself.
         drop = _biggest_entry(data, "")
         if drop is None:
             data = {}
-            left["(the whole answer)"] = 1
+            _note(left, "(the whole answer)", 1)
             break
         holder, key, path = drop
         del holder[key]
-        left[path] = left.get(path, 0) + 1
+        _note(left, path, 1)
     data["left_out"] = {"items": left, "how": HOW}
+    if size(data) > budget:        # only a budget too small for left_out itself
+        data = {"left_out": {"items": {"(the whole answer)": 1}, "how": HOW}}
     return data
+
+
+def _note(left: dict[str, int], path: str, n: int, unit: str = "") -> None:
+    """Count n under path in left_out: the path cut to PATH_BYTES of JSON, and past LEFT_NAMED
+    paths under OTHER."""
+    whole, path = path, path[:PATH_BYTES]
+    while size(path) > PATH_BYTES:                  # escapes and wide characters count in bytes
+        path = path[:-1]
+    if path != whole:
+        path += "…"
+    name = path + unit
+    if name not in left and len(left) >= LEFT_NAMED:
+        name = OTHER + unit
+    left[name] = left.get(name, 0) + n
 
 
 def _biggest_entry(node: Any, path: str, top: bool = True) -> tuple[Any, Any, str] | None:

@@ -115,11 +115,6 @@ def not_pulled_gate(dest: str, why: str) -> str:
     return gate_text(_pull_facts(os.path.abspath(dest)), False, why)
 
 
-def default_pull_dest(host: str, run: str) -> str:
-    from rgt_client.pull.transfer import default_dest
-    return default_dest(host, run)
-
-
 def render_report(t: Target, run: str) -> str:
     """The run's one-file HTML report, as `report` renders it (not written anywhere)."""
     from rgt_client.report.cmd import fetch
@@ -143,24 +138,34 @@ def explain_profile(name: str) -> dict[str, Any]:
     return {"profile": p, "text": first_contact(p), "checkpoints": checkpoint_advice(p)}
 
 
-def install_agent(t: Target, price: str | None, notify_file: str | None, project: Any) -> dict[str, Any]:
+def install_agent(t: Target, price: str | None, notify_file: str | None, project: Any,
+                  learn: Callable[[str], None] = lambda secret: None) -> dict[str, Any]:
     """`install`; a notify file only from inside the project (it is read here and its secrets go
-    to the box), never quoted back in an error."""
+    to the box), never quoted back in an error. `learn` is handed every secret of the notify file
+    before the box sees it: a box that echoes a Telegram bot token it was given (no token shape
+    of ours) once put it in read_logs' answer."""
+    from boxagent.api import notify_secret_strings
     from rgt_client.cost.flags import cost_patch
     from rgt_client.install.bootstrap import InstallOptions, install
+    from rgt_client.notify.cmd import load_notify_file
     patch = cost_patch(price=price)
-    text = ""
-    if notify_file is not None:
-        notify_file, raw = project.open_toml(notify_file, "notify file", "name a notify .toml file inside "
-                                             "the project (not hidden), or install from a shell")
-        text = raw.decode("utf-8", "replace")
+    text, notify = "", None
     try:
-        rep = install(t, InstallOptions(notify_file=notify_file, cost=patch))
+        if notify_file is not None:
+            # read once, by the project's checks; parsed from those bytes, never opened again by path
+            real, raw = project.open_toml(notify_file, "notify file", "name a notify .toml file inside "
+                                          "the project (not hidden), or install from a shell")
+            text = raw.decode("utf-8", "replace")
+            notify = load_notify_file(real, raw)
+            for secret in notify_secret_strings(notify.get("notify") or []):
+                learn(secret)
+        rep = install(t, InstallOptions(notify=notify, cost=patch))
     except ClientError as exc:
         if not text:
             raise
-        raise ClientError(jobfile.unquote(exc.message, text), jobfile.unquote(exc.hint or "", text),
-                          exc.code) from None
+        parsed = jobfile.parse_quietly(text)
+        raise ClientError(jobfile.unquote(exc.message, text, parsed=parsed),
+                          jobfile.unquote(exc.hint or "", text, parsed=parsed), exc.code) from None
     return {"sha256": rep.sha256, "profile": rep.profile.get("name"), "profile_reason": rep.profile_reason,
             "warnings": list(rep.warnings), "start": rep.start, "upload_s": round(rep.upload_s, 3),
             "start_s": round(rep.start_s, 3)}

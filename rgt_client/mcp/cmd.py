@@ -40,8 +40,9 @@ def _sdk() -> None:
 @click.option("--hosts-file", type=click.Path(dir_okay=False), metavar="FILE",
               help="The allow-list from a file: one host per line, or {\"hosts\": [...]}.")
 @click.option("--project", "project", type=click.Path(file_okay=False, exists=True), default=None, metavar="DIR",
-              help="The project folder: tools read job files only inside it and write only into its "
-                   "rgt-pulls/ and rgt-reports/ (default: the folder the server starts in).")
+              help="The project folder: tools read job files only inside it, and write pulls and reports "
+                   "only into rgt's own data folder for it, outside the project ($RGT_DATA_HOME, else "
+                   "~/.local/share/rgt; default: the folder the server starts in).")
 @click.option("--read-only", is_flag=True, help="Expose only the read tools (status, wait, logs, "
                                                 "diagnose, platforms): nothing on a box changes.")
 @click.option("--ssh-config", "ssh_config", type=click.Path(dir_okay=False), metavar="FILE",

@@ -7,9 +7,11 @@ what its user asks. So a path from a tool argument is never opened as given:
   project folder, never through a hidden component (`.git`, `.env`, `~/.netrc` all are) and
   never through a symlink that leaves the folder. Asked for `~/.netrc` by an injected log
   line, submit_job once sent its lines back in a TOML error's hint;
-- writes: only below rgt's own folders in the project (`rgt-pulls/`, `rgt-reports/`), every
-  component a plain name, none a symlink, none hidden. `dest="src"` once let a box's manifest
-  replace a package's `__init__.py`, and `dest="vendor/dep"` a nested repo's `.git/hooks`.
+- writes: only below rgt's own data folder, outside the project (pull/datahome.py:
+  `mcp-pulls/PROJECT/`, `reports/PROJECT/`), every component a plain name, none a symlink, none
+  hidden. `dest="src"` once let a box's manifest replace a package's `__init__.py`, and
+  `dest="vendor/dep"` a nested repo's `.git/hooks`; inside the project, a pulled
+  `eval/metrics.test.js` ran at the project's next `node --test`.
 
 The project folder is the user's choice (the server's cwd at start, or `--project DIR`).
 """
@@ -22,11 +24,11 @@ from dataclasses import dataclass
 
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
-from rgt_client.pull.inert import mark_inert
+from rgt_client.pull import datahome
 from rgt_client.textsafe import safe_line
 
-PULLS = "rgt-pulls"
-REPORTS = "rgt-reports"
+PULLS = datahome.MCP_PULLS
+REPORTS = datahome.REPORTS
 MAX_JOB_BYTES = 1 << 20           # the agent refuses a bigger job (jobspec.MAX_JOB_BYTES)
 _PLAIN = re.compile(r"[A-Za-z0-9_@+][A-Za-z0-9._@+-]{0,127}")
 
@@ -39,6 +41,11 @@ def _refuse(what: str, path: str, why: str, hint: str) -> ClientError:
 class Project:
     """The server's project folder, resolved once at start."""
     root: str
+
+    @property
+    def key(self) -> str:
+        """The project's folder below rgt's pulls/ and reports/."""
+        return datahome.project_key(self.root)
 
     @classmethod
     def at(cls, path: str) -> "Project":
@@ -76,6 +83,13 @@ class Project:
         except OSError as exc:
             raise _refuse(what, path, "cannot read it (%s)" % (exc.strerror or "error"), hint)
         try:
+            # realpath, then open by that path: a folder on it renamed and replaced by a symlink
+            # in between (another local user in a shared project) would open a file elsewhere.
+            # The kernel's own name for what was opened settles it.
+            opened = _opened_path(fd)
+            if opened is not None and self._relative_real(opened) is None:
+                raise _refuse(what, path, "left the project folder while it was opened (a folder on "
+                              "its path was replaced)", hint)
             st = os.fstat(fd)
             if not stat_mod.S_ISREG(st.st_mode):
                 raise _refuse(what, path, "not a regular file", hint)
@@ -113,43 +127,19 @@ class Project:
         return self.owned_dir_at(top, parts)[0]
 
     def owned_dir_at(self, top: str, parts: list[str]) -> tuple[str, tuple[int, int]]:
-        """PROJECT/top/parts..., made as needed, every component a real folder of this user's
-        (never a symlink, never hidden, never another user's): the only folders a tool writes
-        into. rgt-pulls/ gets the markers that keep test runners out (pull/inert.py)."""
-        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            for name in [top] + parts:
-                try:
-                    os.mkdir(name, 0o755, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                try:
-                    nxt = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-                except OSError:
-                    raise _refuse("folder", "/".join([top] + parts), "%s is a symlink or not a folder; rgt "
-                                  "writes only into real folders it made" % name,
-                                  "remove it, or name another folder") from None
-                os.close(fd)
-                fd = nxt
-                st = os.fstat(fd)
-                # another local user's folder could be swapped for a symlink while the box is
-                # asked for its manifest; one of ours that others may write in is made ours alone
-                # (a CLI pull under umask 002 makes rgt-pulls/ group-writable)
-                if st.st_uid != os.geteuid():
-                    raise _refuse("folder", "/".join([top] + parts), "%s belongs to another user; rgt "
-                                  "writes only into folders that are yours alone" % name,
-                                  "remove it (rgt makes it again), or name another folder")
-                if st.st_mode & (stat_mod.S_IWGRP | stat_mod.S_IWOTH):
-                    os.fchmod(fd, stat_mod.S_IMODE(st.st_mode) & ~0o022)
-                if name == PULLS and top == PULLS:
-                    mark_inert(fd)
-            st = os.fstat(fd)
-        finally:
-            os.close(fd)
-        # (st_dev, st_ino): the writer checks that the folder it opens later is this very one
-        return os.path.join(self.root, top, *parts), (st.st_dev, st.st_ino)
+        """DATA/top/PROJECT/parts..., made as needed, every component a real folder of this
+        user's (never a symlink, never hidden, never another user's): the only folders a tool
+        writes into, outside the project tree; with the last one's identity."""
+        return datahome.owned_dir_at([top, self.key] + parts)
 
 
+def _opened_path(fd: int) -> str | None:
+    """The path the kernel holds for an open file (Linux); None where it does not say."""
+    try:
+        where = os.readlink("/proc/self/fd/%d" % fd)
+    except OSError:
+        return None
+    return where if where.startswith("/") and not where.endswith(" (deleted)") else None
 
 
 def plain_parts(path: str, what: str, hint: str) -> list[str]:
@@ -159,9 +149,3 @@ def plain_parts(path: str, what: str, hint: str) -> list[str]:
         raise _refuse(what, path, "expected plain names below rgt's folder (no hidden part, no `..`, "
                       "no absolute path)", hint)
     return parts
-
-
-def plain_word(word: str) -> str:
-    """A host or run name as one folder name (the default pull folder HOST/RUN)."""
-    w = re.sub(r"[^A-Za-z0-9._@+-]", "_", word).lstrip(".-")[:128]
-    return w or "_"

@@ -1,4 +1,5 @@
-"""make_report's file: below ./rgt-reports/, replacing only a report rgt wrote there.
+"""make_report's file: below rgt's reports/PROJECT/ (pull/datahome.py, outside the project),
+replacing only a report rgt wrote there.
 
 rgt keeps a record of each report it wrote (RECORD: name -> sha256 of what it wrote). A file
 at the chosen name that is not in the record, or changed since, is the user's: refused, never
@@ -16,7 +17,8 @@ import stat as stat_mod
 from rgt_client import exitcodes
 from rgt_client.errors import ClientError
 from rgt_client.mcp import calls
-from rgt_client.mcp.localfs import REPORTS, Project, plain_parts, plain_word
+from rgt_client.mcp.localfs import REPORTS, Project, plain_parts
+from rgt_client.pull.datahome import plain_word
 from rgt_client.textsafe import safe_line
 
 RECORD = ".rgt-written.json"
@@ -25,7 +27,7 @@ RECORD_MAX = 1 << 20
 
 def write(project: Project, t: calls.Target, run: str, out: str | None) -> str:
     """Render the run's report and write it; its path."""
-    hint = "name an .html file below rgt-reports/, e.g. %s-%s.html (or leave out out)" % (plain_word(t.host), run)
+    hint = "name an .html file below rgt's reports folder, e.g. %s-%s.html (or leave out out)" % (plain_word(t.host), run)
     parts = plain_parts(out, "report file", hint) if out else ["%s-%s.html" % (plain_word(t.host), run)]
     if not parts[-1].endswith(".html"):
         raise ClientError("report file %s: expected an .html file" % safe_line(out or "")[:200], hint,
@@ -75,7 +77,7 @@ def _write_at(folder: str, name: str, data: bytes, ident: tuple[int, int]) -> No
     """name in folder, atomically, only when folder is still the one owned_dir checked (another
     local user may have swapped a folder on the path while the box rendered the report)."""
     swapped = ClientError("%s is no longer the folder rgt checked; the report was not written" % folder,
-                          "check who else can write in the project folder, then ask again")
+                          "check what else writes in rgt's data folder, then ask again")
     try:
         dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:

@@ -25,6 +25,8 @@ REDACTED = "[redacted]"
 _TOKEN_SHAPES = re.compile(
     r"(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}"
     r"|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|hooks\.slack\.com/services/[A-Za-z0-9/]+"
+    r"|\b\d{6,12}:[A-Za-z0-9_-]{30,}"                                     # a Telegram bot token
+    r"|discord(?:app)?\.com/api/webhooks/[A-Za-z0-9/_-]+|discord://[A-Za-z0-9/_-]+"
     r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,})")
 # `WANDB_API_KEY=abc…` printed by a job whose env this server never saw (submitted elsewhere)
 _SECRET_ASSIGN = re.compile(r"(?i)(\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY)[A-Z0-9_]*"

@@ -13,7 +13,8 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from rgt_client.mcp import calls, reports, summary
-from rgt_client.mcp.localfs import PULLS, plain_parts, plain_word
+from rgt_client.mcp.localfs import PULLS, plain_parts
+from rgt_client.pull.datahome import plain_word
 from rgt_client.mcp.results import CHANGE, CREATE, LOCAL_WRITE, answer, blocking
 from rgt_client.mcp.safety import Policy, block, line, lines
 from rgt_client.mcp.schemas import InstallOut, PullOut, ReportOut, SubmitOut, VerbOut
@@ -71,7 +72,7 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
         stages keep running."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
-            rep = await blocking(lambda: calls.install_agent(t, price, notify, policy.project))
+            rep = await blocking(lambda: calls.install_agent(t, price, notify, policy.project, policy.learn_secret))
             return {"host": host, "installed": True, "sha256": rep["sha256"][:16],
                     "profile": line(rep.get("profile"), policy, 80),
                     "profile_reason": line(rep.get("profile_reason"), policy, 300),
@@ -81,14 +82,16 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
 
     @server.tool(annotations=LOCAL_WRITE)
     async def pull_artifacts(host: Host, run: RunName, ctx: Context,
-                             dest: Annotated[str | None, Field(description="A folder below ./rgt-pulls/ (default "
-                                                               "HOST/RUN): plain names, none hidden",
+                             dest: Annotated[str | None, Field(description="A folder below rgt's own pulls "
+                                                               "folder for this project, outside the project "
+                                                               "(default HOST/RUN): plain names, none hidden",
                                                                max_length=512)] = None
                              ) -> Annotated[CallToolResult, PullOut]:
-        """Copy the run's manifest files into ./rgt-pulls/HOST/RUN (or ./rgt-pulls/DEST), resuming a
-        partial pull, and verify every sha256. Replaces only files an earlier pull of rgt wrote
-        there; refuses hidden paths. Says whether it is safe to tear the box down and what the
-        platform's stop verb destroys. Never deletes anything, here or on the box."""
+        """Copy the run's manifest files into rgt's own data folder, outside the project
+        (DATA/mcp-pulls/PROJECT/HOST/RUN, or .../PROJECT/DEST; the answer's `dest` is the absolute
+        path), resuming a partial pull, and verify every sha256. Replaces only files an earlier
+        pull of rgt wrote there; refuses hidden paths. Says whether it is safe to tear the box
+        down and what the platform's stop verb destroys. Never deletes anything, here or on the box."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
             where, ident = pull_folder(policy, host, run, dest)
@@ -104,11 +107,13 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
 
     @server.tool(annotations=LOCAL_WRITE)
     async def make_report(host: Host, run: RunName,
-                          out: Annotated[str | None, Field(description="An .html file below ./rgt-reports/ "
+                          out: Annotated[str | None, Field(description="An .html file below rgt's own reports "
+                                                           "folder for this project, outside the project "
                                                            "(default HOST-RUN.html)", max_length=512)] = None
                           ) -> Annotated[CallToolResult, ReportOut]:
-        """Write the run's one-file HTML report (stages, causes, curves, cost) below ./rgt-reports/
-        and return its path. Replaces only a report rgt wrote there."""
+        """Write the run's one-file HTML report (stages, causes, curves, cost) below rgt's own
+        data folder, outside the project (DATA/reports/PROJECT/), and return its absolute path. Replaces only
+        a report rgt wrote there."""
         async def work() -> dict[str, Any]:
             t = calls.target(policy.check_host(host), policy.ssh_config)
             path = await blocking(lambda: reports.write(policy.project, t, run, out))
@@ -120,9 +125,9 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
 
 
 def pull_folder(policy: Policy, host: str, run: str, dest: str | None) -> tuple[str, tuple[int, int]]:
-    """./rgt-pulls/HOST/RUN, or ./rgt-pulls/DEST: made as real folders, never through a symlink;
+    """DATA/mcp-pulls/PROJECT/HOST/RUN, or .../PROJECT/DEST: made as real folders, never through a symlink;
     with the folder's identity (the pull refuses to write into any other folder at that path)."""
-    hint = "name a folder below rgt-pulls/, e.g. %s/%s-v2 (or leave dest out)" % (plain_word(host), run)
+    hint = "name a folder below rgt's pulls folder, e.g. %s/%s-v2 (or leave dest out)" % (plain_word(host), run)
     parts = plain_parts(dest, "pull destination", hint) if dest else [plain_word(host), plain_word(run)]
     return policy.project.owned_dir_at(PULLS, parts)
 

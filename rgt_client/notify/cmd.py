@@ -29,16 +29,23 @@ def _toml() -> Any:
     return tomli
 
 
-def load_notify_file(path: str) -> dict[str, Any]:
+def load_notify_file(path: str, raw: bytes | None = None) -> dict[str, Any]:
     """Parse and validate a `[[notify]]` TOML file; return the secrets.json form {"notify": [...]}.
 
     Raises ClientError(USAGE) naming the file and what to fix. Schemes only Apprise speaks pass
     here (the BOX decides whether it can import Apprise); everything else is checked fully.
+    `raw`: the file's bytes, already read by the caller (the MCP server reads a notify file once,
+    by its checks; opening it again by path could open another file).
     """
     from boxagent.api import AgentError, check_notifiers
     try:
-        with open(path, "rb") as fh:
-            data = _toml().load(fh)
+        if raw is not None:
+            data = _toml().loads(raw.decode("utf-8"))
+        else:
+            with open(path, "rb") as fh:
+                data = _toml().load(fh)
+    except UnicodeDecodeError as exc:
+        raise ClientError("%s is not UTF-8 text (byte %d)" % (path, exc.start), "save it as UTF-8", exitcodes.USAGE)
     except OSError as exc:
         raise ClientError("cannot read %s: %s" % (path, exc.strerror), "check the path", exitcodes.USAGE)
     except ValueError as exc:          # tomllib.TOMLDecodeError is a ValueError

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sys
 import time
 from collections import Counter
@@ -185,8 +186,10 @@ def _announce(info: PullInfo, how: str, dest: str, run: str, host: str) -> None:
 def pull_command(ctx: click.Context, host: str, run: str, dest: Optional[str], force: bool, method: str,
                  bwlimit: Optional[int], check_load: bool, keep_mode: bool, home: Optional[str],
                  python: Optional[str], as_json: bool) -> None:
-    """Copy RUN's manifest files from HOST into DEST (default ./rgt-pulls/HOST/RUN), resuming
-    any earlier partial pull, then verify them. Nothing is ever deleted, here or on the box;
+    """Copy RUN's manifest files from HOST into DEST, resuming any earlier partial pull, then
+    verify them. Without DEST: rgt's own data folder for this project, outside it
+    ($RGT_DATA_HOME, else ~/.local/share/rgt: pulls/PROJECT/HOST/RUN), where none of the
+    project's test runners finds the box's files; the pull prints the folder. Nothing is ever deleted, here or on the box;
     no file is replaced that an earlier pull of this run did not write, no hidden path is
     written, and no file is executable unless --keep-mode."""
     target = _target(ctx, host, home, python)
@@ -216,6 +219,7 @@ def pull_command(ctx: click.Context, host: str, run: str, dest: Optional[str], f
                                "recorded_on_box": res.verify.ok and note is None}, indent=1))
     else:
         click.echo("moved %s in %.1fs" % (format_bytes(res.bytes_moved), res.elapsed_s), err=True)
+        click.echo("files in %s" % res.dest, err=True)
         click.echo(render_verify(res.verify))
         click.echo(gate)
     ctx.exit(exitcodes.OK if res.verify.ok else exitcodes.RUN_FAILED)
@@ -235,7 +239,7 @@ def verify_command(ctx: click.Context, dest: str, manifest: Optional[str], check
     DEST/PULL_VERIFIED.json only when everything matches."""
     if more:        # `verify HOST RUN`, as pull is called: say which folder that pull wrote
         raise ClientError("verify takes the folder a pull wrote, not HOST RUN",
-                          "rgt-client verify %s" % default_dest(dest, more[0]), exitcodes.USAGE)
+                          "rgt-client verify %s" % shlex.quote(default_dest(dest, more[0])), exitcodes.USAGE)
     res = verify(dest, manifest, check_load=check_load)
     facts = _pull_facts(os.path.abspath(dest))
     gate = gate_text(facts.get("profile"), res.ok, None if res.ok else _why(res))

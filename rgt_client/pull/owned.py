@@ -5,11 +5,14 @@ the box. A box that lists `__init__.py` or `conftest.py` once replaced the user'
 pulled into `src/` or `tests/`, and they ran its code. So before a byte moves, every manifest
 entry (file or symlink) that already exists in DEST must be one rgt pulled there for the same host and run
 (DEST/.rgt/written.json, kept by each pull; a pull made before the record existed is known by
-its .rgt/manifest.json and pull.json). Anything else is refused, named, and left as it is.
+its .rgt/manifest.json and pull.json). Anything else is refused, named, and left as it is. A
+name counts as written once it stands in DEST after the pull's copy, not when the pull meant to
+write it.
 """
 from __future__ import annotations
 
 import json
+import stat as stat_mod
 from typing import Any, Dict, List, Set
 
 from rgt_client.errors import ClientError
@@ -34,11 +37,21 @@ def _key(host: str, run: str) -> str:
 
 
 def load(d: Dest) -> Dict[str, List[str]]:
-    """{host<TAB>run: [paths an earlier pull wrote]} from DEST's record (and an older pull's meta)."""
+    """{host<TAB>run: [paths an earlier pull wrote]} from DEST's record (and, where DEST has no
+    record at all, an older pull's meta). A path a pull was about to write when it stopped
+    (`pending`) counts only when what stands there is what it was to write (below)."""
     rec = _read_json(d, RECORD)
-    by_run = rec.get("by_run") if isinstance(rec, dict) and rec.get("schema") == SCHEMA else None
+    ok = isinstance(rec, dict) and rec.get("schema") == SCHEMA
+    by_run = rec.get("by_run") if ok else None
     out = {k: [p for p in v if isinstance(p, str)] for k, v in (by_run or {}).items()
            if isinstance(k, str) and isinstance(v, list)}
+    pending = rec.get("pending") if ok else None
+    for key, entries in (pending or {}).items():
+        if isinstance(key, str) and isinstance(entries, dict):
+            landed = [p for p, want in entries.items() if isinstance(p, str) and _landed(d, p, want)]
+            out[key] = sorted(set(out.get(key, [])) | set(landed))
+    if rec is not None:
+        return out
     meta, old = _read_json(d, META_DIR + "/pull.json"), _read_json(d, META_DIR + "/manifest.json")
     if isinstance(meta, dict) and isinstance(old, dict) and isinstance(old.get("files"), list):
         key = _key(str(meta.get("host")), str(meta.get("run")))
@@ -46,6 +59,21 @@ def load(d: Dest) -> Dict[str, List[str]]:
         out.setdefault(key, [])
         out[key] = sorted(set(out[key]) | {p for p in paths if isinstance(p, str)})
     return out
+
+
+def _landed(d: Dest, path: str, want: Any) -> bool:
+    """Whether DEST/path is what a stopped pull was to write there: its symlink with the same
+    target, or a file of the manifest's size and modification second (both methods set it)."""
+    try:
+        st = d.lstat(path)
+        if st is None or not isinstance(want, dict):
+            return False
+        if "target" in want:
+            return stat_mod.S_ISLNK(st.st_mode) and d.readlink(path) == want["target"]
+        return (stat_mod.S_ISREG(st.st_mode) and st.st_size == want.get("bytes")
+                and isinstance(want.get("mtime_ns"), int) and int(st.st_mtime) == want["mtime_ns"] // 10 ** 9)
+    except (OSError, Blocked):
+        return False
 
 
 def check(d: Dest, host: str, run: str, manifest: Dict[str, Any], record: Dict[str, List[str]]) -> None:
@@ -69,14 +97,40 @@ def check(d: Dest, host: str, run: str, manifest: Dict[str, Any], record: Dict[s
         shown = ", ".join(safe_line(p)[:200] for p in foreign[:SHOWN])
         raise ClientError("the manifest of %s on %s would replace %s in %s, which no pull of this run wrote; "
                           "refused, nothing was changed" % (safe_line(run), host, shown, d.path),
-                          "pull into an empty folder (the default ./rgt-pulls/HOST/RUN), or move those "
-                          "files away first")
+                          "pull into an empty folder (leave DEST out: rgt's own folder for HOST/RUN), or "
+                          "move those files away first")
 
 
 def save(d: Dest, host: str, run: str, manifest: Dict[str, Any], record: Dict[str, List[str]]) -> None:
-    """Add this pull's paths to DEST's record, before any of them is written."""
-    paths = {f["path"] for f in manifest["files"]} | {s["path"] for s in manifest.get("symlinks") or []}
+    """Before a byte moves: this pull's paths as pending, each with what it will be (a pull the
+    box breaks off before `conftest.py` arrives must not own that name: a file of the user's put
+    there later would be replaced by "the same pull again")."""
+    _write(d, record, {_key(host, run): _expected(manifest)})
+
+
+def done(d: Dest, host: str, run: str, manifest: Dict[str, Any], record: Dict[str, List[str]]) -> None:
+    """After the copy: the pull owns the names it wrote (each that now stands in DEST)."""
     key = _key(host, run)
     record = dict(record)
-    record[key] = sorted(set(record.get(key, [])) | paths)
-    d.write_atomic(RECORD, (json.dumps({"schema": SCHEMA, "by_run": record}) + "\n").encode("utf-8"))
+    landed = {p for p in _expected(manifest) if _exists(d, p)}
+    record[key] = sorted(set(record.get(key, [])) | landed)
+    _write(d, record, {})
+
+
+def _expected(manifest: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    out: Dict[str, Dict[str, Any]] = {f["path"]: {"bytes": f["bytes"], "mtime_ns": f.get("mtime_ns")}
+                                      for f in manifest["files"]}
+    out.update({s["path"]: {"target": s["target"]} for s in manifest.get("symlinks") or []})
+    return out
+
+
+def _exists(d: Dest, path: str) -> bool:
+    try:
+        return d.lstat(path) is not None
+    except (OSError, Blocked):
+        return False
+
+
+def _write(d: Dest, record: Dict[str, List[str]], pending: Dict[str, Dict[str, Any]]) -> None:
+    doc = {"schema": SCHEMA, "by_run": record, "pending": pending}
+    d.write_atomic(RECORD, (json.dumps(doc) + "\n").encode("utf-8"))

@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shlex
+import stat as stat_mod
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -27,7 +27,7 @@ from rgt_client.box import agentcall, transport
 from rgt_client.pull import manifest_check, owned
 from rgt_client.box.bounded import AgentStream
 from rgt_client.pull.destdir import Blocked, Dest
-from rgt_client.pull.inert import mark_inert
+from rgt_client.pull import datahome
 from rgt_client.errors import ClientError
 from rgt_client.pull.rsync import SAFE_AGAINST_SENDER, local_rsync, misplaced, remote_rsync, rsync_pull
 from rgt_client.pull.stream import blocked_error, check_parents, make_symlinks, stream_pull
@@ -57,10 +57,9 @@ class PullResult:
 
 
 def default_dest(host: str, run: str) -> str:
-    def safe(word: str) -> str:
-        word = re.sub(r"[^A-Za-z0-9._@+-]", "_", word).lstrip(".")
-        return word or "_"
-    return os.path.join("rgt-pulls", safe(host), safe(run))
+    """Where a pull with no DEST goes: rgt's own data folder for the project this runs in, outside
+    its tree (datahome.py), so none of the project's test runners ever walks into the box's files."""
+    return datahome.pull_dir(os.getcwd(), host, run)
 
 
 def _agent_error(res: transport.Result, what: str, host: str) -> ClientError:
@@ -150,16 +149,24 @@ def save_meta(dest: Dest, target: transport.Target, info: PullInfo, method: str,
         "pulled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}) + "\n").encode("utf-8"))
 
 
-def _mark_pulls(folder: str) -> None:
-    """./rgt-pulls/ gets the markers that keep test runners out of it (inert.py)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        mark_inert(fd)
-    finally:
-        os.close(fd)
+def _no_links_standing(d: Dest, host: str, m: Dict[str, Any]) -> None:
+    """A pull that makes no symlink (MCP) refuses a folder where one of the manifest's links
+    already stands: made by an earlier `rgt-client pull` into the same folder, it would be
+    reported as the verified copy (`notes.txt -> ~/.netrc`), and a model reads through it."""
+    standing = []
+    for s in m.get("symlinks") or []:
+        try:
+            st = d.lstat(s["path"])
+        except Blocked:
+            continue            # check_parents named it
+        if st is not None and stat_mod.S_ISLNK(st.st_mode):
+            standing.append(safe_line(s["path"])[:200])
+    if standing:
+        raise ClientError("%s in %s %s a symlink (the manifest of %s lists it as one); a pull through MCP makes "
+                          "none and reports on none: refused, nothing was changed"
+                          % (", ".join(standing[:3]), d.path, "is" if len(standing) == 1 else "are", host),
+                          "an rgt-client pull into this folder made it: remove it, or pull with rgt-client from a shell",
+                          exitcodes.USAGE)
 
 
 def _unchanged(d: Dest, dest: str, info: PullInfo, check_load: bool, workers: Optional[int],
@@ -195,8 +202,11 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
     if target.host.startswith("-"):  # would reach ssh and rsync as an option, not a host
         raise ClientError("%r is not a host" % target.host, "name an ssh destination or `local`",
                           exitcodes.USAGE)
-    defaulted = dest is None
-    dest = os.path.abspath(dest or default_dest(target.host, run))
+    agentcall.check_names(run)
+    if dest is None:        # rgt's own folder: made 0700 by descriptor, and written only if still that one
+        dest, expect_dir = datahome.owned_dir_at([datahome.PULLS, datahome.project_key(os.getcwd()),
+                                                  datahome.plain_word(target.host), datahome.plain_word(run)])
+    dest = os.path.abspath(dest)
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise ClientError("%s exists and is not a directory" % dest, "name another DEST", exitcodes.USAGE)
     info = fetch_info(target, run, force)
@@ -211,18 +221,19 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
             # another local user swapped a folder on the path while the box was asked
             raise ClientError("%s is no longer the folder rgt checked before asking %s; refused, nothing "
                               "was written" % (dest, target.host),
-                              "check who else can write in the project folder, then pull again")
-        if defaulted:
-            _mark_pulls(os.path.dirname(os.path.dirname(dest)))
+                              "check who or what else writes in its parent folder, then pull again")
         try:
             # before a byte moves: a manifest path under a symlink in DEST (an earlier pull's)
             check_parents(d, target.host, [f["path"] for f in m["files"]] + [s["path"] for s in m.get("symlinks") or []])
+            if not make_links:
+                _no_links_standing(d, target.host, m)
             record = owned.load(d)
             owned.check(d, target.host, run, m, record)
             owned.save(d, target.host, run, m, record)
             save_meta(d, target, info, how, time.time())
             again = _unchanged(d, dest, info, check_load, workers, make_links)
             if again is not None:     # re-pull of an unchanged run: no copy, no more round trips
+                owned.done(d, target.host, run, m, record)
                 if on_info:
                     on_info(info, "nothing (this copy is verified against the same manifest)")
                 return PullResult(dest, "none", 0, info, again, time.monotonic() - t0)
@@ -237,6 +248,7 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
                 known.pop(rel, None)
             if make_links:
                 make_symlinks(d, target.host, m.get("symlinks") or [])
+            owned.done(d, target.host, run, m, record)
         except Blocked as b:
             raise blocked_error(target.host, b.rel, b, dest)
     res = verify(dest, manifest_path(dest), check_load=check_load, known=known, workers=workers, links=make_links,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import importlib
+import os
 import subprocess
 import sys
 
@@ -41,7 +42,7 @@ def test_help_lists_every_command(rgt_local):
 
 
 @pytest.mark.parametrize("argv, meant", [
-    (("verify", "gpu1", "run1"), "rgt-client verify rgt-pulls/gpu1/run1"),     # the folder that pull wrote
+    (("verify", "gpu1", "run1"), "rgt-client verify DATA/pulls/"),     # the folder that pull wrote
     (("verify",), "usage: rgt-client verify [OPTIONS] DEST"),
     (("profiles", "runpod"), "`rgt-client profiles show runpod`"),
     (("logs", "gpu1", "run1", "-n", "-1"), "usage: rgt-client logs [OPTIONS] HOST RUN"),     # -n 0 is all
@@ -55,4 +56,5 @@ def test_clicks_own_usage_errors_get_an_error_and_a_hint(rgt_local, argv, meant)
     assert res.exit_code == 2, res.output
     lines = res.stderr.splitlines()
     assert len(lines) == 2 and lines[0].startswith("Error: ") and lines[1].startswith("Hint: "), res.stderr
+    meant = meant.replace("DATA", os.environ["RGT_DATA_HOME"])     # rgt's data folder (tests/conftest.py)
     assert meant in lines[1] and res.stdout == ""

@@ -162,7 +162,7 @@ def test_a_hostile_box_text_reaches_the_model_as_bounded_escaped_data(server, wo
         if tool == "wait_for_change" and res.structured_content.get("timed_out"):
             assert answer_size(res) <= WAIT_SMALL
     assert world.snapshot() == before and world.own_snapshot() == own
-    pulled = world.project / "rgt-pulls" / "local" / "r1"
+    pulled = world.pulls / "local" / "r1"
     hidden = [p for p in pulled.rglob(".*") if p.relative_to(pulled).parts[0] != ".rgt"]
     assert not hidden, hidden             # rgt's own .rgt/ is the one hidden name a pull writes
     links_out = [p for p in pulled.rglob("*") if p.is_symlink() and not os.path.realpath(p).startswith(str(pulled))]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -63,7 +64,7 @@ class Watcher:
 
 
 def test_submit_fail_fix_resume_pull_verified_report(local_box):
-    env = dict(local_box.env, HF_TOKEN=HF)
+    env = dict(local_box.env, HF_TOKEN=HF, RGT_DATA_HOME=str(local_box.base / "data"))
     progress: list[tuple] = []
 
     async def on_progress(p, t, msg):
@@ -108,12 +109,14 @@ def test_submit_fail_fix_resume_pull_verified_report(local_box):
             p = pulled.structured_content
             assert not pulled.is_error and p["verified"] is True and p["safe_to_tear_down"] is True
             assert p["files"] == 2 and "Nothing to tear down" in p["teardown"] or "Safe to tear down" in p["teardown"]
-            assert (local_box.base / "rgt-pulls" / "pulled" / "flow" / "ckpt" / "best.pt").read_text() == "weights\n"
+            assert p["dest"].startswith(str(local_box.base / "data" / "mcp-pulls")) and p["dest"].endswith("/pulled/flow")
+            assert (Path(p["dest"]) / "ckpt" / "best.pt").read_text() == "weights\n"
             d = await m.ok("diagnose", host="local", run="flow")
             assert d["artifacts_verified"] is True
             rep = await m.ok("make_report", host="local", run="flow", out="reports/flow.html")
-            html = local_box.base / "rgt-reports" / "reports" / "flow.html"
-            assert rep["path"] == str(html) and html.stat().st_size > 1000
+            html = Path(rep["path"])
+            assert rep["path"].startswith(str(local_box.base / "data" / "reports")) and rep["path"].endswith("/reports/flow.html")
+            assert html.stat().st_size > 1000
             again = await m.ok("submit_job", host="local", job=job_text(local_box, "flow"))
             assert again["duplicate"] is True
             # 11 calls above, and at least one wait per watcher (more when an event comes later)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import threading
@@ -93,16 +94,21 @@ def test_redaction_of_secrets_in_box_text():
     assert "k3y-value" not in out and "my-own-secret" not in out and "loss=0.123456789" in out
 
 
-def test_writes_stay_inside_rgts_own_folders(tmp_path):
-    project = Project.at(str(tmp_path))
-    assert project.owned_dir(PULLS, ["gpu1", "r1"]) == str(tmp_path / "rgt-pulls" / "gpu1" / "r1")
-    assert (tmp_path / "rgt-pulls" / "gpu1" / "r1").is_dir()
+def test_writes_stay_inside_rgts_own_folders(tmp_path, monkeypatch):
+    monkeypatch.setenv("RGT_DATA_HOME", str(tmp_path / "data"))
+    (tmp_path / "proj").mkdir()
+    project = Project.at(str(tmp_path / "proj"))
+    mine = tmp_path / "data" / "mcp-pulls" / project.key
+    assert project.owned_dir_at(PULLS, ["gpu1", "r1"])[0] == str(mine / "gpu1" / "r1")
+    assert (mine / "gpu1" / "r1").is_dir() and os.listdir(tmp_path / "proj") == []
+    for folder in (tmp_path / "data", tmp_path / "data" / "mcp-pulls", mine, mine / "gpu1", mine / "gpu1" / "r1"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     for bad in ("/etc/x", "../x", ".git/hooks", "a/.ssh/b", "~/x", ".", "a/../../b", "-rf", "a\nb"):
         with pytest.raises(ClientError):
             plain_parts(bad, "dest", "hint")
-    os.symlink("/etc", tmp_path / "rgt-pulls" / "etc-link")
+    os.symlink("/etc", mine / "etc-link")
     with pytest.raises(ClientError):
-        project.owned_dir(PULLS, ["etc-link", "x"])
+        project.owned_dir_at(PULLS, ["etc-link", "x"])
     assert not os.path.exists("/etc/x")
 
 
@@ -142,6 +148,20 @@ def test_an_answer_over_budget_is_cut_and_says_what_it_left_out():
     assert size(huge_text) <= 4096 and huge_text["text"].endswith("…[cut]")
 
 
+def test_claim_what_an_answer_left_out_fits_its_budget_too():
+    """left_out names what went by its path, and a path is the box's dict keys: a 60,000-character
+    key once came back twice in left_out (120 KB for a 16 KB budget). Paths are cut, and the
+    list of them is bounded."""
+    from rgt_client.mcp.budget import BUDGET, fit, size
+    for data in ({"x": {"K" * 60000: "a" * 300}},
+                 {"x": {("K%d" % i) * 3000: "a" * 300 for i in range(40)}},
+                 {"x": {"\x01" * 5000 + str(i): "a" * 300 for i in range(60)}},
+                 {"x": [{"k" * 90 + str(i): ["v" * 400] * 3} for i in range(300)]}):
+        out = fit(data)
+        assert size(out) <= BUDGET, (size(out), list(out.get("left_out", {}).get("items", {}))[:3])
+        assert out["left_out"]["items"] and all(len(p.encode()) < 200 for p in out["left_out"]["items"])
+
+
 @pytest.mark.parametrize("word", ["abc\n", "abc\r\n", "-rf", "a b", "a" * 65, "", None, 7])
 def test_a_command_word_is_a_whole_plain_name(word):
     assert command_word(word) is None          # `$` once let "abc\n" into next
@@ -165,3 +185,60 @@ def test_a_wait_is_timed_out_only_when_no_event_came_whatever_the_box_says():
     assert out["timed_out"] is False and out["events"]      # events are never labelled "nothing happened"
     quiet = ok(_wait_answer({"timed_out": False, "events": [], "cursor": "c" * 64}, "local", "r", policy, 45.0), policy)
     assert quiet.structured_content["timed_out"] is True and len(quiet.content[0].text.encode()) <= 300
+
+
+def test_claim_a_job_file_is_read_from_the_project_even_when_a_folder_is_swapped_while_it_opens(tmp_path,
+                                                                                                monkeypatch):
+    """Another local user in a shared project renames `sub/` and puts a symlink to a folder of
+    the victim's in its place, right after the server resolved the path and before it opened
+    it. The swap is made at exactly that moment (the realpath call returns, then it happens)."""
+    from rgt_client.mcp import localfs
+    proj, outside = tmp_path / "proj", tmp_path / "victim"
+    (proj / "sub").mkdir(parents=True)
+    (proj / "sub" / "job.toml").write_text("name = 'mine'\n")
+    outside.mkdir()
+    (outside / "job.toml").write_text("password = 'CANARYswap4711'\n")
+    project = Project.at(str(proj))
+    real = os.path.realpath
+
+    def resolve_then_swap(path, *a, **kw):
+        out = real(path, *a, **kw)
+        if out.endswith("job.toml") and not (proj / "sub").is_symlink():
+            os.rename(proj / "sub", proj / "sub.old")
+            os.symlink(str(outside), str(proj / "sub"))
+        return out
+    monkeypatch.setattr(localfs.os.path, "realpath", resolve_then_swap)
+    with pytest.raises(ClientError) as exc:
+        project.read_job("sub/job.toml")
+    assert (proj / "sub").is_symlink(), "the swap did not happen: the test proves nothing"
+    assert "left the project folder" in exc.value.message and "CANARY" not in exc.value.message + exc.value.hint
+
+
+def test_a_notify_file_the_server_read_is_parsed_from_those_bytes_not_opened_again(tmp_path):
+    from rgt_client.notify.cmd import load_notify_file
+    path = tmp_path / "notify.toml"
+    path.write_text('[[notify]]\nurl = "ntfys://ntfy.sh/swapped-in-later"\n')     # what the path holds now
+    read = b'[[notify]]\nurl = "ntfys://ntfy.sh/checked-topic"\n'                 # what the checks read
+    cfg = load_notify_file(str(path), read)
+    assert "checked-topic" in json.dumps(cfg) and "swapped-in-later" not in json.dumps(cfg)
+
+
+def test_a_data_folder_that_cannot_be_made_is_an_error_with_a_hint(tmp_path, monkeypatch):
+    from rgt_client.pull import datahome
+    (tmp_path / "file").write_text("not a folder\n")
+    monkeypatch.setenv("RGT_DATA_HOME", str(tmp_path / "file" / "rgt"))     # its parent is a file
+    with pytest.raises(ClientError) as exc:
+        datahome.owned_dir_at(["pulls"])
+    assert "cannot be made" in exc.value.message and "RGT_DATA_HOME" in exc.value.hint
+
+
+def test_every_format_character_is_shown_as_an_escape_and_a_secret_split_by_one_is_redacted():
+    """Unicode's format characters (Cf) draw as nothing; the Egyptian hieroglyph format controls
+    and the Arabic number signs once passed raw, and a learned secret split by U+13430 came back."""
+    import unicodedata
+    from rgt_client.textsafe import safe_line
+    raw = [c for c in map(chr, range(sys.maxunicode + 1)) if unicodedata.category(c) == "Cf" and c in safe_line("a%sb" % c)]
+    assert raw == [], [hex(ord(c)) for c in raw]
+    secret = "pl41nV4lueS3cretNoShape"
+    out = redact("egy: pl41nV\U000134304lueS3cretNoShape", {secret})
+    assert out == "egy: [redacted]", out

@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from rgt_client.pull.datahome import project_key
 from tests.hostile import HostileBox
 from tests.mcp.conftest import mcp_server, wire
 
@@ -49,8 +50,10 @@ PROJECT_FILES = {
     "proj/job.toml": "name = 'fromfile'\n[[stage]]\nname = 'a'\nrun = 'echo hi'\n",
     "proj/src/pkg/__init__.py": "# the user's package\n",
     "proj/tests/conftest.py": "# the user's conftest\n",
-    "proj/rgt-pulls/rgt-box/mine/notes.txt": "the user's own file in rgt's folder\n",
+    # an older rgt pulled into the project: its folder stays as it is, never used, never deleted
+    "proj/rgt-pulls/local/old/notes.txt": "pulled by an older rgt\n",
 }
+OWN_NOTES = "the user's own file in rgt's folder\n"
 
 
 class World:
@@ -70,19 +73,26 @@ class World:
         os.mkfifo(self.project / "fifo.toml")
         os.link(self.home / ".netrc", self.project / "hard.toml")                   # a hard link out
         (self.project / "big.toml").write_text("name = 'big'\n" + "# pad\n" * 300000)
+        # rgt's data folder, outside HOME and so outside the project: where pulls and reports land
+        self.data = base / "data"
+        self.pulls = self.data / "mcp-pulls" / project_key(str(self.project))     # the MCP server's
+        self.reports = self.data / "reports" / project_key(str(self.project))
+        notes = self.pulls / "rgt-box" / "mine" / "notes.txt"
+        notes.parent.mkdir(parents=True)
+        notes.write_text(OWN_NOTES)
+        self.data.chmod(0o700)
         self.box = HostileBox(base / "box")
         self.box.alias = "local"
         self.env = dict(os.environ, HOME=str(self.home), RGT_HOME=str(self.box.home),
                         RGT_CLIENT_CONFIG_DIR=str(base / "client-config"), TEST_CWD=str(self.project),
-                        RGT_TEST_CANARY=ENV_CANARY)
+                        RGT_TEST_CANARY=ENV_CANARY, RGT_DATA_HOME=str(self.data))
         self.env.pop("RGT_SSH_CONFIG", None)
 
     def snapshot(self) -> dict[str, Any]:
-        """Every entry under HOME except rgt's own folders: type, mode, size, content hash."""
+        """Every entry under HOME (the project and an older rgt's ./rgt-pulls/ in it included):
+        type, mode, size, content hash. rgt's own folders are outside it."""
         out: dict[str, Any] = {}
-        own = {str(self.project / "rgt-pulls"), str(self.project / "rgt-reports")}
         for top, dirs, files in os.walk(self.home):
-            dirs[:] = [d for d in dirs if os.path.join(top, d) not in own]
             for name in dirs + files:
                 p = os.path.join(top, name)
                 st = os.lstat(p)
@@ -97,7 +107,7 @@ class World:
 
     def own_snapshot(self) -> dict[str, Any]:
         """The user's own files inside rgt's pull folder: never replaced either."""
-        p = self.project / "rgt-pulls" / "rgt-box" / "mine" / "notes.txt"
+        p = self.pulls / "rgt-box" / "mine" / "notes.txt"
         return {"notes": p.read_text() if p.exists() else None}
 
 
