@@ -71,6 +71,12 @@ def job_key_names() -> List[str]:
     return sorted(set(jobspec.TOP_KEYS + jobspec.STAGE_KEYS + jobspec.WAIT_KEYS + jobspec.RULE_KEYS))
 
 
+def notify_key_names() -> List[str]:
+    """Every key name a notify file has (a message naming one quotes the format, not a file)."""
+    from boxagent.notify.config import KEYS
+    return sorted(set(KEYS) | {"notify"})
+
+
 # -- logs ----------------------------------------------------------------------------------------
 
 def log_lines() -> "Lines":

@@ -39,104 +39,20 @@ def load_job(path: str | Path) -> dict[str, Any]:
 
 def load_quietly(raw: bytes, origin: str) -> dict[str, Any]:
     """A job file's bytes read for a caller that must not see them (an MCP tool: the model):
-    an error gives the line number and the kind of problem, never the line nor a value from
-    it. A model asked by a box's log line for `~/.netrc` as a job once got its password back
-    in a TOML error's hint."""
+    an error gives the key path, the kind of problem and a line number, never the line nor a
+    value from it (quieterr.py). A model asked by a box's log line for `~/.netrc` as a job once
+    got its password back in a TOML error's hint."""
+    from boxagent.api import job_key_names
+    from rgt_client.jobs.quieterr import quiet
     p = Path(origin)
-    job: Any = None
     try:
         job = _parse(p, raw, quote=False)
         validate(job, origin)
     except ClientError as exc:
-        text = raw.decode("utf-8", "replace")
-        raise ClientError(unquote(exc.message, text, origin, job), unquote(exc.hint or "", text, origin, job),
+        keys = frozenset(job_key_names())
+        raise ClientError(quiet(exc.message, origin, keys), quiet(exc.hint or "", origin, keys),
                           exc.code) from None
     return job
-
-
-_WORD = re.compile(r"[^\s'\"`()\[\]{},:=.]{3,}")
-# what a validator echoes of a value: `got 12.34`, `got "p4.ss:w0"`, `name "a"`, `PW = "12"`;
-# a value of short words (an IP address, `user:pw` of short parts, a PIN split by dots) passed
-# the word-by-word check whole
-_GOT = re.compile(r"\bgot (?!nothing\b|a table\b|a list\b)(\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^\s,;()]+)")
-_QUOTED = re.compile(r"\"((?:[^\"\\]|\\.)*)\"|'([^']*)'")
-_PATH_PART = re.compile(r"\.|\[\d+\]")
-_FORMAT_WORDS = {".", "_", "-", "all"}        # the format's own quoted words ('.', '_' or '-')
-
-
-def unquote(message: str, text: str, origin: str = "", parsed: Any = None) -> str:
-    """message with nothing of the file's text in it, except the job format's own key names:
-    what the validator echoes ("got 'hunter2'", "unknown key AKIA...", "got 10.1.2.3") never
-    leaves. A value after `got` and a quoted value found in the file become `…`, and so does
-    every part of a key path (`db.pw: unknown key`) that is not a key of the format. `parsed`:
-    the file as parsed, when it parsed: a validator shows a value decoded, not as written (a
-    PEM key's lines joined by `\\n` in a table's repr, `\\u002d` as `-`, `0xDEADBEEF` as
-    3735928559), and every word of every key and value it holds is masked in whatever form."""
-    from boxagent.api import job_key_names
-    known = set(job_key_names()) | {
-        "include", "exclude", "stage", "stages", "job", "line", "column", "TOML", "JSON", "expected"}
-    words = sorted(_value_words(parsed) - known, key=len, reverse=True)
-    pieces = message.split(origin) if origin else [message]     # the file's name as the model gave it stays
-    for word in words:
-        pieces = [piece.replace(word, "…") for piece in pieces]
-    message = origin.join(pieces)
-
-    def quoted(m: "re.Match[str]") -> str:
-        inner = m.group(1) if m.group(1) is not None else m.group(2)
-        return m.group(0) if not inner or inner in _FORMAT_WORDS or inner in known or inner not in text else "…"
-
-    hidden: set[str] = set()
-
-    def path(p: str) -> str:
-        parts = re.split(r"(\.|\[\d+\])", p)
-        shown = [w if not w or _PATH_PART.fullmatch(w) or w in known or w not in text else "…" for w in parts]
-        hidden.update(w for w, v in zip(parts, shown) if v == "…")
-        return "".join(shown)
-
-    lines = []
-    for line in message.split("\n"):
-        lead = line[:len(line) - len(line.lstrip())]
-        body = line[len(lead):]
-        if origin and body.startswith(origin + ": "):
-            lead, body = lead + origin + ": ", body[len(origin) + 2:]
-        where, sep, rest = body.partition(": ")
-        if sep:                     # PATH: problem (a part of PATH the file does not hold stays)
-            body = path(where) + sep + rest
-        body = _QUOTED.sub(quoted, _GOT.sub("got …", body))
-        for word in sorted(hidden, key=len, reverse=True):     # a hidden key named again (`PW = …`)
-            body = re.sub(r"(?<!\w)%s(?!\w)" % re.escape(word), "…", body)
-        lines.append(lead + body)
-    out = "\n".join(lines)
-    return _WORD.sub(lambda m: m.group(0) if m.group(0) in known or m.group(0) not in text else "…", out)
-
-
-def parse_quietly(text: str) -> Any:
-    """A local TOML file's text parsed for unquote (None when it does not parse)."""
-    try:
-        return tomllib.loads(text)
-    except (ValueError, RecursionError):
-        return None
-
-
-_VALUE_WORD = re.compile(r"\w{4,}")
-
-
-def _value_words(node: Any, depth: int = 0) -> set[str]:
-    """The words (4 or more letters, digits or `_`) of every key and scalar value in a parsed file,
-    each as a validator may show it (str, repr, JSON)."""
-    out: set[str] = set()
-    if depth > 64:
-        return out
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out |= _value_words(k, depth + 1) | _value_words(v, depth + 1)
-    elif isinstance(node, list):
-        for v in node:
-            out |= _value_words(v, depth + 1)
-    elif node is not None:
-        for shown in {str(node), repr(node), json.dumps(node, default=str)}:
-            out.update(_VALUE_WORD.findall(shown))
-    return out
 
 
 def _parse(p: Path, raw: bytes, quote: bool = True) -> dict[str, Any]:

@@ -147,28 +147,33 @@ def install_agent(t: Target, price: str | None, notify_file: str | None, project
     from boxagent.api import notify_secret_strings
     from rgt_client.cost.flags import cost_patch
     from rgt_client.install.bootstrap import InstallOptions, install
-    from rgt_client.notify.cmd import load_notify_file
     patch = cost_patch(price=price)
-    text, notify = "", None
-    try:
-        if notify_file is not None:
-            # read once, by the project's checks; parsed from those bytes, never opened again by path
-            real, raw = project.open_toml(notify_file, "notify file", "name a notify .toml file inside "
-                                          "the project (not hidden), or install from a shell")
-            text = raw.decode("utf-8", "replace")
-            notify = load_notify_file(real, raw)
-            for secret in notify_secret_strings(notify.get("notify") or []):
-                learn(secret)
-        rep = install(t, InstallOptions(notify=notify, cost=patch))
-    except ClientError as exc:
-        if not text:
-            raise
-        parsed = jobfile.parse_quietly(text)
-        raise ClientError(jobfile.unquote(exc.message, text, parsed=parsed),
-                          jobfile.unquote(exc.hint or "", text, parsed=parsed), exc.code) from None
+    notify = None
+    if notify_file is not None:
+        # read once, by the project's checks; parsed from those bytes, never opened again by path
+        real, raw = project.open_toml(notify_file, "notify file", "name a notify .toml file inside "
+                                      "the project (not hidden), or install from a shell")
+        notify = _load_notify_quietly(real, raw, "notify file %s" % safe_line(notify_file)[:200])
+        for secret in notify_secret_strings(notify.get("notify") or []):
+            learn(secret)
+    rep = install(t, InstallOptions(notify=notify, cost=patch))
     return {"sha256": rep.sha256, "profile": rep.profile.get("name"), "profile_reason": rep.profile_reason,
             "warnings": list(rep.warnings), "start": rep.start, "upload_s": round(rep.upload_s, 3),
             "start_s": round(rep.start_s, 3)}
+
+
+def _load_notify_quietly(real: str, raw: bytes, origin: str) -> dict[str, Any]:
+    """A notify file parsed for the model: an error names the file as the model did (not the
+    user's home path) and shows its structure only (quieterr.py), never a value of it."""
+    from boxagent.api import notify_key_names
+    from rgt_client.jobs.quieterr import quiet
+    from rgt_client.notify.cmd import load_notify_file
+    try:
+        return load_notify_file(real, raw)
+    except ClientError as exc:
+        keys = frozenset(notify_key_names())
+        raise ClientError(quiet(exc.message.replace(real, origin), origin, keys),
+                          quiet((exc.hint or "").replace(real, origin), origin, keys), exc.code) from None
 
 
 def box_script(t: Target, script: str, args: list[str], timeout: float, max_out: int) -> bytes:

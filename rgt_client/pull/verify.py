@@ -242,18 +242,59 @@ def _sync() -> None:
         pass
 
 
-def _load_torch(path: str) -> Optional[str]:
-    import torch  # noqa: F401  (optional: only with --check-load)
+# Run by this Python in a child with an empty environment, in /, on this process's sys.path less
+# DEST: torch's unpickler parses a box's file there, never in the process holding the laptop's
+# environment (tokens in it), and a `torch/` folder the box wrote into DEST is never imported.
+_TORCH_CHILD = r"""
+import json, sys
+sys.path[:] = json.loads(sys.stdin.read())
+try:
+    import torch
+except ImportError:
+    print(json.dumps({"missing": True})); sys.exit(0)
+v = str(getattr(torch, "__version__", "0")).split("+")[0].split(".")
+try:
+    major, minor = int(v[0]), int("".join(c for c in (v[1] if len(v) > 1 else "0") if c.isdigit()) or 0)
+except ValueError:
+    major, minor = 0, 0
+if (major, minor) < (2, 6):
+    print(json.dumps({"refused": str(torch.__version__)[:40]})); sys.exit(0)
+torch.load(sys.argv[1], map_location="cpu", weights_only=True)
+print(json.dumps({"ok": True}))
+"""
+TORCH_SAFE = "torch >= 2.6 (weights_only=True runs a file's code in older torch: CVE-2025-32434)"
+
+
+def _load_torch(path: str, dest: str = "") -> Optional[str]:
+    """torch.load(weights_only=True) in a child. torch <= 2.5.1 runs a crafted file's code even
+    with weights_only=True (CVE-2025-32434): a box's .pt would run on this laptop, so an older
+    torch is refused, never called."""
+    import json
+    import subprocess
+    import sys
+    inside = os.path.realpath(dest or os.path.dirname(path))
+    paths = [p for p in sys.path if p and not (os.path.realpath(p) + os.sep).startswith(inside + os.sep)]
     try:
-        torch.load(path, map_location="cpu", weights_only=True)
-    except TypeError:
-        # torch < 1.13 has no weights_only, and a full torch.load unpickles: a compromised box
-        # would run its own code on this machine. Not loading is the only safe answer.
-        raise ImportError("torch >= 1.13 (weights_only loading)")
-    return None
+        res = subprocess.run([sys.executable, "-I", "-c", _TORCH_CHILD, os.path.abspath(path)],
+                             input=json.dumps(paths).encode(), capture_output=True, env={}, cwd="/",
+                             timeout=600)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError("torch.load took over 10 minutes") from None
+    try:
+        answer = json.loads(res.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        answer = {}
+    if answer.get("missing"):
+        raise ModuleNotFoundError("torch")
+    if "refused" in answer:
+        raise ImportError("%s; this one is %s" % (TORCH_SAFE, answer["refused"]))
+    if answer.get("ok") and res.returncode == 0:
+        return None
+    err = res.stderr.decode("utf-8", "replace").strip().splitlines()
+    raise RuntimeError(err[-1] if err else "the loading process exited with %d" % res.returncode)
 
 
-def _load_safetensors(path: str) -> Optional[str]:
+def _load_safetensors(path: str, dest: str = "") -> Optional[str]:
     from safetensors import safe_open
     with safe_open(path, framework="numpy") as fh:
         for k in fh.keys():
@@ -272,7 +313,7 @@ def check_loads(dest: str, paths: List[str]) -> List[Dict[str, Any]]:
         if loader is None:
             continue
         try:
-            loader(os.path.join(dest, rel))
+            loader(os.path.join(dest, rel), dest)
             out.append({"path": rel, "ok": True, "detail": "loaded with %s" % lib})
         except ModuleNotFoundError:
             out.append({"path": rel, "ok": None, "detail": "skipped: %s is not installed here" % lib})

@@ -184,20 +184,61 @@ def test_method_rsync_without_rsync_is_a_usage_error():
     assert exc.value.code == 2 and "--method stream" in exc.value.hint
 
 
-def test_check_load_never_unpickles_a_box_file_with_a_torch_lacking_weights_only(tmp_path, monkeypatch):
-    """torch < 1.13 has no weights_only; a plain torch.load of a compromised box's .pt runs its
-    pickle on this machine. A stand-in torch (the foreign package is the seam) records calls."""
-    import sys
-    import types
-    from rgt_client.pull.verify import check_loads
-    calls = []
+FAKE_TORCH = """__version__ = %r
+import json, os, sys
+def load(path, map_location=None, **kw):
+    # what a crafted pickle could do: run here, with this process's environment
+    with open(%r, "w") as fh:
+        json.dump({"pid": os.getpid(), "env": dict(os.environ), "kw": kw, "path": path}, fh)
+"""
 
-    def load(path, map_location=None, **kw):
-        calls.append(kw)
-        if "weights_only" in kw:
-            raise TypeError("load() got an unexpected keyword argument 'weights_only'")
-    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(load=load))
-    (tmp_path / "m.pt").write_bytes(b"pickle")
-    out = check_loads(str(tmp_path), ["m.pt"])
-    assert calls == [{"weights_only": True}]           # never called again without it
-    assert out == [{"path": "m.pt", "ok": None, "detail": "skipped: needs torch >= 1.13 (weights_only loading)"}]
+
+def _fake_torch(tmp_path, monkeypatch, version):
+    """A stand-in torch on sys.path (the foreign package is the seam; torch is not installed
+    here) whose load records where it ran and with what environment."""
+    lib, ran = tmp_path / "lib", tmp_path / "ran.json"
+    (lib / "torch").mkdir(parents=True)
+    (lib / "torch" / "__init__.py").write_text(FAKE_TORCH % (version, str(ran)))
+    monkeypatch.syspath_prepend(str(lib))
+    monkeypatch.setenv("RGT_TEST_LAPTOP_TOKEN", "ghp_" + "L" * 36)
+    (tmp_path / "dest").mkdir()
+    (tmp_path / "dest" / "m.pt").write_bytes(b"pickle")
+    return ran
+
+
+@pytest.mark.parametrize("version", ["2.5.1", "2.5.1+cu121", "1.13.0", "garbage"])
+def test_check_load_never_hands_a_box_file_to_a_torch_older_than_2_6(tmp_path, monkeypatch, version):
+    """torch <= 2.5.1 runs a crafted .pt's code even with weights_only=True (CVE-2025-32434):
+    a compromised box's checkpoint would run on the laptop at pull --check-load."""
+    from rgt_client.pull.verify import check_loads
+    ran = _fake_torch(tmp_path, monkeypatch, version)
+    out = check_loads(str(tmp_path / "dest"), ["m.pt"])
+    assert not ran.exists()                              # load was never called
+    assert out[0]["ok"] is None and "skipped: needs torch >= 2.6" in out[0]["detail"]
+    assert "CVE-2025-32434" in out[0]["detail"]
+
+
+def test_check_load_loads_with_torch_2_6_in_a_child_with_an_empty_environment(tmp_path, monkeypatch):
+    import json
+    import os
+    from rgt_client.pull.verify import check_loads
+    ran = _fake_torch(tmp_path, monkeypatch, "2.6.0")
+    out = check_loads(str(tmp_path / "dest"), ["m.pt"])
+    assert out == [{"path": "m.pt", "ok": True, "detail": "loaded with torch"}]
+    seen = json.loads(ran.read_text())
+    assert seen["pid"] != os.getpid() and seen["kw"] == {"weights_only": True}
+    assert "RGT_TEST_LAPTOP_TOKEN" not in seen["env"] and set(seen["env"]) <= {"LC_CTYPE"}, seen["env"]
+
+
+def test_check_load_never_imports_a_torch_the_box_wrote_into_dest(tmp_path, monkeypatch):
+    """DEST holds the box's files: a `torch/` folder there must not be the torch that loads."""
+    from rgt_client.pull.verify import check_loads
+    ran = _fake_torch(tmp_path, monkeypatch, "2.6.0")
+    box = tmp_path / "dest" / "torch"
+    box.mkdir()
+    (box / "__init__.py").write_text("__version__ = '9.9'\nopen(%r, 'w').write('box code ran')\n"
+                                     % str(tmp_path / "boxran"))
+    monkeypatch.syspath_prepend(str(tmp_path / "dest"))
+    out = check_loads(str(tmp_path / "dest"), ["m.pt"])
+    assert not (tmp_path / "boxran").exists()
+    assert out[0]["ok"] is True and ran.exists()

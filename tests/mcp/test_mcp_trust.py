@@ -68,6 +68,9 @@ SHOWN_DECODED = {     # a validator shows a value decoded: as written, it is not
                       [PEM_BODY[:20], PEM_BODY2[:20], "Zq8w7e6r5t4y"]),
     "hex.toml": (SHORT + "[stage.env]\nN = 0xDEADBEEF\n", ["3735928559"]),
     "float.toml": (SHORT + "retries = 1e5\n", ["100000"]),
+    "octal.toml": (SHORT + "[stage.env]\nO = 0o7654321\nB = 0b1011011101\n", ["2054353", "733"]),
+    "tab.toml": ("name = \"Tab\\tSecr3tV\\\"Quote\\u0021\"\n[[stage]]\nname = 'a'\nrun = 'echo'\n", ["Secr3tV", "Quote"]),
+    "pattern.toml": (SHORT + "success_pattern = \"(unclosed\\u0041SecretV\"\n", ["unclosed", "ASecretV"]),
     "include.toml": (SHORT + "[artifacts]\ninclude = \"Include\\u0053ecretV!\"\n", ["IncludeSecretV"]),
 }
 
@@ -142,6 +145,10 @@ NOTIFY_DECODED = {
                 'min_severity = "loud\\u0021Secr3tSev"\n', ["Secr3tSev", "Secr3tT0ken"]),
     "n2.toml": ('[[notify]]\nurl = "mailto://alice:PassW0rd\\u0021x@example.com"\nformat = "b\\u0061dformatSecr3t"\n',
                 ["badformatSecr3t", "PassW0rd"]),
+    "n3.toml": ('[[notify]]\nurl = "json://host/path"\nsecret = 12345678901234567890\ntimeout = """10\nSecr3tTimeout"""\n',
+                ["Secr3tTimeout", "12345678901234567890"]),
+    "n4.toml": ('[[notify]]\nurl = """bogus://ntfy.sh/\nMultiLineSecr3tTopic"""\n', ["MultiLineSecr3tTopic"]),
+    "n5.toml": ('"Top\\u004cevelSecr3t" = 1\n[[notify]]\nurl = "json://h/p"\n', ["TopLevelSecr3t", "Top"]),
 }
 
 
@@ -152,6 +159,7 @@ def test_claim_install_never_quotes_a_value_from_a_local_notify_file(server, wor
     try:
         err = error_text(server.call("install_agent", host="local", notify=name))
         assert not [w for w in never if w in err], err
+        assert "notify file %s" % name in err and str(world.project) not in err     # the model's name, not a home path
     finally:
         (world.project / name).unlink()
 
