@@ -49,7 +49,7 @@ class RayTaskProcesses(RayProcesses):
 
     def _driver_entrypoint(self, address: str) -> str:
         root = procs.running_pyz() or procs.source_root()
-        argv = [self.python, "-m", "boxagent.engine.raydriver", self._dir(address)]
+        argv = [self.python, "-m", "boxagent.engine.raydriver", self._dir(address), self.driver_id(address)]
         return "PYTHONPATH=%s %s" % (shlex.quote(root), " ".join(shlex.quote(a) for a in argv))
 
     def _ensure_driver(self, api: RayApi, address: str, now: float) -> None:
@@ -70,7 +70,8 @@ class RayTaskProcesses(RayProcesses):
                                              "--stage", ref.stage, "--attempt", str(ref.attempt)]
         env = {} if procs.running_pyz() else {"PYTHONPATH": procs.source_root()}
         atomic_write_json(os.path.join(self._dir(job["address"]), "requests", job["submission_id"] + ".json"),
-                          {"argv": argv, "env": env, "gpus": gpus, "claim": self.home.stage_claim(*ref)}, mode=0o600)
+                          {"argv": argv, "env": env, "gpus": gpus, "claim": self.home.stage_claim(*ref),
+                           "exit": self.home.stage_exit(*ref)}, mode=0o600)
         return ""
 
     def _records(self, address: str, followed: List[Tuple[Any, Dict[str, Any]]], now: float) -> Dict[str, Any]:

@@ -38,7 +38,7 @@ def ray_records(box) -> Dict[str, Dict[str, Any]]:
         return {j["submission_id"]: j for j in box.cluster.jobs()}
     out = {}
     for path in (box.home / "ray-driver").glob("*/state/*.json"):
-        if not path.name.endswith(".start.json"):
+        if not path.name.endswith((".start.json", ".shim.json")):
             out[path.name[:-5]] = json.loads(path.read_text())
     return out
 
