@@ -135,8 +135,7 @@ class RayProcesses:
             if gpus and (budget < gpus or (gpus > 1 and not fit)):
                 continue                            # the GPUs are busy: it waits here, not in Ray
             try:
-                said = api.submit(job["submission_id"], self._entrypoint(ref), gpus,
-                                  {"rgt_run": ref.run, "rgt_stage": ref.stage, "rgt_attempt": str(ref.attempt)})
+                said = self._send(api, ref, job, gpus)
             except RayError as exc:
                 self._say(("down", job["address"]), "run %s: %s; stage %s waits" % (ref.run, exc, ref.stage))
                 continue
@@ -155,6 +154,18 @@ class RayProcesses:
                                                                      job["submission_id"]))
             self.urgent = done = True
         return done
+
+    def _send(self, api: RayApi, ref: AttemptRef, job: Dict[str, Any], gpus: float) -> str:
+        """Start the attempt on the cluster: here one Ray Job. '' or Ray's refusal."""
+        return api.submit(job["submission_id"], self._entrypoint(ref), gpus,
+                          {"rgt_run": ref.run, "rgt_stage": ref.stage, "rgt_attempt": str(ref.attempt)})
+
+    def _records(self, address: str, followed: List[Tuple[Any, Dict[str, Any]]], now: float) -> Dict[str, Any]:
+        """submission id -> Ray's record of it (the Jobs API's shape)."""
+        return self.api(address).jobs()
+
+    def _stop(self, job: Dict[str, Any]) -> None:
+        self.api(job["address"]).stop(job["submission_id"])
 
     def _recent(self, address: str, now: float) -> float:
         """GPUs rgt's jobs on that cluster let go of within the last REPORT_LAG_S."""
@@ -194,7 +205,7 @@ class RayProcesses:
         learned = False
         for address in sorted({j["address"] for _r, j in followed}):
             try:
-                jobs = self.api(address).jobs()
+                jobs = self._records(address, followed, now)
             except RayError as exc:
                 self._say(("down", address), "Ray at %s: %s (the jobs' last known states stay)" % (address, exc))
                 continue
@@ -324,7 +335,7 @@ class RayProcesses:
             return
         self.stopped.add(job["submission_id"])
         try:
-            self.api(job["address"]).stop(job["submission_id"])
+            self._stop(job)
         except RayError as exc:
             self.stopped.discard(job["submission_id"])
             self.log("run %s: could not stop Ray job %s: %s" % (ref.run, job["submission_id"], exc))

@@ -56,7 +56,11 @@ class RayBackend:
         from boxagent.engine.rayctl import RayProcesses
         python = config.get("ray_python")
         token = _token(config, home)
-        return cls(RayProcesses(home, python if isinstance(python, str) and python else None, token,
+        kind = RayProcesses
+        if config.get("ray_attempts") == "tasks":       # tasks of one long-lived driver (raytasks.py)
+            from boxagent.engine.raytasks import RayTaskProcesses
+            kind = RayTaskProcesses
+        return cls(kind(home, python if isinstance(python, str) and python else None, token,
                                 settings["ray_poll"], settings["ray_exit_grace"], log), config)
 
     def launch_record(self, host: RunHost, att: Any, run: Run) -> Dict[str, Any]:

@@ -196,6 +196,10 @@ def _ray(f: Dict[str, Any]) -> Optional[Cause]:
                                             node.get("state_message") or "no state message")
         return _cause("node_failure", "the Ray node running the stage died (%s)" % (node.get("node_ip") or node.get("node_id")),
                       [said, where], RAY_NODE_FIX, True, fact=where)
+    if rec.get("error_type") == "OwnerDiedError":
+        return _cause("killed", "rgt's Ray driver ended while the stage ran", [said],
+                      "nothing to do: rgt started its next driver, and the stage is retried per its `retries`",
+                      True, fact=said)
     if rec.get("status") == "STOPPED" and not f.get("cancelled"):
         return _cause("killed", "%s was stopped from outside rgt" % job, [said],
                       "someone ran `ray job stop` (or the dashboard's stop): resume the run when ready", False,

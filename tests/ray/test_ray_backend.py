@@ -20,11 +20,27 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 PROBE = 'echo "gpus=$CUDA_VISIBLE_DEVICES"; sleep %s; echo done'
 
 
-@pytest.fixture
-def ray_box(box, ray_cluster):
+@pytest.fixture(params=["jobs", "tasks"])
+def ray_box(request, box, ray_cluster):
+    """Both ways an attempt runs: one Ray Job each (the default), or a task of rgt's driver."""
     box.env.update(RGT_RAY_POLL="0.2", RGT_RAY_EXIT_GRACE="1", RGT_STOP_GRACE="5")
     box.cluster = ray_cluster
+    box.attempts_as = request.param
+    if request.param == "tasks":
+        box.home.mkdir(parents=True, exist_ok=True)
+        (box.home / "config.json").write_text(json.dumps({"ray_attempts": "tasks"}))
     return box
+
+
+def ray_records(box) -> Dict[str, Dict[str, Any]]:
+    """submission id -> Ray's record of each attempt: the Jobs API's, or the driver's (same shape)."""
+    if box.attempts_as == "jobs":
+        return {j["submission_id"]: j for j in box.cluster.jobs()}
+    out = {}
+    for path in (box.home / "ray-driver").glob("*/state/*.json"):
+        if not path.name.endswith((".start.json", ".shim.json")):
+            out[path.name[:-5]] = json.loads(path.read_text())
+    return out
 
 
 def ray_job(box, name: str, *stages: Dict[str, Any], **top: Any) -> Dict[str, Any]:
@@ -58,7 +74,7 @@ def test_a_16_cell_sweep_spreads_over_both_nodes_and_no_gpu_is_held_twice(ray_bo
     names = ["sw-%d" % i for i in range(1, 17)]
     for name in names:
         assert box.wait_run(name, timeout=120)["state"] == "succeeded", box.diagnostics()
-    jobs = {j["submission_id"]: j for j in box.cluster.jobs()}
+    jobs = ray_records(box)
     held = []
     for name in names:
         (a,) = attempts(box, name)
@@ -88,7 +104,7 @@ def test_cancel_stops_the_ray_job_and_frees_its_gpus(ray_box):
     assert box.wait_run("long", timeout=30)["state"] == "cancelled"
     sid = box.stage("long", "s")["placement"]["job_id"]
     wait_for(lambda: box.cluster.gpus_in_use() == 0, 20, "Ray's GPUs free again")
-    assert next(j for j in box.cluster.jobs() if j["submission_id"] == sid)["status"] == "STOPPED"
+    assert ray_records(box)[sid]["status"] == "STOPPED"
 
 
 def test_a_stage_failure_is_diagnosed_from_its_log_as_on_one_box(ray_box):
@@ -115,8 +131,8 @@ def test_a_sigkilled_daemon_readopts_its_ray_jobs_and_starts_none_twice(ray_box)
     names = ["ka-%d" % i for i in range(1, 11)]
     for name in names:
         assert box.wait_run(name, timeout=120)["state"] == "succeeded", box.diagnostics()
-    mine = [j for j in box.cluster.jobs() if (j.get("metadata") or {}).get("rgt_run") in names]
-    assert len(mine) == 10, [(j["metadata"], j["status"]) for j in mine]
+    mine = [sid for sid in ray_records(box) if any("-%s-s-1" % n in sid for n in names)]
+    assert len(mine) == 10, mine
     assert all(len(attempts(box, n)) == 1 for n in names)
     logs = [(box.home / "runs" / n / "logs" / "s.1.log").read_text() for n in names]
     assert all(text.count("done") == 1 for text in logs), logs

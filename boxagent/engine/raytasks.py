@@ -1,0 +1,124 @@
+"""The Ray backend's attempts as tasks of one long-lived rgt driver per cluster and daemon home
+(`ray_attempts: "tasks"` in config.json), instead of one Ray Job each (rayctl.RayProcesses,
+the default). The driver (raydriver.py) is itself one Ray Job, submitted through the same Jobs
+REST client with a fixed submission id per home and generation, so a restarted daemon finds it
+(Ray refuses a second job with that id). Everything else is RayProcesses: rgt's queue hold, the
+exit file as the end, the node's state on a failure, status placement.
+
+Daemon <-> driver through files under RGT_HOME/ray-driver/<cluster>/ (the shared filesystem the
+backend needs anyway; raydriver.py names them): a request per attempt written before anything
+starts, the driver's Jobs-API-shaped record back, a cancel file to stop one.
+
+The driver ending (stopped, crashed, the head restarted): the daemon sees it in the Jobs list,
+writes the next generation and submits a new driver, which takes up every request not yet done
+and not claimed by a shim; a claimed one is never started twice (the shim's O_EXCL claim).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+from typing import Any, Dict, List, Tuple
+
+from boxagent.base import procs
+from boxagent.base.fsutil import atomic_write_json, read_json
+from boxagent.engine.ports import AttemptRef
+from boxagent.engine.raybook import FINAL, RayApi, RayError
+from boxagent.engine.rayctl import _SAFE, RayProcesses
+
+DRIVER_START_S = 60.0   # a driver the Jobs list has not named since its submission this long: gone
+
+
+class RayTaskProcesses(RayProcesses):
+    """StageProcesses: each attempt one task of rgt's driver on the cluster."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.drivers: Dict[str, float] = {}     # address -> when this daemon submitted (or found) its driver
+
+    def _dir(self, address: str) -> str:
+        return os.path.join(self.home.root, "ray-driver", _SAFE.sub("_", address)[:80])
+
+    def _generation(self, address: str) -> int:
+        gen = read_json(os.path.join(self._dir(address), "generation.json"))
+        return gen.get("generation", 1) if isinstance(gen, dict) and isinstance(gen.get("generation"), int) else 1
+
+    def driver_id(self, address: str) -> str:
+        tag = hashlib.sha256(("%s\0%s" % (self.home.root, address)).encode()).hexdigest()[:12]
+        return "rgt-driver-%s-%d" % (tag, self._generation(address))
+
+    def _driver_entrypoint(self, address: str) -> str:
+        root = procs.running_pyz() or procs.source_root()
+        argv = [self.python, "-m", "boxagent.engine.raydriver", self._dir(address), self.driver_id(address)]
+        return "PYTHONPATH=%s %s" % (shlex.quote(root), " ".join(shlex.quote(a) for a in argv))
+
+    def _ensure_driver(self, api: RayApi, address: str, now: float) -> None:
+        if address in self.drivers:
+            return
+        for sub in ("requests", "state", "cancel"):
+            os.makedirs(os.path.join(self._dir(address), sub), mode=0o700, exist_ok=True)
+        said = api.submit(self.driver_id(address), self._driver_entrypoint(address), 0,
+                          {"rgt_driver": "1"})
+        if said and "already exists" not in said:
+            raise RayError("Ray refused rgt's driver: %s" % said)
+        self.drivers[address] = now
+        self.log("Ray at %s: rgt's driver is job %s" % (address, self.driver_id(address)))
+
+    def _send(self, api: RayApi, ref: AttemptRef, job: Dict[str, Any], gpus: float) -> str:
+        self._ensure_driver(api, job["address"], self.clock())
+        argv = [self.python] + self.agent + ["exec-stage", "--home", self.home.root, "--run", ref.run,
+                                             "--stage", ref.stage, "--attempt", str(ref.attempt)]
+        env = {} if procs.running_pyz() else {"PYTHONPATH": procs.source_root()}
+        atomic_write_json(os.path.join(self._dir(job["address"]), "requests", job["submission_id"] + ".json"),
+                          {"argv": argv, "env": env, "gpus": gpus, "claim": self.home.stage_claim(*ref),
+                           "exit": self.home.stage_exit(*ref)}, mode=0o600)
+        return ""
+
+    def _records(self, address: str, followed: List[Tuple[Any, Dict[str, Any]]], now: float) -> Dict[str, Any]:
+        jobs = self.api(address).jobs()
+        self._watch_driver(address, jobs, now)
+        out: Dict[str, Any] = {}
+        state = os.path.join(self._dir(address), "state")
+        for _ref, job in followed:
+            if job["address"] != address:
+                continue
+            sid = job["submission_id"]
+            rec = read_json(os.path.join(state, sid + ".json"))
+            if isinstance(rec, dict):
+                out[sid] = rec
+                continue
+            start = read_json(os.path.join(state, sid + ".start.json"))
+            if isinstance(start, dict):
+                ip = start.get("node_ip")
+                out[sid] = {"status": "RUNNING", "start_time": start.get("start_time"),
+                            "driver_node_id": start.get("driver_node_id"),
+                            "driver_agent_http_address": "http://%s:0" % ip if ip else None}
+            else:
+                out[sid] = {"status": "PENDING"}
+        return out
+
+    def _watch_driver(self, address: str, jobs: Dict[str, Any], now: float) -> None:
+        """A driver that ended (or that Ray no longer knows): the next generation takes over."""
+        since = self.drivers.get(address)
+        if since is None:
+            return
+        rec = jobs.get(self.driver_id(address))
+        if rec is None and now - since < DRIVER_START_S:
+            return
+        if rec is not None and rec.get("status") not in FINAL:
+            return
+        why = "Ray no longer knows it" if rec is None else "%s: %s" % (rec.get("status"), rec.get("message"))
+        self.log("Ray at %s: rgt's driver %s ended (%s); starting the next one"
+                 % (address, self.driver_id(address), why))
+        atomic_write_json(os.path.join(self._dir(address), "generation.json"),
+                          {"generation": self._generation(address) + 1})
+        del self.drivers[address]
+        self._ensure_driver(self.api(address), address, now)
+
+    def _stop(self, job: Dict[str, Any]) -> None:
+        path = os.path.join(self._dir(job["address"]), "cancel", job["submission_id"])
+        atomic_write_json(path, {"at": self.clock()})
+
+    def leftovers(self, ref: AttemptRef) -> List[str]:
+        return []       # the task KILLs the shim's process group after the grace
+
