@@ -208,12 +208,14 @@ BUILTIN_RULES = [
     # A supervisor that kills for memory and says so: Ray's raylet ("12 Workers (tasks /
     # actors) killed due to memory pressure (OOM)", "Task was killed due to the node running
     # low on memory"), systemd-oomd ("Killed /user.slice/... due to memory pressure for ...
-    # being 62.10% > 50.00%", "... due to memory used (...) / total (...)"). The words, not
-    # one row per supervisor.
+    # being 62.10% > 50.00%", "... due to memory used (...) / total (...)"), earlyoom
+    # (main.c: "low memory! at or below SIGTERM limits: mem 3.00%, swap 10.00%", before
+    # kill.c's "sending SIGTERM to process N"). The words, not one row per supervisor.
     _r("cgroup_oom", r"[Kk]illed (due to|because of) [^.;]{0,60}(memory pressure|low on memory|"
-       r"low memory|out of memory|memory used)|[Kk]illed [^ ]+ due to memory (pressure|used)",
+       r"low memory|out of memory|memory used)|[Kk]illed [^ ]+ due to memory (pressure|used)|"
+       r"low memory! at or below SIG(TERM|KILL) limits",
        keywords=["illed due to", "illed because of", " due to memory pressure",
-                 " due to memory used"]),
+                 " due to memory used", "low memory! at or below"]),
     _r("hangup", r"^Hangup$|[0-9]+ Hangup +[^ ]|Received (SIGHUP|1 death signal)|SIGHUP "
        r"received|Signal 1 \(SIGHUP\)|signal: hangup|closing signal SIGHUP|got signal: 1\b",
        keywords=["Hangup", "SIGHUP", "death signal", "signal: hangup", "got signal: 1"]),

@@ -87,7 +87,8 @@ _OOM_WORDS = re.compile(r"Out of memory: Kill|oom-kill|oom_kill_process|Memory c
                         r"OOMKilled|low on resource: \[?memory|condition: \[MemoryPressure|"
                         r"ran out-of-memory and exited|[Kk]illed (due to|because of) [^.;]{0,60}"
                         r"(memory pressure|low on memory|low memory|out of memory|memory used)|"
-                        r"[Kk]illed [^ ]+ due to memory (pressure|used)")
+                        r"[Kk]illed [^ ]+ due to memory (pressure|used)|"
+                        r"low memory! at or below SIG(TERM|KILL) limits")
 # A collective that timed out or was aborted is often the symptom of another rank's failure
 # (an OOM, an exception, ranks doing different work) that this log does not show.
 _COLLECTIVE_SYMPTOM = re.compile(r"[Ww]atchdog|timed out|[Tt]imeout|was aborted|DistBackendError")
@@ -230,6 +231,18 @@ def _runner_up(cause: Cause, text: str, facts: Dict[str, Any]) -> Optional[str]:
         return None
     cause.setdefault("tell_apart", found[1])
     return found[0]
+
+
+# A supervisor's own line that it stops a process for memory (earlyoom, systemd-oomd, Ray's
+# raylet); a kubelet eviction names the resource but its SIGTERM stays `killed`.
+_SUPERVISOR_KILL = re.compile(r"[Kk]illed (due to|because of) [^.;]{0,60}(memory pressure|low on "
+                              r"memory|low memory|out of memory|memory used)|[Kk]illed [^ ]+ due "
+                              r"to memory (pressure|used)|low memory! at or below SIG(TERM|KILL) limits")
+
+
+def supervisor_killed_for_memory(hit: Dict[str, Any]) -> bool:
+    """Whether a line is a memory supervisor's announcement that it stops a process."""
+    return bool(_SUPERVISOR_KILL.search(str(hit.get("line") or "")))
 
 
 def said_oom(hit: Dict[str, Any]) -> bool:

@@ -380,6 +380,12 @@ def _signalled(f: Dict[str, Any]) -> Optional[Cause]:
         return noticed or _killed_line(f, hit, "killed", d if hit is not None and d is not None
                                        and d.hit is hit else None)
     if sig in ("SIGTERM", "SIGINT", "SIGQUIT"):
+        # a supervisor that kills for memory sends SIGTERM first (earlyoom's "low memory! at
+        # or below SIGTERM limits" before "sending SIGTERM to process"): its own words say
+        # why the job was stopped, as a notice does
+        if d is not None and d.kind == "error" and d.hit.get("class") == "cgroup_oom" \
+                and confidence.supervisor_killed_for_memory(d.hit):
+            return _log_cause(f, d)
         return _noticed(f, sig, how) or _cause(
             "killed", "stopped by %s from outside" % sig, [how], fact=how,
             confidence="medium", runner_up="preempted")

@@ -135,3 +135,10 @@ def test_a_kubelet_eviction_for_a_node_condition_names_its_sender(tmp_path):
     c = _cause(tmp_path, "Warning  Evicted  kubelet  The node had condition: [DiskPressure].\n",
                exit_code=137)
     assert c["class"] == "disk_full", c
+
+
+def test_a_memory_supervisors_sigterm_is_memory(tmp_path):
+    # earlyoom (main.c, kill.c) sends SIGTERM first: its own line says why, as a notice does
+    c = _cause(tmp_path, "earlyoom[845]: low memory! at or below SIGTERM limits: mem  3.00%, swap 10.00%\n"
+               "earlyoom[845]: sending SIGTERM to process 4012 uid 1000 \"python3\": oom_score 1282\n")
+    assert c["class"] == "cgroup_oom", c

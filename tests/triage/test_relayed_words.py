@@ -62,6 +62,11 @@ def test_an_empty_exception_message_with_no_launcher_after_it_still_decides(tmp_
     "(OOM), 0 Workers crashed due to other reasons at node (ID: 9f1e, IP: 10.0.0.7)",
     "systemd-oomd[611]: Killed /user.slice/user-1000.slice/session-3.scope due to memory "
     "pressure for /user.slice/user-1000.slice being 71.44% > 50.00% for > 20s with reclaim activity",
+    # earlyoom's warning before its kill (main.c), then kill.c's line: the SIGTERM it sends
+    # is not the user's
+    "earlyoom[845]: low memory! at or below SIGTERM limits: mem 10.00%, swap 10.00%\n"
+    "earlyoom[845]: sending SIGTERM to process 4012 uid 1000 \"python\": badness 900, VmRSS 29931 MiB\n"
+    "Terminated",
 ])
 def test_a_supervisor_that_killed_for_memory_is_memory_even_with_no_counter_move(tmp_path, line):
     p = tmp_path / "x.log"

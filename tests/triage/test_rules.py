@@ -35,6 +35,7 @@ EXAMPLES = [
                    "crashed due to other reasons"),
     ("cgroup_oom", "systemd-oomd[611]: Killed /user.slice/session-3.scope due to memory pressure for "
                    "/user.slice being 71.44% > 50.00%"),
+    ("cgroup_oom", "earlyoom[454]: low memory! at or below SIGKILL limits: mem  5.00%, swap  5.00%"),
     ("driver_too_old", "RuntimeError: CUDA driver version is insufficient for CUDA runtime version"),
     ("driver_too_old", "CUDA initialization: The NVIDIA driver on your system is too old (found version 11040)."),
     ("driver_too_old", "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain."),
