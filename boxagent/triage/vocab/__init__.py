@@ -29,7 +29,7 @@ from boxagent.triage.vocab import (cortex, dotnet, goexec, libcurl, megatron_log
 from boxagent.triage.vocab import (ascend, batchsys, c10dstore, cudarelay, extbuild, gaudi, gpuapis,
                                    llmstacks, media, mounts, mpi, nogpu, nvsystem, rocm, storage,
                                    transfer, tritonrt, xpu)
-from boxagent.triage.vocab import bashmsg, fsspec_io
+from boxagent.triage.vocab import bashmsg, fsspec_io, ggml_check
 from boxagent.triage.vocab.table import Row
 
 # name -> module; the order is only the order rows are listed in
@@ -65,7 +65,7 @@ TABLES += (("rocm", rocm), ("xpu", xpu), ("gaudi", gaudi), ("ascend", ascend),
 # read from bash's own source: a script that is wrong in bash's words
 TABLES += (("bashmsg", bashmsg),)
 # read after the fifth wave's blind sets were scored: the misses' own libraries
-TABLES += (("fsspec_io", fsspec_io),)
+TABLES += (("fsspec_io", fsspec_io), ("ggml_check", ggml_check))
 
 # Field cases held out for this process (comma-separated paths under tests/triage/field/):
 # set by the scorer's leave-one-ecosystem-out for the fold it scores; unset, every row is on.

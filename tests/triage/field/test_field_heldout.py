@@ -64,8 +64,11 @@ WITH_WAVE4_MECHANICAL_POOLED = 0.92
 # fabrics, object stores and trackers) were scored blind twice before any row was written for
 # them: against the engine they were collected under, 84 of 109 (0.77); after the vocabularies
 # read from those ecosystems' sources and the family structure (neither writer read the sets),
-# 96 of 109 (0.88), confidently wrong 0 of 97, no innocent run called failed.
-WAVE5_BLIND_POOLED = 0.86
+# 96 of 109 (0.88), confidently wrong 0 of 97, no innocent run called failed. After the rows
+# their misses led to (earlyoom's, fsspec's, ggml's CUDA check: each found_via its case), 99 of
+# 109 (0.91); the figure below is leave-one-ecosystem-out, which keeps the index blind to each
+# ecosystem's own cases.
+WAVE5_BLIND_POOLED = 0.88
 
 
 @pytest.fixture(scope="module")
