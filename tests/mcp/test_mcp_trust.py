@@ -88,6 +88,47 @@ def test_claim_a_tool_never_quotes_a_value_from_a_local_file_however_short(serve
         (world.project / name).unlink()
 
 
+URL = "https://admin:password@internal.example.com/bucket/secret/token/root/master/key/east"
+STAGE = "name = 'j'\n[[stage]]\nname = 'a'\nrun = 'x'\n"
+SHOWN_IN_PART = {     # a validator shows a value cut short, escaped or in backticks: its quote never closes
+    "long_regex.toml": (STAGE + 'success_pattern = "(%s"\n' % URL, ["admin", "internal.example.com", "bucket"]),
+    "unsafe_regex.toml": (STAGE + 'success_pattern = "(a+)+%s"\n' % URL, ["admin", "internal.example.com", "(a+)", "a+"]),
+    "backtick.toml": (STAGE + 'success_pattern = "(root.*)*master"\n', ["root", "master"]),
+    "long_name.toml": ('name = "db, postgresql://admin:password@internal.example.com:5432/prod?sslmode=require"\n'
+                       + STAGE.split("\n", 1)[1], ["admin", "password", "internal", "postgresql"]),
+}
+NOTIFY_IN_PART = {    # repr() of a value holding both quote kinds escapes one of them
+    "sev.toml": ('[[notify]]\nurl = "ntfys://ntfy.sh/t"\nmin_severity = "x\'admin password\\"root master"\n',
+                 ["admin", "password", "root", "master"]),
+    "fmt.toml": ('[[notify]]\nurl = "ntfys://ntfy.sh/t"\nformat = "x\'admin password\\"root master"\n',
+                 ["admin", "password", "root", "master"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHOWN_IN_PART))
+def test_claim_a_tool_never_quotes_a_value_shown_cut_short_or_in_backticks(server, world, name):
+    text, never = SHOWN_IN_PART[name]
+    (world.project / name).write_text(text)
+    try:
+        err = error_text(server.call("submit_job", host="local", job=name))
+        assert "Error: job file %s" % name in err
+        assert not [w for w in never if w in err.replace("job file %s" % name, "")], err
+    finally:
+        (world.project / name).unlink()
+
+
+@pytest.mark.parametrize("name", sorted(NOTIFY_IN_PART))
+def test_claim_install_never_quotes_a_notify_value_holding_both_quote_kinds(server, world, name):
+    text, never = NOTIFY_IN_PART[name]
+    (world.project / name).write_text(text)
+    try:
+        err = error_text(server.call("install_agent", host="local", notify=name))
+        assert "notify file %s" % name in err
+        assert not [w for w in never if w in err], err
+    finally:
+        (world.project / name).unlink()
+
+
 @pytest.mark.parametrize("job", ["~/.netrc", "../.pgpass", "leak.toml", "rel-leak.toml", "env.toml",
                                  ".env", ".hidden/job.toml", "vendor/dep/.git/hooks/pre-commit.toml",
                                  "awsdir/credentials", "/etc/shadow", "/proc/self/environ", "fifo.toml", "hard.toml",
