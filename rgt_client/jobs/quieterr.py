@@ -21,6 +21,8 @@ _OPEN = re.compile(r"[\"'`].*")
 _GOT = re.compile(r"\bgot (?!nothing\b|a table\b|a list\b|an? \w+\b)[^\n,;()]+")
 _QUOTE_IT = re.compile(r"(quote it: )[^\s=]+")                  # a key the path hid, named again
 _WORD = re.compile(r"\w+")
+# the slots where a notify validator names the file's own key or URL scheme, unquoted
+_NAMED = re.compile(r"\b(unknown key|top-level key|slashes after|write it as) [^\s:/,]+(?:, [^\s:/,]+)*")
 _PATH = re.compile(r"^(\s*)([^\s:]+): ")                       # `  stage[0].env.N: problem`
 _ENTRY = re.compile(r"^notify entry \d+: ")
 _PATH_SPLIT = re.compile(r"(\.|\[\d+\])")
@@ -45,6 +47,7 @@ def quiet(message: str, origin: str, keys: frozenset[str] = frozenset()) -> str:
 def _quiet_piece(text: str, vocab: frozenset[str], keys: frozenset[str]) -> str:
     lines = []
     for line in text.split("\n"):
+        line = _NAMED.sub(r"\1 …", line)
         named = _ORIGIN if line.startswith(_ORIGIN) else ""
         line = line[len(named):]
         lead = named + line[:len(line) - len(line.lstrip(": "))]   # `: ` after the file's name

@@ -102,6 +102,10 @@ NOTIFY_IN_PART = {    # repr() of a value holding both quote kinds escapes one o
                  ["admin", "password", "root", "master"]),
     "fmt.toml": ('[[notify]]\nurl = "ntfys://ntfy.sh/t"\nformat = "x\'admin password\\"root master"\n',
                  ["admin", "password", "root", "master"]),
+    # a notify validator names the file's own key or URL scheme unquoted
+    "keys2.toml": ('[[notify]]\nurl = "ntfys://ntfy.sh/t"\npassword = "1"\nadmin = 2\n', ["admin", "password"]),
+    "scheme.toml": ('[[notify]]\nurl = "password:admin@internal.example.com"\n', ["admin", "password"]),
+    "top.toml": ('password = 1\n[[notify]]\nurl = "ntfys://ntfy.sh/t"\n', ["password"]),
 }
 
 
