@@ -135,4 +135,8 @@ def show(value: Any) -> str:
         text = "a %s" % ("table" if isinstance(value, dict) else "list")
     else:
         text = json.dumps(value) if isinstance(value, (bool, int, float)) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    if len(text) <= 60:
+        return text
+    # a string cut short keeps its closing quote: a reader that drops quoted values (an error
+    # for the model) once passed a long pattern's URL on, its quote left open
+    return text[:56] + '…"' if isinstance(value, str) else text[:57] + "..."

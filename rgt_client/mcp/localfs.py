@@ -31,6 +31,7 @@ PULLS = datahome.MCP_PULLS
 REPORTS = datahome.REPORTS
 MAX_JOB_BYTES = 1 << 20           # the agent refuses a bigger job (jobspec.MAX_JOB_BYTES)
 _PLAIN = re.compile(r"[A-Za-z0-9_@+][A-Za-z0-9._@+-]{0,127}")
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]{0,63}")
 
 
 def _refuse(what: str, path: str, why: str, hint: str) -> ClientError:
@@ -140,6 +141,14 @@ def _opened_path(fd: int) -> str | None:
     except OSError:
         return None
     return where if where.startswith("/") and not where.endswith(" (deleted)") else None
+
+
+def plain_label(label: str, what: str, hint: str) -> str:
+    """One plain word (letters, digits, `_+-`): a label, never a path, never hidden."""
+    if not _LABEL.fullmatch(label or ""):
+        raise _refuse(what, label, "expected one plain word (letters, digits, `_`, `+`, `-`), a label "
+                      "added to the run's folder, never a path", hint)
+    return label
 
 
 def plain_parts(path: str, what: str, hint: str) -> list[str]:

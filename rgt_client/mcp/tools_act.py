@@ -13,7 +13,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from rgt_client.mcp import calls, reports, summary
-from rgt_client.mcp.localfs import PULLS, plain_parts
+from rgt_client.mcp.localfs import PULLS, plain_label
 from rgt_client.pull.datahome import plain_word
 from rgt_client.mcp.results import CHANGE, CREATE, LOCAL_WRITE, answer, blocking
 from rgt_client.mcp.safety import Policy, block, line, lines
@@ -82,13 +82,14 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
 
     @server.tool(annotations=LOCAL_WRITE)
     async def pull_artifacts(host: Host, run: RunName, ctx: Context,
-                             dest: Annotated[str | None, Field(description="A folder below rgt's own pulls "
-                                                               "folder for this project, outside the project "
-                                                               "(default HOST/RUN): plain names, none hidden",
-                                                               max_length=512)] = None
+                             dest: Annotated[str | None, Field(description="A label for a second copy: one "
+                                                               "plain word (letters, digits, _+-), never a path; "
+                                                               "the pull goes to HOST/RUN-LABEL below rgt's own "
+                                                               "pulls folder, outside the project (default HOST/RUN)",
+                                                               max_length=64)] = None
                              ) -> Annotated[CallToolResult, PullOut]:
         """Copy the run's manifest files into rgt's own data folder, outside the project
-        (DATA/mcp-pulls/PROJECT/HOST/RUN, or .../PROJECT/DEST; the answer's `dest` is the absolute
+        (DATA/mcp-pulls/PROJECT/HOST/RUN, or .../HOST/RUN-DEST; the answer's `dest` is the absolute
         path), resuming a partial pull, and verify every sha256. Replaces only files an earlier
         pull of rgt wrote there; refuses hidden paths. Says whether it is safe to tear the box
         down and what the platform's stop verb destroys. Never deletes anything, here or on the box."""
@@ -124,12 +125,16 @@ def _box_and_file_tools(server: MCPServer, policy: Policy) -> None:
         return await answer(work, policy)
 
 
-def pull_folder(policy: Policy, host: str, run: str, dest: str | None) -> tuple[str, tuple[int, int]]:
-    """DATA/mcp-pulls/PROJECT/HOST/RUN, or .../PROJECT/DEST: made as real folders, never through a symlink;
-    with the folder's identity (the pull refuses to write into any other folder at that path)."""
-    hint = "name a folder below rgt's pulls folder, e.g. %s/%s-v2 (or leave dest out)" % (plain_word(host), run)
-    parts = plain_parts(dest, "pull destination", hint) if dest else [plain_word(host), plain_word(run)]
-    return policy.project.owned_dir_at(PULLS, parts)
+def pull_folder(policy: Policy, host: str, run: str, label: str | None) -> tuple[str, tuple[int, int]]:
+    """DATA/mcp-pulls/PROJECT/HOST/RUN, or .../HOST/RUN-LABEL: always two levels down, so no pull's
+    folder holds or lies inside another's (a pull into `local` once added a box's file to run
+    r1's verified folder local/r1); made as real folders, never through a symlink, with the
+    folder's identity (the pull refuses to write into any other folder at that path)."""
+    name = plain_word(run)
+    if label:
+        name += "-" + plain_label(label, "pull label", "one plain word such as v2, added to the run's folder "
+                                  "(%s/%s-v2), or leave dest out" % (plain_word(host), name))
+    return policy.project.owned_dir_at(PULLS, [plain_word(host), name])
 
 
 async def _verb(policy: Policy, verb: str, host: str, run: str) -> CallToolResult:

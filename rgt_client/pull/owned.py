@@ -76,6 +76,18 @@ def _landed(d: Dest, path: str, want: Any) -> bool:
         return False
 
 
+def check_one_run(d: Dest, host: str, run: str, record: Dict[str, List[str]]) -> None:
+    """Refuse rgt's own folder for HOST/RUN when its record names another host or run: a pull
+    of run r1 labelled v2 (r1-v2) must not add to the folder a pull of run `r1-v2` verified, nor
+    one box's files land in another box's verified folder."""
+    others = sorted(k for k in record if k != _key(host, run))
+    if others:
+        o_host, _, o_run = others[0].partition("\t")
+        raise ClientError("%s holds the pull of run %s on %s, not of run %s on %s; refused, nothing was written"
+                          % (d.path, safe_line(o_run)[:100], safe_line(o_host)[:100], safe_line(run), host),
+                          "leave dest out (rgt's folder HOST/RUN), or give this pull another label")
+
+
 def check(d: Dest, host: str, run: str, manifest: Dict[str, Any], record: Dict[str, List[str]]) -> None:
     """Refuse the pull when a manifest entry of any type (file or symlink: a box's
     `conftest.py -> new.txt` once replaced the user's tests/conftest.py) would replace an entry

@@ -228,6 +228,8 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
             if not make_links:
                 _no_links_standing(d, target.host, m)
             record = owned.load(d)
+            if expect_dir is not None:      # rgt's own folder: one host's one run, never shared
+                owned.check_one_run(d, target.host, run, record)
             owned.check(d, target.host, run, m, record)
             owned.save(d, target.host, run, m, record)
             save_meta(d, target, info, how, time.time())

@@ -104,12 +104,12 @@ def test_submit_fail_fix_resume_pull_verified_report(local_box):
             assert st["runs"][0]["state"] == "succeeded" and "pull" in st["next"]
             d = await m.ok("diagnose", host="local", run="flow")
             assert d["artifacts_verified"] is False
-            pulled = await m.call("pull_artifacts", host="local", run="flow", dest="pulled/flow",
+            pulled = await m.call("pull_artifacts", host="local", run="flow", dest="pulled",
                                   progress=on_progress)
             p = pulled.structured_content
             assert not pulled.is_error and p["verified"] is True and p["safe_to_tear_down"] is True
             assert p["files"] == 2 and "Nothing to tear down" in p["teardown"] or "Safe to tear down" in p["teardown"]
-            assert p["dest"].startswith(str(local_box.base / "data" / "mcp-pulls")) and p["dest"].endswith("/pulled/flow")
+            assert p["dest"].startswith(str(local_box.base / "data" / "mcp-pulls")) and p["dest"].endswith("/local/flow-pulled")
             assert (Path(p["dest"]) / "ckpt" / "best.pt").read_text() == "weights\n"
             d = await m.ok("diagnose", host="local", run="flow")
             assert d["artifacts_verified"] is True

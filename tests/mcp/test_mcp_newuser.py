@@ -52,7 +52,7 @@ def test_the_first_wait_after_a_resume_brings_a_change_and_the_report_says_what_
                                    timeout_s=20)
             st = await m.ok("get_status", host="local", run="again")
             assert "pull_artifacts" in st["next"], st["next"]
-            pulled = await m.ok("pull_artifacts", host="local", run="again", dest="pulled/again")
+            pulled = await m.ok("pull_artifacts", host="local", run="again", dest="pulled")
             assert pulled["verified"] is True
             st = await m.ok("get_status", host="local", run="again")
             assert st["next"].startswith("nothing to pull: a verified pull"), st["next"]    # it said "pull" again

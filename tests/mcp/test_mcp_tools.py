@@ -103,9 +103,9 @@ def test_bad_input_is_an_error_result_with_error_and_hint(tmp_path):
             assert res.is_error
             res = await m.call("explain_platform", profile="no-such-platform")
             assert res.is_error and res.content[0].text.startswith("Error: ")
-            for dest in ("/etc/rgt", "~/.ssh", ".git/hooks", "../outside", "."):
+            for dest in ("/etc/rgt", "~/.ssh", ".git/hooks", "../outside", ".", "pulled/r"):
                 res = await m.call("pull_artifacts", host="local", run="r", dest=dest)
-                assert res.is_error and "expected plain names below rgt's folder" in res.content[0].text, dest
+                assert res.is_error and "expected one plain word" in res.content[0].text, dest
             for out in ("/tmp/x.html", ".git/hooks/post-commit", "report.sh"):
                 res = await m.call("make_report", host="local", run="r", out=out)
                 assert res.is_error and res.content[0].text.startswith("Error: report file"), out

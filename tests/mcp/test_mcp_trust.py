@@ -88,6 +88,51 @@ def test_claim_a_tool_never_quotes_a_value_from_a_local_file_however_short(serve
         (world.project / name).unlink()
 
 
+URL = "https://admin:password@internal.example.com/bucket/secret/token/root/master/key/east"
+STAGE = "name = 'j'\n[[stage]]\nname = 'a'\nrun = 'x'\n"
+SHOWN_IN_PART = {     # a validator shows a value cut short, escaped or in backticks: its quote never closes
+    "long_regex.toml": (STAGE + 'success_pattern = "(%s"\n' % URL, ["admin", "internal.example.com", "bucket"]),
+    "unsafe_regex.toml": (STAGE + 'success_pattern = "(a+)+%s"\n' % URL, ["admin", "internal.example.com", "(a+)", "a+"]),
+    "backtick.toml": (STAGE + 'success_pattern = "(root.*)*master"\n', ["root", "master"]),
+    "long_name.toml": ('name = "db, postgresql://admin:password@internal.example.com:5432/prod?sslmode=require"\n'
+                       + STAGE.split("\n", 1)[1], ["admin", "password", "internal", "postgresql"]),
+}
+NOTIFY_IN_PART = {    # repr() of a value holding both quote kinds escapes one of them
+    "sev.toml": ('[[notify]]\nurl = "ntfys://ntfy.sh/t"\nmin_severity = "x\'admin password\\"root master"\n',
+                 ["admin", "password", "root", "master"]),
+    "fmt.toml": ('[[notify]]\nurl = "ntfys://ntfy.sh/t"\nformat = "x\'admin password\\"root master"\n',
+                 ["admin", "password", "root", "master"]),
+    # a notify validator names the file's own key or URL scheme unquoted
+    "keys2.toml": ('[[notify]]\nurl = "ntfys://ntfy.sh/t"\npassword = "1"\nadmin = 2\n', ["admin", "password"]),
+    "scheme.toml": ('[[notify]]\nurl = "password:admin@internal.example.com"\n', ["admin", "password"]),
+    "top.toml": ('password = 1\n[[notify]]\nurl = "ntfys://ntfy.sh/t"\n', ["password"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHOWN_IN_PART))
+def test_claim_a_tool_never_quotes_a_value_shown_cut_short_or_in_backticks(server, world, name):
+    text, never = SHOWN_IN_PART[name]
+    (world.project / name).write_text(text)
+    try:
+        err = error_text(server.call("submit_job", host="local", job=name))
+        assert "Error: job file %s" % name in err
+        assert not [w for w in never if w in err.replace("job file %s" % name, "")], err
+    finally:
+        (world.project / name).unlink()
+
+
+@pytest.mark.parametrize("name", sorted(NOTIFY_IN_PART))
+def test_claim_install_never_quotes_a_notify_value_holding_both_quote_kinds(server, world, name):
+    text, never = NOTIFY_IN_PART[name]
+    (world.project / name).write_text(text)
+    try:
+        err = error_text(server.call("install_agent", host="local", notify=name))
+        assert "notify file %s" % name in err
+        assert not [w for w in never if w in err], err
+    finally:
+        (world.project / name).unlink()
+
+
 @pytest.mark.parametrize("job", ["~/.netrc", "../.pgpass", "leak.toml", "rel-leak.toml", "env.toml",
                                  ".env", ".hidden/job.toml", "vendor/dep/.git/hooks/pre-commit.toml",
                                  "awsdir/credentials", "/etc/shadow", "/proc/self/environ", "fifo.toml", "hard.toml",
@@ -190,30 +235,54 @@ def _manifest_pull(world, files: dict, modes: dict | None = None, run: str = "r1
 def test_claim_a_pull_writes_only_into_rgts_data_folder_outside_the_project(server, world):
     before = world.snapshot()
     _manifest_pull(world, {"__init__.py": b"import os  # box code\n", "conftest.py": b"# box code\n"})
-    for dest in ("src", "tests", "src/pkg"):
+    for dest in ("src", "tests"):
         res = server.call("pull_artifacts", host="local", run="r1", dest=dest)
         assert not res.is_error, res.content[0].text
-        assert res.structured_content["dest"] == str(world.pulls / dest)
+        assert res.structured_content["dest"] == str(world.pulls / "local" / ("r1-" + dest))
     assert world.snapshot() == before
     assert (world.project / "src" / "pkg" / "__init__.py").read_text() == "# the user's package\n"
 
 
-@pytest.mark.parametrize("dest", ["/etc", "~/.ssh", ".git/hooks", "../outside", ".", "vendor/dep/.git",
-                                  "rgt-box/../../src", "-rf", "a\nb", "x\u202e"])
-def test_claim_a_pull_destination_is_a_plain_folder_below_rgts_pulls_folder(server, world, dest):
-    before = world.snapshot()
+@pytest.mark.parametrize("dest", ["/etc", "~/.ssh", ".git/hooks", "../outside", ".", "..", "vendor/dep/.git",
+                                  "rgt-box/../../src", "-rf", "a\nb", "x\u202e", "src/pkg", "local", "local/r1", "v.2"])
+def test_claim_a_pull_destination_is_a_plain_label_of_the_runs_folder_never_a_path(server, world, dest):
+    before, pulls = world.snapshot(), sorted(world.pulls.rglob("*"))
     res = server.call("pull_artifacts", host="local", run="r1", dest=dest)
-    assert "expected plain names below rgt's folder" in error_text(res)
+    if dest == "local":      # a label: local/r1-local, never the folder that holds local/r1
+        assert not res.is_error and res.structured_content["dest"] == str(world.pulls / "local" / "r1-local")
+    else:
+        assert "expected one plain word" in error_text(res)
+        assert sorted(world.pulls.rglob("*")) == pulls
     assert world.snapshot() == before
+
+
+def test_claim_a_second_run_never_adds_to_another_runs_verified_folder(server, world):
+    _manifest_pull(world, {"weights.txt": b"honest\n"}, run="first")
+    first = server.call("pull_artifacts", host="local", run="first").structured_content["dest"]
+    _manifest_pull(world, {"first/eval_results.txt": b"accuracy 0.99 (planted)\n"}, run="second")
+    res = server.call("pull_artifacts", host="local", run="second", dest="local")
+    assert not res.is_error and res.structured_content["dest"] == str(world.pulls / "local" / "second-local")
+    assert sorted(os.listdir(first)) == [".rgt", "PULL_VERIFIED.json", "weights.txt"]
+    # run `first-v2`'s own folder is the one run `first` labelled v2 would name: refused, by its record
+    _manifest_pull(world, {"weights.txt": b"v2\n"}, run="first-v2")
+    assert not server.call("pull_artifacts", host="local", run="first-v2").is_error
+    _manifest_pull(world, {"extra.txt": b"planted\n"}, run="first")
+    res = server.call("pull_artifacts", host="local", run="first", dest="v2")
+    text = error_text(res)
+    assert "holds the pull of run first-v2 on local, not of run first on local" in text and "Hint:" in text
+    assert not (world.pulls / "local" / "first-v2" / "extra.txt").exists()
 
 
 def test_claim_a_pull_never_replaces_a_file_rgt_did_not_write(server, world):
     _manifest_pull(world, {"notes.txt": b"box text\n"}, run="mine")
     res = server.call("pull_artifacts", host="local", run="mine")       # DATA/pulls/PROJECT/local/mine
     assert not res.is_error
-    res = server.call("pull_artifacts", host="local", run="mine", dest="rgt-box/mine")
+    own = world.pulls / "local" / "mine-own" / "notes.txt"              # the user's, in a labelled folder
+    own.parent.mkdir()
+    own.write_text(OWN_NOTES)
+    res = server.call("pull_artifacts", host="local", run="mine", dest="own")
     assert "which no pull of this run wrote" in error_text(res)
-    assert world.own_snapshot() == {"notes": OWN_NOTES}
+    assert own.read_text() == OWN_NOTES and world.own_snapshot() == {"notes": OWN_NOTES}
 
 
 def test_claim_a_repeated_pull_of_the_same_run_replaces_its_own_files(server, world):
@@ -230,7 +299,7 @@ def test_claim_a_repeated_pull_of_the_same_run_replaces_its_own_files(server, wo
 def test_claim_no_manifest_path_may_be_hidden(server, world, tmp_path, path):
     before = world.snapshot()
     _manifest_pull(world, {path: b"#!/bin/sh\ntouch /tmp/pwned\n"}, modes={path: 0o755}, run="hidden")
-    res = server.call("pull_artifacts", host="local", run="hidden", dest="vendor/dep")
+    res = server.call("pull_artifacts", host="local", run="hidden", dest="vendor")
     assert "a hidden path" in error_text(res)
     assert not list(world.pulls.rglob(path.rsplit("/", 1)[-1]))
     cli = Cli()("pull", "local", "hidden", str(tmp_path / "dest"), "--home", str(world.box.home), env=world.env)

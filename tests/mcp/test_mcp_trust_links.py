@@ -127,9 +127,12 @@ def test_claim_a_symlink_entry_never_replaces_a_users_file(server, world, tmp_pa
         os.symlink("ok.txt", world.box.work / "notes.txt")
     m["run"] = "mine"
     world.box.pull_info("mine", m, rsync=True)
-    res = server.call("pull_artifacts", host="local", run="mine", dest="rgt-box/mine")
+    own = world.pulls / "local" / "mine-own" / "notes.txt"              # the user's, in a labelled folder
+    own.parent.mkdir(parents=True, exist_ok=True)
+    own.write_text(OWN_NOTES)
+    res = server.call("pull_artifacts", host="local", run="mine", dest="own")
     assert res.is_error and "which no pull of this run wrote" in res.content[0].text, res.content[0].text
-    assert world.own_snapshot() == {"notes": OWN_NOTES}
+    assert own.read_text() == OWN_NOTES and not own.is_symlink() and world.own_snapshot() == {"notes": OWN_NOTES}
     dest = tmp_path / "tests"
     dest.mkdir()
     (dest / "conftest.py").write_text("# the user's conftest\n")
@@ -265,14 +268,14 @@ def test_claim_a_pull_writes_only_into_folders_that_are_yours_alone(server, worl
         nobody = pwd.getpwnam("nobody")
     except KeyError:
         pytest.skip("no `nobody` user on this machine to play the other local user")
-    planted = world.pulls / "local" / ("planted-" + owner)
+    planted = world.pulls / "local" / ("r1-planted-" + owner)
     planted.mkdir(parents=True)
     if owner == "other-user":
         os.chown(planted, nobody.pw_uid, nobody.pw_gid)    # made by another user of the project
     else:
         planted.chmod(0o777)
     calls = len(world.box.calls())
-    res = server.call("pull_artifacts", host="local", run="r1", dest="local/planted-" + owner)
+    res = server.call("pull_artifacts", host="local", run="r1", dest="planted-" + owner)
     if owner == "other-user":
         assert res.is_error and "yours alone" in res.content[0].text, res.content[0].text
         assert world.box.calls()[calls:] == [] and os.listdir(planted) == []
