@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import collections
 import os
-from typing import Any, Callable, Deque, Dict, List, Optional
+TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
+if TYPE_CHECKING:
+    from typing import Any, Callable, Deque, Dict, List, Optional
 
 from boxagent.base.fsutil import append_bytes, jsonl_line
 from boxagent.base.units import iso_utc

@@ -71,6 +71,7 @@ def test_gigabyte_answer_keeps_the_sender_under_100_mb(rgt_home, hostile, backen
     assert server.sent_bytes < 200 * (1 << 20)          # it hung up early, it did not read on
 
 
+@pytest.mark.slow     # seconds of a dripping server each; the module keeps its quick hostile cases fast
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_server_dripping_headers_cannot_hold_notify_test(rgt_home, hostile, backend):
     server = hostile("drip_headers", interval=2.0)
@@ -95,6 +96,7 @@ def test_server_dripping_the_body_cannot_hold_a_send(make_hub, hostile, backend)
     assert time.monotonic() - t0 < 1.5 + 2.0
 
 
+@pytest.mark.slow     # seconds of a dripping server each; the module keeps its quick hostile cases fast
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_dripping_server_does_not_hold_the_delivery_thread(make_hub, hostile, receiver, backend):
     server = hostile("drip_headers", interval=0.2)
