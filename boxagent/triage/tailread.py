@@ -105,7 +105,8 @@ _TOOL_ERROR = re.compile(r"^(?:Error|ERROR|error|FATAL|Fatal|fatal)(?:\[[^\]]*\]
 _TOOL_TAIL = 10         # non-empty lines from the end: an older error line is not the failure
 
 
-def _tool_error(lines: List[str]) -> Optional[Found]:
+def _last_line_like(lines: List[str], test: Any, why: str) -> Optional[Found]:
+    """The last of the final _TOOL_TAIL non-empty lines that `test` accepts, not a launcher's."""
     seen = 0
     for i in range(len(lines) - 1, -1, -1):
         text = _clean(lines[i]).strip()
@@ -114,9 +115,13 @@ def _tool_error(lines: List[str]) -> Optional[Found]:
         seen += 1
         if seen > _TOOL_TAIL:
             return None
-        if _TOOL_ERROR.search(text) and launcher_of(text) is None:
-            return i, text, "a tool's error line"
+        if test(text) and launcher_of(text) is None:
+            return i, text, why
     return None
+
+
+def _tool_error(lines: List[str]) -> Optional[Found]:
+    return _last_line_like(lines, _TOOL_ERROR.search, "a tool's error line")
 
 
 # An exception line with its message and no frame at all near it: a paste of the last line
@@ -129,17 +134,7 @@ _BARE_EXC = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\.)*_?[A-Z][A-Za-z0-9_]*(Error|
 
 
 def _bare_exception(lines: List[str]) -> Optional[Found]:
-    seen = 0
-    for i in range(len(lines) - 1, -1, -1):
-        text = _clean(lines[i]).strip()
-        if not text:
-            continue
-        seen += 1
-        if seen > _TOOL_TAIL:
-            return None
-        if _BARE_EXC.match(text) and launcher_of(text) is None:
-            return i, text, "an exception line"
-    return None
+    return _last_line_like(lines, _BARE_EXC.match, "an exception line")
 
 
 def _glued_exception(lines: List[str]) -> Optional[Found]:
