@@ -117,6 +117,13 @@ class RayProcesses:
             nodes = free[job["address"]]
             if nodes is None:
                 continue
+            if not nodes:
+                # Ray's load report names no node at all for its first seconds (a cluster just
+                # started, a head just restarted): that is "not known yet", never "no GPUs".
+                self._say(("unreported", job["address"]), "Ray at %s has not reported its nodes yet; "
+                          "runs wait" % job["address"])
+                continue
+            self.said.discard(("unreported", job["address"]))
             if gpus and not any(total >= gpus for _f, total in nodes.values()):
                 self._refuse(ref, now, "no node of the Ray cluster at %s has %g GPUs (the nodes declare %s)"
                              % (job["address"], gpus, ", ".join("%g" % t for _f, t in nodes.values()) or "none"),

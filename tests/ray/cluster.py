@@ -109,6 +109,11 @@ class RayCluster:
     def jobs(self) -> List[Dict[str, Any]]:
         return self.get("/api/jobs/")
 
+    def stop_job(self, submission_id: str) -> None:
+        req = urllib.request.Request(self.dashboard + "/api/jobs/%s/stop" % submission_id, data=b"", method="POST")
+        with urllib.request.urlopen(req, timeout=10):
+            pass
+
     def gpus_in_use(self) -> float:
         usage = self.get("/api/cluster_status?format=0")["data"]["clusterStatus"]["loadMetricsReport"]["usage"]
         return float((usage.get("GPU") or [0.0])[0])

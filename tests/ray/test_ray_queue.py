@@ -90,3 +90,16 @@ def test_the_submission_id_is_written_before_the_submission_and_never_submitted_
     again.urgent = True
     again.refresh(1001.0)
     assert fake.submitted == [(sid, 1)] and again.waiting == []
+
+
+def test_a_cluster_whose_load_report_names_no_node_yet_is_waited_for_never_refused(procs):
+    """Ray's load report is empty for the first seconds of a cluster (seen on a just-started
+    loopback cluster: every cell of a sweep was refused as "the nodes declare none")."""
+    p, fake = procs
+    fake.nodes = {}
+    ref = launch(p, 1)
+    assert fake.submitted == [] and p.waiting == [ref] and p.exit_info(ref) is None
+    fake.nodes = {"head": (4.0, 4.0), "worker": (4.0, 4.0)}
+    p.urgent = True
+    p.refresh(2002.0)
+    assert [g for _s, g in fake.submitted] == [1.0] and p.waiting == []
