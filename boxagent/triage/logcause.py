@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from boxagent.triage import boxfacts, emitters, launchers, tailread
+from boxagent.triage import boxfacts, cuttrace, emitters, launchers, tailread
 from boxagent.triage import evidence as E
 from boxagent.triage.builtin_rules import SUMMARY
 from boxagent.triage.causes import NATIVE_CRASH, Cause, exit_ev, make_cause, tail_ev
@@ -92,6 +92,9 @@ def from_log(f: Dict[str, Any], killed_line: Any = None) -> Optional[Cause]:
         return log_cause(f, d, killed_line=killed_line)
     if not failed_run(f):
         return None
+    cut = _cut_in_network(f)
+    if cut is not None:
+        return cut
     native = _native(f)
     if native is not None:
         return native
@@ -121,6 +124,20 @@ def _native(f: Dict[str, Any]) -> Optional[Cause]:
     return make_cause("code_error", "crashed: %s (%s%s)" % (clip(text, 160), shape,
                                                           " in %s" % frame if frame else ""),
                       ev, confidence="medium")
+
+
+def _cut_in_network(f: Dict[str, Any]) -> Optional[Cause]:
+    """The log ends in a traceback cut before its exception line, and the code it stopped in
+    is the network stack (cuttrace.py): the network's failure, not the job's code."""
+    found = cuttrace.network_cut([str(x) for x in f.get("last_lines") or []])
+    if found is None:
+        return None
+    frame, role = found
+    return make_cause("network_transient", "a network error: the log ends in a traceback cut "
+                      "before its exception line, raised in %s (%s)" % (role, frame),
+                      ["the log ends in a traceback with no exception line; its innermost "
+                       "frame is in %s: %s" % (role, frame)] + tail_ev(f) + exit_ev(f),
+                      confidence="medium", runner_up="code_error")
 
 
 def _silent_full(f: Dict[str, Any], full: Any, d: Optional[E.Decision]) -> Cause:
