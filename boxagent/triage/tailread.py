@@ -132,6 +132,7 @@ def _tool_error(lines: List[str]) -> Optional[Found]:
 # show_help.c's dash_line is exactly 74 dashes (torchrun's error report draws 60: its own
 # report, a launcher's, never this)
 _RULE = re.compile(r"^-{74}$")
+_OPEN_BLOCK = 24        # lines of a block the paste ends inside (the longest help texts)
 _AFTER_RULE = 3         # non-empty lines after the closing rule ("N more processes have sent
                         # help message ...", the orte_base_help_aggregate hint, a prompt)
 _NOT_AN_ERROR = re.compile(r"^(WARNING|NOTE|INFO)\b|\bwarning\b", re.I)
@@ -149,7 +150,7 @@ def _framed_help(lines: List[str]) -> Optional[Found]:
     if after and len(rules) >= 2 and len(after) <= _AFTER_RULE:
         start = rules[-2] + 1                    # a closed block: the text between its rules
         body = text[start:last]
-    elif after and len(after) <= _TOOL_TAIL:
+    elif after and len(after) <= _OPEN_BLOCK:
         start, body = last + 1, text[last + 1:]  # the opening rule; the paste ends inside it
     elif not after and len(rules) >= 2:
         start, body = rules[-2] + 1, text[rules[-2] + 1:last]
