@@ -11,7 +11,13 @@ out. Where the last header has no frame under it (a chained traceback cut right 
 "During handling of the above exception, another exception occurred:"), the innermost frame
 of the traceback above it in the chain is the one shown.
 
-network_cut(lines) -> (the innermost frame "path:line in func", its module's role) or None.
+rich's traceback (rich/traceback.py, which accelerate, kohya's scripts and typer CLIs install)
+draws the same stack in a box: each frame as `│ PATH:LINE in FUNC │`, the failing source line
+marked `❱`, the exception line under the box's bottom edge. A log that ends among the box's
+lines is a traceback cut the same way, with its innermost frame the last one drawn.
+
+cut_traceback(lines) -> (the innermost frame "path:line in func", the network module's role or
+None for any other code) or None; network_cut(lines) keeps the network stack's only.
 """
 from __future__ import annotations
 
@@ -22,6 +28,8 @@ _FRAME = re.compile(r'^\s*File "([^"]+)", line ([0-9]+)(?:, in (\S+))?')
 _HEADER = "Traceback (most recent call last):"
 _CHAIN = ("During handling of the above exception, another exception occurred:",
           "The above exception was the direct cause of the following exception:")
+_RICH_EDGE = ("\u2502", "\u2570", "\u256d")         # │ ╰ ╭: rich's box, rounded
+_RICH_FRAME = re.compile(r"^\u2502 (\S.*?):([0-9]+) in (\S+)\s*\u2502$")
 _REACH = 60             # lines above the end: one traceback chain, not the whole log
 
 # The network stack by module path, as its own packages lay it out ("/" or "\" separators).
@@ -79,18 +87,41 @@ def cut_frames(lines: List[str]) -> Optional[List[str]]:
     return [x for x in tail[start:header] if _FRAME.match(x)] or None
 
 
+def rich_cut_frame(lines: List[str]) -> Optional[Tuple[str, str, str]]:
+    """(path, line, func) of the last frame of a rich traceback box the log ends in, or None
+    when the log does not end inside one."""
+    tail = [str(x or "").strip() for x in lines[-_REACH:]]
+    while tail and not tail[-1]:
+        tail.pop()
+    if not tail or not tail[-1].startswith(_RICH_EDGE):
+        return None
+    for text in reversed(tail):
+        if not text.startswith(_RICH_EDGE):
+            return None         # out of the box without meeting a frame
+        m = _RICH_FRAME.match(text)
+        if m:
+            return m.group(1), m.group(2), m.group(3)
+    return None
+
+
+def cut_traceback(lines: List[str]) -> Optional[Tuple[str, Optional[str]]]:
+    """(innermost frame, the network module's role or None) when the log ends in a traceback
+    cut before its exception line (Python's own format or rich's box), else None."""
+    frames = cut_frames(lines)
+    m = _FRAME.match(frames[-1]) if frames else None
+    found = (m.group(1), m.group(2), m.group(3)) if m else rich_cut_frame(lines)
+    if found is None:
+        return None
+    path, line, func = found
+    where = "%s:%s" % (path, line) + (" in %s" % func if func else "")
+    unix = path.replace("\\", "/")
+    return where, next((role for role, rx in _NETWORK_RX if rx.search(unix)), None)
+
+
 def network_cut(lines: List[str]) -> Optional[Tuple[str, str]]:
     """(innermost frame, the network module's role) when the log ends in a traceback cut in
     the network stack, else None."""
-    frames = cut_frames(lines)
-    if not frames:
+    found = cut_traceback(lines)
+    if found is None or found[1] is None:
         return None
-    m = _FRAME.match(frames[-1])
-    if m is None:               # cut_frames keeps frame lines only
-        return None
-    path = m.group(1).replace("\\", "/")
-    for role, rx in _NETWORK_RX:
-        if rx.search(path):
-            where = "%s:%s" % (m.group(1), m.group(2)) + (" in %s" % m.group(3) if m.group(3) else "")
-            return where, role
-    return None
+    return found[0], found[1]

@@ -92,7 +92,7 @@ def from_log(f: Dict[str, Any], killed_line: Any = None) -> Optional[Cause]:
         return log_cause(f, d, killed_line=killed_line)
     if not failed_run(f):
         return None
-    cut = _cut_in_network(f)
+    cut = _cut_traceback(f)
     if cut is not None:
         return cut
     native = _native(f)
@@ -126,18 +126,29 @@ def _native(f: Dict[str, Any]) -> Optional[Cause]:
                       ev, confidence="medium")
 
 
-def _cut_in_network(f: Dict[str, Any]) -> Optional[Cause]:
-    """The log ends in a traceback cut before its exception line, and the code it stopped in
-    is the network stack (cuttrace.py): the network's failure, not the job's code."""
-    found = cuttrace.network_cut([str(x) for x in f.get("last_lines") or []])
+def _cut_traceback(f: Dict[str, Any]) -> Optional[Cause]:
+    """The log ends in a traceback cut before its exception line (cuttrace.py): when the code
+    it stopped in is the network stack, the network's failure; when it is rich's box, the job's
+    own crash in the frame it stopped in. (Python's own format in other code is the traceback
+    step below.)"""
+    lines = [str(x) for x in f.get("last_lines") or []]
+    found = cuttrace.cut_traceback(lines)
     if found is None:
         return None
     frame, role = found
-    return make_cause("network_transient", "a network error: the log ends in a traceback cut "
-                      "before its exception line, raised in %s (%s)" % (role, frame),
-                      ["the log ends in a traceback with no exception line; its innermost "
-                       "frame is in %s: %s" % (role, frame)] + tail_ev(f) + exit_ev(f),
-                      confidence="medium", runner_up="code_error")
+    if role is not None:
+        return make_cause("network_transient", "a network error: the log ends in a traceback cut "
+                          "before its exception line, raised in %s (%s)" % (role, frame),
+                          ["the log ends in a traceback with no exception line; its innermost "
+                           "frame is in %s: %s" % (role, frame)] + tail_ev(f) + exit_ev(f),
+                          confidence="medium", runner_up="code_error")
+    if cuttrace.cut_frames(lines):
+        return None
+    return make_cause("code_error", "crashed: the log ends in a traceback cut before its "
+                      "exception line, in %s" % frame,
+                      ["the log ends in a traceback (rich's box) with no exception line; its "
+                       "innermost frame: %s" % frame] + tail_ev(f) + exit_ev(f),
+                      confidence="medium")
 
 
 def _silent_full(f: Dict[str, Any], full: Any, d: Optional[E.Decision]) -> Cause:

@@ -147,13 +147,13 @@ def _framed_help(lines: List[str]) -> Optional[Found]:
         return None
     last = rules[-1]
     after = [t for t in text[last + 1:] if t]
-    if after and len(rules) >= 2 and len(after) <= _AFTER_RULE:
+    # the rules pair up, one message each: an odd count leaves the last one opening a block
+    opening = len(rules) % 2 == 1
+    if opening and after and len(after) <= _OPEN_BLOCK:
+        start, body = last + 1, text[last + 1:]  # the paste ends inside the message
+    elif not opening and len(after) <= _AFTER_RULE:
         start = rules[-2] + 1                    # a closed block: the text between its rules
         body = text[start:last]
-    elif after and len(after) <= _OPEN_BLOCK:
-        start, body = last + 1, text[last + 1:]  # the opening rule; the paste ends inside it
-    elif not after and len(rules) >= 2:
-        start, body = rules[-2] + 1, text[rules[-2] + 1:last]
     else:
         return None
     sentence: List[str] = []

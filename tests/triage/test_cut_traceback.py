@@ -122,3 +122,33 @@ def test_a_cancel_with_no_network_error_before_it_stays_the_jobs(tmp_path):
     text = (HEADER + "\n" + _frame(LIB + "asyncio/tasks.py", 458, "wait_for", "fut.result()") +
             "asyncio.exceptions.CancelledError\n")
     assert _cause(tmp_path, text)["class"] != "network_transient"
+
+
+# rich 13 rich/traceback.py: the stack in a rounded box, each frame `PATH:LINE in FUNC`, the
+# failing line marked ❱, the exception line under the box's bottom edge
+def _rich_box(path: str, line: int, func: str, code: str) -> str:
+    w = 98
+    row = lambda t: "\u2502 " + t.ljust(w - 2) + " \u2502\n"      # noqa: E731
+    return ("\u256d" + " Traceback (most recent call last) ".center(w, "\u2500") + "\u256e\n" +
+            row("/work/train.py:41 in <module>") + row("") +
+            row("%s:%d in %s" % (path, line, func)) + row("") +
+            row("\u2771 %4d %s" % (line, code)))
+
+
+def test_a_rich_traceback_cut_inside_its_box_is_the_jobs_crash_in_its_last_frame(tmp_path):
+    text = _rich_box("F:\\venv\\lib\\site-packages\\bitsandbytes\\functional.py", 13,
+                     "<module>", "import bitsandbytes.cextension as lib")
+    c = _cause(tmp_path, text)
+    assert c["class"] == "code_error" and "functional.py:13 in <module>" in c["summary"], c
+
+
+def test_a_rich_traceback_cut_in_the_network_stack_is_the_networks_failure(tmp_path):
+    c = _cause(tmp_path, _rich_box(SITE + "urllib3/connectionpool.py", 715, "urlopen",
+                                   "httplib_response = self._make_request("))
+    assert c["class"] == "network_transient", c
+
+
+def test_a_rich_box_closed_and_followed_by_output_is_not_cut():
+    lines = (_rich_box("/work/model.py", 9, "forward", "x = self.proj(x)") +
+             "\u2570" + "\u2500" * 98 + "\u256f\nKeyError: 'labels'\n").splitlines()
+    assert cuttrace.cut_traceback(lines) is None
