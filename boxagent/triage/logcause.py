@@ -1,8 +1,9 @@
 """The cause the log gives (decide.py's deciding line), with what the box knows about it.
 
-from_log(f): the deciding line's class; where the log holds no deciding error, the shapes a
-person still reads (tailread.py: a C++ exception, an assertion, a traceback cut above its
-header), then the box's filesystems (boxfacts.py: a silent stage on a full disk), then what
+from_log(f): the deciding line's class; where the log holds no deciding error, a traceback
+the log ends in before its exception line, read by the code it stopped in (cuttrace.py), the
+shapes a person still reads (tailread.py: a C++ exception, an assertion, a traceback cut above
+its header, Open MPI's framed help message), then the box's filesystems (boxfacts.py: a silent stage on a full disk), then what
 the exit code alone says (127: the command bash did not find).
 """
 from __future__ import annotations
