@@ -1,15 +1,16 @@
 """The cause the log gives (decide.py's deciding line), with what the box knows about it.
 
-from_log(f): the deciding line's class; where the log holds no deciding error, the shapes a
-person still reads (tailread.py: a C++ exception, an assertion, a traceback cut above its
-header), then the box's filesystems (boxfacts.py: a silent stage on a full disk), then what
+from_log(f): the deciding line's class; where the log holds no deciding error, a traceback
+the log ends in before its exception line, read by the code it stopped in (cuttrace.py), the
+shapes a person still reads (tailread.py: a C++ exception, an assertion, a traceback cut above
+its header, Open MPI's framed help message), then the box's filesystems (boxfacts.py: a silent stage on a full disk), then what
 the exit code alone says (127: the command bash did not find).
 """
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from boxagent.triage import boxfacts, emitters, launchers, tailread
+from boxagent.triage import boxfacts, cuttrace, emitters, launchers, tailread
 from boxagent.triage import evidence as E
 from boxagent.triage.builtin_rules import SUMMARY
 from boxagent.triage.causes import NATIVE_CRASH, Cause, exit_ev, make_cause, tail_ev
@@ -92,6 +93,9 @@ def from_log(f: Dict[str, Any], killed_line: Any = None) -> Optional[Cause]:
         return log_cause(f, d, killed_line=killed_line)
     if not failed_run(f):
         return None
+    cut = _cut_traceback(f)
+    if cut is not None:
+        return cut
     native = _native(f)
     if native is not None:
         return native
@@ -121,6 +125,31 @@ def _native(f: Dict[str, Any]) -> Optional[Cause]:
     return make_cause("code_error", "crashed: %s (%s%s)" % (clip(text, 160), shape,
                                                           " in %s" % frame if frame else ""),
                       ev, confidence="medium")
+
+
+def _cut_traceback(f: Dict[str, Any]) -> Optional[Cause]:
+    """The log ends in a traceback cut before its exception line (cuttrace.py): when the code
+    it stopped in is the network stack, the network's failure; when it is rich's box, the job's
+    own crash in the frame it stopped in. (Python's own format in other code is the traceback
+    step below.)"""
+    lines = [str(x) for x in f.get("last_lines") or []]
+    found = cuttrace.cut_traceback(lines)
+    if found is None:
+        return None
+    frame, role = found
+    if role is not None:
+        return make_cause("network_transient", "a network error: the log ends in a traceback cut "
+                          "before its exception line, raised in %s (%s)" % (role, frame),
+                          ["the log ends in a traceback with no exception line; its innermost "
+                           "frame is in %s: %s" % (role, frame)] + tail_ev(f) + exit_ev(f),
+                          confidence="medium", runner_up="code_error")
+    if cuttrace.cut_frames(lines):
+        return None
+    return make_cause("code_error", "crashed: the log ends in a traceback cut before its "
+                      "exception line, in %s" % frame,
+                      ["the log ends in a traceback (rich's box) with no exception line; its "
+                       "innermost frame: %s" % frame] + tail_ev(f) + exit_ev(f),
+                      confidence="medium")
 
 
 def _silent_full(f: Dict[str, Any], full: Any, d: Optional[E.Decision]) -> Cause:

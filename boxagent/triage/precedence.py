@@ -71,6 +71,15 @@ EXPLAINS: Tuple[Tuple[str, Optional[str], str, Optional[str], str, bool], ...] =
     ("*", r"Cuda failure|cuda failure|CUDA error", "nccl", r"unhandled cuda error|"
      r"ncclUnhandledCudaError|Call to CUDA function failed",
      "NCCL reports the CUDA failure it hit: the CUDA error it relayed decides", False),
+    # A wait on a request that cannot reach its server ends in a cancel: asyncio.wait_for
+    # cancels the awaited task (CancelledError inside it) and raises TimeoutError from it
+    # (CPython 3.8-3.11 Lib/asyncio/tasks.py wait_for; 3.12+ asyncio.timeouts, the same two
+    # exceptions); concurrent.futures' result(timeout) raises its own TimeoutError and a
+    # cancelled future CancelledError (Lib/concurrent/futures/_base.py). The network error
+    # the client logged before is why nothing came back.
+    ("network_transient", None, "code_error", r"\bCancelledError\b|(asyncio|futures)[\w.]*"
+     r"\.TimeoutError\b", "a wait on a request that could not reach its server is cancelled "
+     "when it times out", False),
     ("cgroup_oom", None, "code_error", r"DataLoader worker|exited unexpectedly|"
      r"BrokenProcessPool|terminated abruptly|Broken pipe|ConnectionResetError",
      "a worker the OOM killer took leaves its peers with a broken pipe", False),

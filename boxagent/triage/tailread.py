@@ -15,6 +15,11 @@ A tail may hold an error no rule names, in a shape an engineer still reads at a 
     cobra, the container tools, R and Julia print their failure so, with no traceback), CMake's
     and a compiler's (`kernel.cu(12): error: …`, `x.c:3:5: error: …`); a launcher's or a CI
     runner's report of the exit (`Process completed with exit code 1`) is none;
+  - a message framed by Open MPI's help rules at the end (opal/util/show_help.c and PRRTE's
+    pmix_show_help print each help message between two lines of 74 dashes: mpirun's refusals
+    to launch, "was unable to find the specified executable file", "has detected an attempt
+    to run as root"); its first sentence is the tool's error, unless it is a warning or
+    mpirun's report of a failed rank (launchers.py);
   - last of all, an exception line with its message and no frame near it
     (`DataLossError (see above for traceback): …`, a paste of the last line only).
 
@@ -52,7 +57,7 @@ def _clean(line: str) -> str:
 def native_error(lines: List[str]) -> Optional[Found]:
     """The last error of a shape above in `lines` (a log's last lines), or None."""
     for find in (_cpp_exception, _assertion, _lua_error, _headless_exception, _glued_exception,
-                 _tool_error, _bare_exception):
+                 _tool_error, _framed_help, _bare_exception):
         found = find(lines)
         if found is not None:
             return found
@@ -122,6 +127,53 @@ def _last_line_like(lines: List[str], test: Any, why: str) -> Optional[Found]:
 
 def _tool_error(lines: List[str]) -> Optional[Found]:
     return _last_line_like(lines, _TOOL_ERROR.search, "a tool's error line")
+
+
+# show_help.c's dash_line is exactly 74 dashes (torchrun's error report draws 60: its own
+# report, a launcher's, never this)
+_RULE = re.compile(r"^-{74}$")
+_OPEN_BLOCK = 24        # lines of a block the paste ends inside (the longest help texts)
+_AFTER_RULE = 3         # non-empty lines after the closing rule ("N more processes have sent
+                        # help message ...", the orte_base_help_aggregate hint, a prompt)
+_NOT_AN_ERROR = re.compile(r"^(WARNING|NOTE|INFO)\b|\bwarning\b", re.I)
+
+
+def _framed_help(lines: List[str]) -> Optional[Found]:
+    """The first sentence of the last help message framed by dash rules near the end: closed
+    by its rule, or running to the log's end (a paste cut before the closing rule)."""
+    text = [_clean(x).strip() for x in lines]
+    rules = [i for i, t in enumerate(text) if _RULE.match(t)]
+    if not rules:
+        return None
+    last = rules[-1]
+    after = [t for t in text[last + 1:] if t]
+    # the rules pair up, one message each: an odd count leaves the last one opening a block
+    opening = len(rules) % 2 == 1
+    if opening and after and len(after) <= _OPEN_BLOCK:
+        start, body = last + 1, text[last + 1:]  # the paste ends inside the message
+    elif not opening and len(after) <= _AFTER_RULE:
+        start = rules[-2] + 1                    # a closed block: the text between its rules
+        body = text[start:last]
+    else:
+        return None
+    sentence: List[str] = []
+    first = None
+    for i, t in enumerate(body):
+        if not t:
+            if sentence:
+                break
+            continue
+        if first is None:
+            first = start + i
+        sentence.append(t)
+        if re.search(r"[.:!]$", t):
+            break
+    if first is None:
+        return None
+    said = re.split(r"(?<=[.!])\s", re.sub(r"\s+", " ", " ".join(sentence)))[0]
+    if _NOT_AN_ERROR.search(said) or launcher_of(said) is not None:
+        return None
+    return first, said, "a tool's help message"
 
 
 # An exception line with its message and no frame at all near it: a paste of the last line

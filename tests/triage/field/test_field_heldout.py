@@ -106,6 +106,23 @@ def test_with_the_new_ecosystems_the_mechanical_leave_one_ecosystem_out_holds(re
     assert m["pooled_accuracy"] >= WITH_WAVE4_MECHANICAL_POOLED, loeo.render(m)
 
 
+# Every set together (the corpus, wave4, wave5: 464 held-out cases), mechanically: 0.922 (428)
+# after wave5's rows; with the structure for the families of its misses (a traceback the log
+# ends in cut before its exception line, read by the code it stopped in, Python's format and
+# rich's box; a network error before the cancel of the wait on it; Open MPI's framed help
+# messages), 0.940 (436).
+ALL_SETS_MECHANICAL_POOLED = 0.935
+
+
+@pytest.mark.slow
+def test_with_every_set_the_mechanical_leave_one_ecosystem_out_holds():
+    # the sets it was set on: a later wave's set is scored blind first and floored after
+    sets = [p for p in S.default_indexes()
+            if not p.parent.name.startswith("wave") or p.parent.name in ("wave4", "wave5")]
+    m = loeo.mechanical(S.score(sets)["results"])
+    assert m["pooled_accuracy"] >= ALL_SETS_MECHANICAL_POOLED, loeo.render(m)
+
+
 @pytest.fixture(scope="module")
 def figures(result) -> Dict[str, Any]:
     return F.figures(result["results"])
