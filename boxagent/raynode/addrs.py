@@ -11,7 +11,7 @@ import ipaddress
 import shutil
 import socket
 import subprocess
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 MAX_CANDIDATES = 16
 
@@ -35,7 +35,7 @@ def _route_source(host: str) -> List[str]:
 
 def _hostname() -> List[str]:
     try:
-        return [i[4][0] for i in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)]
+        return [str(i[4][0]) for i in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)]
     except (OSError, UnicodeError):
         return []
 
@@ -77,10 +77,10 @@ def candidates(toward: List[str]) -> Dict[str, object]:
     then every local one; loopback last (it reaches another "box" only on this same machine)."""
     seen: List[str] = []
     how: Dict[str, str] = {}
-    sources = [("route to %s" % h, lambda h=h: _route_source(h)) for h in toward[:MAX_CANDIDATES]]
-    sources += [("host name", _hostname), ("ip addr", _ip_addr), ("fib_trie", _fib_trie)]
-    for name, get in sources:
-        for addr in get():
+    found: List[Tuple[str, List[str]]] = [("route to %s" % h, _route_source(h)) for h in toward[:MAX_CANDIDATES]]
+    found += [("host name", _hostname()), ("ip addr", _ip_addr()), ("fib_trie", _fib_trie())]
+    for name, addrs in found:
+        for addr in addrs:
             try:
                 ip = ipaddress.IPv4Address(addr)
             except ValueError:

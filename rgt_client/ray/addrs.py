@@ -34,7 +34,8 @@ def given(ips: tuple[str, ...], hosts: list[str]) -> dict[str, str]:
 def from_box(said: dict[str, Any]) -> list[str]:
     """The candidates a box's agent offered, as IPv4 literals only, in its order, deduplicated."""
     out: list[str] = []
-    for a in (said.get("addrs") if isinstance(said.get("addrs"), list) else [])[:MAX_CANDIDATES]:
+    offered = said.get("addrs")
+    for a in (offered if isinstance(offered, list) else [])[:MAX_CANDIDATES]:
         try:
             ip = str(ipaddress.IPv4Address(a)) if isinstance(a, str) else None
         except ValueError:
