@@ -107,7 +107,7 @@ def _ray_keys(job: Dict[str, Any], is_ray: bool, bad: Bad) -> Dict[str, Any]:
     elif "ray" in job:
         value = job["ray"]
         if not isinstance(value, dict):
-            bad("ray", "expected a table (address), got %s" % _show(value))
+            bad("ray", "expected a table (address, files), got %s" % _show(value))
         else:
             for key, item in value.items():
                 if key not in RAY_KEYS:

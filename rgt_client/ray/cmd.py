@@ -114,7 +114,7 @@ def up(ctx: click.Context, head: str, workers: tuple[str, ...], ips: tuple[str, 
         for h in listening:
             agentcall.call(targets[h], ["ray-node", "listen", "--stop"])
     if problems:
-        unnamed = [h for h in hosts if h not in named]
+        unnamed = [h for h in hosts if h not in named and h not in addr]
         raise ClientError("cannot form a Ray cluster: %s" % "; ".join(problems), NAT_HINT + (
             " Where a box has an address the others reach that it did not offer, name it: --ip %s=ADDR."
             % unnamed[0] if unnamed else ""))
