@@ -115,9 +115,9 @@ def up(ctx: click.Context, head: str, workers: tuple[str, ...], ips: tuple[str, 
             agentcall.call(targets[h], ["ray-node", "listen", "--stop"])
     if problems:
         unnamed = [h for h in hosts if h not in named and h not in addr]
-        raise ClientError("cannot form a Ray cluster: %s" % "; ".join(problems), NAT_HINT + (
-            " Where a box has an address the others reach that it did not offer, name it: --ip %s=ADDR."
-            % unnamed[0] if unnamed else ""))
+        raise ClientError("cannot form a Ray cluster: %s" % "; ".join(problems), (
+            "%s Where a box has an address the others reach that it did not offer, name it: --ip %s=ADDR."
+            % (NAT_HINT, unnamed[0])) if unnamed else NAT_HINT)
     for h in hosts:
         if h not in named:
             click.echo("%s: reached by every other box at %s" % (h, addr[h]))
