@@ -28,7 +28,7 @@ def where(home: Home, run: str, spec: Dict[str, Any], writer: Any = None) -> Dic
               if isinstance(st, dict) and isinstance(st.get("placement"), dict)]
     mine = [st for st in stages if st.get("name") == writer] or stages
     placed = mine[-1]["placement"] if mine else {}
-    out: Dict[str, Any] = {"files": "node"}
+    out: Dict[str, Any] = {"files": "node", "home": home.root}
     for key in ("node", "node_id", "host", "ssh_host"):
         value = placed.get(key)
         out[key] = value if isinstance(value, str) else None

@@ -59,9 +59,16 @@ def source(box: Target, run: str) -> Source:
                           % (box.host, run, safe_line(ssh)[:80]),
                           "the node must be one of the boxes `rgt-client ray up` formed the cluster on "
                           "(installed with `rgt-client install`)", exitcodes.ERROR)
-    node_box = hosts.target_for(ssh, box.ssh_config, box.home)
+    home = box.home or _home(where.get("home"))
+    node_box = hosts.target_for(ssh, box.ssh_config, home)
     node_box.home_from = "the shared RGT_HOME of %s" % box.host
     return Source(node_box, True, "on Ray node %s (ssh host %s)" % (node, ssh))
+
+
+def _home(v: Any) -> str | None:
+    """The head's RGT_HOME as its agent said (where the client knows none): the shared path."""
+    ok = isinstance(v, str) and v.startswith("/") and len(v) < 1000 and re.match(r"^[A-Za-z0-9._/@+-]+$", v)
+    return v if ok else None
 
 
 def _text(v: Any) -> str:

@@ -62,6 +62,8 @@ def test_a_run_on_the_worker_node_is_pulled_from_that_nodes_agent_and_verified(s
     run = by_box["rgt-box2"]                                         # the cell the worker ran
     # The daemon did not hash what the head sees at the workdir's path.
     assert not (box.home / "runs" / run / "manifest.json").exists()
+    done = next(e for e in box.events("run_succeeded") if e["run"] == run)
+    assert any("files are on its Ray node" in ev for ev in done["evidence"]), done     # 0 files here, and why
     cli = Cli(sshd.config)
 
     # Asked directly, the head refuses to build a manifest of another disk, naming the node.
