@@ -1,7 +1,11 @@
 """Agent subcommands of the artifacts concern.
 
     manifest RUN [--json] [--force]   build/refresh runs/<run>/manifest.json, print a summary
-    pull-info RUN [--force]           (for `rgt-client pull`) one header line, then the manifest
+    pull-info RUN [--force] [--on-node]
+                                      (for `rgt-client pull`) one header line, then the manifest;
+                                      --on-node: this box is the Ray node the run's files are on
+    pull-where RUN                    (for `rgt-client pull`) JSON: where the run's files live
+                                      (this box, a shared filesystem, or one Ray node: which)
     pull-stream RUN                   (for `rgt-client pull` without rsync) stdin wants, stdout bytes
 
 pull-info answers everything pull needs in one ssh round trip: does this box have rsync, the
@@ -23,6 +27,7 @@ from typing import Any, Dict, Optional
 
 from boxagent.base import names
 from boxagent.artifacts import stream
+from boxagent.artifacts.where import where
 from boxagent.artifacts.manifest import artifact_spec, build_manifest, summary
 from boxagent.base.errors import UsageError
 from boxagent.base.fsutil import read_json
@@ -42,7 +47,11 @@ def register(sub) -> None:
     p = sub.add_parser("pull-info", help="(internal, for rgt-client pull) manifest + capabilities")
     p.add_argument("run", type=names.argtype("run"))
     p.add_argument("--force", action="store_true")
+    p.add_argument("--on-node", action="store_true", help="this box is the Ray node the files are on")
     p.set_defaults(func=cmd_pull_info)
+    p = sub.add_parser("pull-where", help="(internal, for rgt-client pull) where a run's files live")
+    p.add_argument("run", type=names.argtype("run"))
+    p.set_defaults(func=cmd_pull_where)
     p = sub.add_parser("pull-stream", help="(internal, for rgt-client pull) stream manifest files")
     p.add_argument("run", type=names.argtype("run"))
     p.set_defaults(func=cmd_pull_stream)
@@ -113,9 +122,24 @@ def rsync_version(path: Optional[str]) -> Optional[str]:
     return m.group(1) if m else None
 
 
+def cmd_pull_where(args) -> int:
+    home = _home(args)
+    spec = load_run_spec(home, args.run)
+    print(json.dumps(where(home, args.run, spec, artifact_spec(spec)[3]), sort_keys=True))
+    return 0
+
+
 def cmd_pull_info(args) -> int:
     home = _home(args)
     spec = load_run_spec(home, args.run)
+    at = where(home, args.run, spec, artifact_spec(spec)[3])
+    if at["files"] == "node" and not args.on_node:
+        # What this box sees at the workdir's path is another disk (or nothing): a manifest of it
+        # would "verify" the wrong files.
+        raise UsageError("run %s's files are on the Ray node that ran it (%s), not here"
+                         % (args.run, at.get("ssh_host") or at.get("host") or at.get("node") or "not placed yet"),
+                         "rgt-client pull fetches them from that node's agent (its ssh host, where `rgt-client "
+                         "ray up` formed the cluster)")
     m = build_manifest(home, args.run, spec, force=args.force)
     with open(home.manifest(args.run), "rb") as fh:
         raw = fh.read()
@@ -124,7 +148,7 @@ def cmd_pull_info(args) -> int:
             "rsync": rsync, "rsync_version": rsync_version(rsync), "manifest_bytes": len(raw),
             "manifest_sha256": hashlib.sha256(raw).hexdigest(), "run_state": _run_state(home, args.run),
             "profile": _profile_facts(home), "host": os.uname()[1],
-            "pull_verified_sha256": _verified_sha(home, args.run)}
+            "pull_verified_sha256": _verified_sha(home, args.run), "where": at}
     out = sys.stdout.buffer
     out.write((json.dumps(head, ensure_ascii=False) + "\n").encode("utf-8"))
     out.write(raw)

@@ -14,8 +14,13 @@ import traceback
 from typing import Any, Callable, Dict, Optional
 
 from boxagent.artifacts import build_manifest, summary
+from boxagent.artifacts.where import files_on_node
 from boxagent.base.home import Home
 from boxagent.base.errors import AgentError
+
+NODE_MANIFEST = {"declared": True, "on_node": True, "files": [], "symlinks": [], "skipped": [], "hashed": 0,
+                 "warnings": ["the run's files are on its Ray node: the manifest is built there, at pull"],
+                 "totals": {"files": 0, "bytes": 0, "symlinks": 0, "skipped": 0}}
 
 
 class ManifestJob:
@@ -59,6 +64,10 @@ class Finisher:
         self.home, self.wake, self.log = home, wake, log
 
     def start(self, run: str, spec: Dict[str, Any]) -> ManifestJob:
+        if files_on_node(spec):
+            # The files are on the node's own disk: this box would hash another disk at that path.
+            # The node's agent builds the manifest when `rgt-client pull` asks it there.
+            return ManifestJob(run, lambda: dict(NODE_MANIFEST), lambda: self.wake(), self.log)
         return ManifestJob(run, lambda: build_manifest(self.home, run, spec), lambda: self.wake(), self.log)
 
     def summary(self, run: str) -> Dict[str, Any]:

@@ -377,6 +377,8 @@ class Scheduler:
         extra: Dict[str, Any] = {"manifest_s": job.elapsed_s}
         if job.error:
             extra.update(manifest_error=job.error, evidence=["the manifest could not be built: %s" % job.error])
+        elif manifest.get("on_node"):       # 0 files here says nothing of the node's disk: say so
+            extra.update(evidence=list(manifest.get("warnings") or []))
         duration = round(now - run.started_at, 3) if run.started_at else None
         self.commit(run, [run.succeed(now, stages=len(run.stages), duration_s=duration, artifacts={
             "files": totals.get("files", 0), "bytes": totals.get("bytes", 0), "sha256": sha}, **extra)], now)

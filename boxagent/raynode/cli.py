@@ -11,6 +11,11 @@
                                              "ok" | why}. A connection that does not answer T
                                              reached something else (a proxy, a NAT box, another
                                              process), never the other box
+    ray-node addrs [--toward HOST ...]      this box's candidate IPv4 addresses, most likely
+                                             first (the source address toward each HOST, the
+                                             host name's, every local one, loopback last):
+                                             JSON {addrs, how, host}; `ray up` without --ip
+                                             proves which one every other box reaches
     ray-node start --role head|worker --base B --ip ADDR [--head ADDR]
                                              `ray start` with every port pinned from B, usage
                                              stats off, --num-gpus from NVML; the processes it
@@ -31,6 +36,7 @@ from typing import Any, List
 from boxagent.base.errors import UsageError
 from boxagent.base.home import Home
 from boxagent.base.roots import Roots
+from boxagent.raynode.addrs import candidates
 from boxagent.raynode.node import hosts, start, stop
 from boxagent.raynode.probe import listen, reach, stop_listener
 
@@ -39,13 +45,14 @@ LISTEN_FOR_S = 60.0
 
 def register(sub: Any) -> None:
     p = sub.add_parser("ray-node", help="(for rgt-client ray up/down) this box as a Ray node")
-    p.add_argument("action", choices=("listen", "reach", "start", "stop", "hosts"))
+    p.add_argument("action", choices=("listen", "reach", "addrs", "start", "stop", "hosts"))
     p.add_argument("--ports", default="", help="listen: comma-separated ports")
     p.add_argument("--for", dest="for_s", type=float, default=LISTEN_FOR_S)
     p.add_argument("--stop", action="store_true", help="listen: end the listener now")
     p.add_argument("--to", nargs="*", default=[], help="reach: ADDR:PORT targets")
     p.add_argument("--token", default="", help="listen: what each connection is answered with")
     p.add_argument("--expect", default="", help="reach: what the other box's listener answers")
+    p.add_argument("--toward", nargs="*", default=[], help="addrs: the other boxes' host names")
     p.add_argument("--role", choices=("head", "worker"))
     p.add_argument("--base", type=int)
     p.add_argument("--ip", help="this node's address as the others reach it")
@@ -62,6 +69,8 @@ def cmd_ray_node(args: Any) -> int:
         out = stop_listener(home) if args.stop else listen(home, _ports(args.ports), args.for_s, args.token)
     elif args.action == "reach":
         out = reach(args.to, args.expect)
+    elif args.action == "addrs":
+        out = candidates(args.toward)
     elif args.action == "start":
         token = sys.stdin.read().strip() if args.token_stdin else None
         out = start(home, args.role, args.base, args.ip, args.head, token)

@@ -19,7 +19,8 @@ from boxagent.base.units import parse_duration, parse_size
 TOP_KEYS = ("backend", "slurm", "ray")
 STAGE_KEYS = ("slurm",)
 BACKENDS = ("local", "slurm", "ray")
-RAY_KEYS = ("address",)
+RAY_KEYS = ("address", "files")
+RAY_FILES = ("shared", "node")
 _RAY_ADDRESS = re.compile(r"^https?://[A-Za-z0-9._:\[\]-]+(:[0-9]{1,5})?/?$")
 TABLE_KEYS = ("partition", "gres", "time", "mem", "cpus_per_task", "nodes", "account", "qos", "extra")
 
@@ -106,11 +107,15 @@ def _ray_keys(job: Dict[str, Any], is_ray: bool, bad: Bad) -> Dict[str, Any]:
     elif "ray" in job:
         value = job["ray"]
         if not isinstance(value, dict):
-            bad("ray", "expected a table (address), got %s" % _show(value))
+            bad("ray", "expected a table (address, files), got %s" % _show(value))
         else:
             for key, item in value.items():
                 if key not in RAY_KEYS:
                     bad("ray.%s" % key, "unknown key (allowed: %s)" % ", ".join(RAY_KEYS))
+                elif key == "files":
+                    if item not in RAY_FILES:
+                        bad("ray.files", 'expected "shared" (a filesystem every node shares) or "node" (each '
+                                         'node\'s own disk: pull fetches from the node that ran it), got %s' % _show(item))
                 elif not isinstance(item, str) or not _RAY_ADDRESS.match(item):
                     bad("ray.address", 'expected the dashboard\'s URL, e.g. "http://10.0.0.5:8265", got %s' % _show(item))
             out["ray"] = {k: v for k, v in value.items() if k in RAY_KEYS and isinstance(v, str)}

@@ -104,7 +104,7 @@ def pull_and_verify(t: Target, run: str, dest: str | None,
     gate = gate_text(res.info.head.get("profile") or {}, res.verify.ok,
                      None if res.verify.ok else _why(res.verify))
     note = record_on_box(t, run, res.verify.manifest_sha256) if res.verify.ok else None
-    return {"dest": res.dest, "method": res.method, "bytes_moved": res.bytes_moved,
+    return {"dest": res.dest, "method": res.method, "bytes_moved": res.bytes_moved, "where": res.info.where,
             "elapsed_s": round(res.elapsed_s, 3), "verify": res.verify.as_dict(),
             "teardown_gate": gate, "recorded_on_box": res.verify.ok and note is None}
 

@@ -152,6 +152,8 @@ def _announce(info: PullInfo, how: str, dest: str, run: str, host: str) -> None:
     click.echo("pull %s from %s: %d files, %s (manifest %s…) via %s -> %s" % (
         run, host, len(m["files"]), format_bytes(sum(f["bytes"] for f in m["files"])),
         info.head["manifest_sha256"][:12], how, dest), err=True)
+    if info.where:
+        click.echo("  the files and their manifest: %s" % info.where, err=True)
     state = info.head.get("run_state")
     if state not in (None, "succeeded"):
         click.echo("  note: run %s is %s on the box; these are its files as they are now"
@@ -213,14 +215,14 @@ def pull_command(ctx: click.Context, host: str, run: str, dest: Optional[str], f
     if note:
         click.echo("note: %s" % note, err=True)
     if as_json:
-        click.echo(json.dumps({"dest": res.dest, "method": res.method, "bytes_moved": res.bytes_moved,
+        click.echo(json.dumps({"dest": res.dest, "method": res.method, "bytes_moved": res.bytes_moved, "where": res.info.where,
                                "elapsed_s": round(res.elapsed_s, 3), "verify": res.verify.as_dict(),
                                "safe_to_tear_down": res.verify.ok, "teardown_gate": gate,
                                "recorded_on_box": res.verify.ok and note is None}, indent=1))
     else:
         click.echo("moved %s in %.1fs" % (format_bytes(res.bytes_moved), res.elapsed_s), err=True)
         click.echo("files in %s" % res.dest, err=True)
-        click.echo(render_verify(res.verify))
+        click.echo(render_verify(res.verify) + (" (verified %s)" % res.info.where if res.verify.ok and res.info.where else ""))
         click.echo(gate)
     ctx.exit(exitcodes.OK if res.verify.ok else exitcodes.RUN_FAILED)
 

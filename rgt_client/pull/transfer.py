@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from boxagent.api import dumps
 from rgt_client import exitcodes
 from rgt_client.box import agentcall, transport
-from rgt_client.pull import manifest_check, owned
+from rgt_client.pull import manifest_check, node, owned
 from rgt_client.box.bounded import AgentStream
 from rgt_client.pull.destdir import Blocked, Dest
 from rgt_client.pull import datahome
@@ -44,6 +44,7 @@ class PullInfo:
     head: Dict[str, Any]
     raw: bytes
     manifest: Dict[str, Any]
+    where: str = ""             # where the files were read and the manifest built (node.py)
 
 
 @dataclass
@@ -75,7 +76,7 @@ def _agent_error(res: transport.Result, what: str, host: str) -> ClientError:
                        % (host, shlex.quote(host)), code)
 
 
-def fetch_info(target: transport.Target, run: str, force: bool = False) -> PullInfo:
+def fetch_info(target: transport.Target, run: str, force: bool = False, on_node: bool = False) -> PullInfo:
     """The manifest (refreshed on the box) and the box's capabilities, in one round trip, read
     within bounds: a header line of at most 64 KiB, then exactly the manifest bytes it
     announced (capped), then the end of the answer."""
@@ -83,7 +84,8 @@ def fetch_info(target: transport.Target, run: str, force: bool = False) -> PullI
     # Generous: a first manifest of a few hundred GB hashes for minutes (ssh keepalives still
     # bound a dead link).
     agentcall.check_names(run)
-    with AgentStream(target, ["pull-info", run] + (["--force"] if force else []), timeout=3600) as s:
+    with AgentStream(target, ["pull-info", run] + (["--force"] if force else []) + (["--on-node"] if on_node else []),
+                     timeout=3600) as s:
         line = s.line("a pull-info header")
         if not line.endswith(b"\n"):
             _no_info(target, s.finish(), line)
@@ -144,7 +146,7 @@ def save_meta(dest: Dest, target: transport.Target, info: PullInfo, method: str,
     head = info.head
     dest.write_atomic(META_DIR + "/pull.json", (dumps({
         "schema": "rgt.pull/1", "host": target.host, "run": head.get("run"), "root": head.get("root"),
-        "box": head.get("host"), "run_state": head.get("run_state"), "method": method,
+        "box": head.get("host"), "run_state": head.get("run_state"), "method": method, "where": info.where,
         "manifest_sha256": head.get("manifest_sha256"), "profile": head.get("profile") or {},
         "pulled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}) + "\n").encode("utf-8"))
 
@@ -209,12 +211,22 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
     dest = os.path.abspath(dest)
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise ClientError("%s exists and is not a directory" % dest, "name another DEST", exitcodes.USAGE)
-    info = fetch_info(target, run, force)
+    # A Ray run's files may live on the node that ran it: then its agent builds the manifest
+    # and serves the files; `target` stays the box named (the folder's label, the record).
+    try:
+        info = fetch_info(target, run, force)
+        src = node.Source(target, False, node.said(info.head.get("where"), target.host))
+    except ClientError as exc:
+        if not node.elsewhere(exc):
+            raise
+        src = node.source(target, run)
+        info = fetch_info(src.target, run, force, src.on_node)
+    info.where = src.said
     here = local_rsync() if make_links else local_rsync(SAFE_AGAINST_SENDER)
     m = info.manifest
     # a local copy makes no round trips: its size says nothing about which method is cheaper
-    how = choose_method(method, remote_rsync(info.head) if not target.is_local else here, here,
-                        None if target.is_local else sum(f["bytes"] for f in m["files"]))
+    how = choose_method(method, remote_rsync(info.head) if not src.target.is_local else here, here,
+                        None if src.target.is_local else sum(f["bytes"] for f in m["files"]))
     with Dest(dest, create=expect_dir is None) as d:
         st = os.fstat(d.fd)
         if expect_dir is not None and (st.st_dev, st.st_ino) != expect_dir:
@@ -242,9 +254,9 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
             if on_info:
                 on_info(info, how)
             if how == "rsync":
-                moved, known = rsync_pull(target, info.head, m, d, progress, bwlimit_kbps, here or "rsync", keep_mode)
+                moved, known = rsync_pull(src.target, info.head, m, d, progress, bwlimit_kbps, here or "rsync", keep_mode)
             else:
-                moved, known = stream_pull(target, run, m, d, progress, bwlimit_kbps)
+                moved, known = stream_pull(src.target, run, m, d, progress, bwlimit_kbps)
             wrong = misplaced(d, m["files"])
             for rel in wrong:
                 known.pop(rel, None)

@@ -21,6 +21,7 @@ from rgt_client import exitcodes, options
 from rgt_client.box import agentcall
 from rgt_client.box.transport import Target
 from rgt_client.errors import ClientError
+from rgt_client.ray import addrs as rayaddrs
 
 DEFAULT_BASE = 26379
 NAT_HINT = ("Ray needs every box to reach every other on these ports: put the boxes on one private "
@@ -37,13 +38,12 @@ def _ports(base: int, head: bool) -> list[int]:
     return sorted(ports + ([base, base + 1] if head else []))
 
 
-def _addr(spec: tuple[str, ...], host: str) -> str:
-    for item in spec:
-        name, _, addr = item.partition("=")
-        if name == host and addr:
-            return addr
-    raise ClientError("no address for %s: say how the other boxes reach it" % host,
-                      "add --ip %s=ADDR (its private-network address)" % host, exitcodes.USAGE)
+def _ssh_hostname(ctx: click.Context, host: str) -> str:
+    """The box's HostName as the user's ssh config says (the route toward it picks the source
+    address the other box offers first)."""
+    from rgt_client.box.sshresolve import resolve
+    got = resolve(host, (ctx.obj or {}).get("ssh_config"))
+    return got.hostname if got else host
 
 
 @click.group("ray")
@@ -54,8 +54,9 @@ def ray() -> None:
 @ray.command("up")
 @click.argument("head")
 @click.argument("workers", nargs=-1, required=True)
-@click.option("--ip", "ips", multiple=True, metavar="HOST=ADDR", required=True,
-              help="How the other boxes reach HOST (its private-network address); one per box.")
+@click.option("--ip", "ips", multiple=True, metavar="HOST=ADDR",
+              help="How the other boxes reach HOST, overriding the address `up` finds: without it each "
+                   "box's agent offers its addresses and the one every other box reaches is used.")
 @click.option("--port-base", type=int, default=DEFAULT_BASE, show_default=True,
               help="The first pinned port (GCS); the others follow it.")
 @click.option("--port-step", type=int, default=0, hidden=True,
@@ -67,39 +68,59 @@ def up(ctx: click.Context, head: str, workers: tuple[str, ...], ips: tuple[str, 
     hosts = [head] + list(workers)
     if len(set(hosts)) != len(hosts):
         raise ClientError("a box is named twice: %s" % " ".join(hosts), "name each box once", exitcodes.USAGE)
+    named = rayaddrs.given(ips, hosts)
     targets = {h: options.target(ctx, h) for h in hosts}
-    addr = {h: _addr(ips, h) for h in hosts}
     base = {h: port_base + i * port_step for i, h in enumerate(hosts)}
     ports = {h: _ports(base[h], h == head) for h in hosts}
+    cands: dict[str, list[str]] = {}
+    for h in hosts:
+        if h in named:
+            cands[h] = [named[h]]
+        else:
+            toward = [_ssh_hostname(ctx, o) for o in hosts if o != h]
+            cands[h] = rayaddrs.from_box(agentcall.json_of(agentcall.ok(
+                targets[h], ["ray-node", "addrs", "--toward"] + toward, "ray-node addrs"), "ray-node addrs"))
     problems: list[str] = []
     listening: list[str] = []
-    nonce = secrets.token_hex(8)       # the probe's answer: proves the connection reached that box
+    # Each box its own nonce: a connection proves it reached THAT box's listener, not the dialler's
+    # own (a bridge address every box has, or loopback, reaches the dialler itself).
+    nonce = {h: secrets.token_hex(8) for h in hosts}
+    addr: dict[str, str] = {}
     try:
         for h in hosts:
             said = agentcall.json_of(agentcall.ok(targets[h], ["ray-node", "listen", "--ports",
                                                                ",".join(str(p) for p in ports[h]), "--for", "60",
-                                                               "--token", nonce],
+                                                               "--token", nonce[h]],
                                                   "ray-node listen"), "ray-node listen")
             for t in said.get("taken") or []:
                 problems.append("port %s on %s is taken by another process (%s)" % (t.get("port"), h, t.get("why")))
             if said.get("listening"):
                 listening.append(h)
         if not problems:
+            reached: rayaddrs.Reached = {}
             for a in hosts:
                 for b in hosts:
                     if a == b:
                         continue
-                    want = ["%s:%d" % (addr[b], p) for p in ports[b]]
-                    said = agentcall.json_of(agentcall.ok(targets[a], ["ray-node", "reach", "--expect", nonce, "--to"] + want,
-                                                          "ray-node reach"), "ray-node reach")
-                    bad = ["%s (%s)" % (t.rpartition(":")[2], said.get(t)) for t in want if said.get(t) != "ok"]
-                    if bad:
-                        problems.append("%s cannot reach %s (%s) on port %s" % (a, b, addr[b], ", ".join(bad)))
+                    want = {c: ["%s:%d" % (c, p) for p in ports[b]] for c in cands[b]}
+                    said = agentcall.json_of(agentcall.ok(
+                        targets[a], ["ray-node", "reach", "--expect", nonce[b], "--to"] + sum(want.values(), []),
+                        "ray-node reach", timeout=60.0), "ray-node reach")
+                    reached[(a, b)] = {c: ["%s (%s)" % (t.rpartition(":")[2], said.get(t)) for t in ts
+                                           if said.get(t) != "ok"] for c, ts in want.items()}
+            addr, more = rayaddrs.pick(hosts, cands, reached, named)
+            problems += more
     finally:
         for h in listening:
             agentcall.call(targets[h], ["ray-node", "listen", "--stop"])
     if problems:
-        raise ClientError("cannot form a Ray cluster: %s" % "; ".join(problems), NAT_HINT)
+        unnamed = [h for h in hosts if h not in named and h not in addr]
+        raise ClientError("cannot form a Ray cluster: %s" % "; ".join(problems), (
+            "%s Where a box has an address the others reach that it did not offer, name it: --ip %s=ADDR."
+            % (NAT_HINT, unnamed[0])) if unnamed else NAT_HINT)
+    for h in hosts:
+        if h not in named:
+            click.echo("%s: reached by every other box at %s" % (h, addr[h]))
     started: list[str] = []
     node_ids: dict[str, str] = {}      # Ray's node id -> the box as the user calls it (status shows it)
     auth = secrets.token_hex(32)       # Ray's auth token: every node's and the daemons' (stdin, 0600 files)

@@ -31,8 +31,9 @@ def test_a_ray_job_validates_to_itself():
 
 @pytest.mark.parametrize("top,message", [
     ({"ray": {"address": "10.0.0.5:8265"}}, "ray.address: expected the dashboard's URL"),
-    ({"ray": {"adress": "http://h:8265"}}, "ray.adress: unknown key (allowed: address)"),
-    ({"ray": "http://h:8265"}, "ray: expected a table (address)"),
+    ({"ray": {"adress": "http://h:8265"}}, "ray.adress: unknown key (allowed: address, files)"),
+    ({"ray": {"files": "local"}}, 'ray.files: expected "shared" (a filesystem every node shares) or "node"'),
+    ({"ray": "http://h:8265"}, "ray: expected a table (address, files)"),
     ({"backend": None}, 'ray: only with backend = "ray"'),
     ({"gpus": "all"}, 'gpus: with backend = "ray", the GPUs each run holds on a node'),
     ({"preflight": {"gpus": 1}}, "preflight: it checks the host the agent runs on"),

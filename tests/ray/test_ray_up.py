@@ -1,7 +1,8 @@
 """`rgt-client ray up/down` on two loopback "boxes" through the real sshd (aliases rgt-box and
 rgt-box2, each its own RGT_HOME with the built agent): a port taken or a pair that cannot connect
 refuses the cluster naming the pair, with nothing started; otherwise a real two-node Ray cluster
-forms, and `down` stops it and nothing else (the session's other Ray cluster lives on)."""
+forms without any --ip (each agent offers its addresses; the probe proves which one the other
+box reaches), and `down` stops it and nothing else (the session's other Ray cluster lives on)."""
 from __future__ import annotations
 
 import json
@@ -41,7 +42,7 @@ def two_boxes(sshd, agent_pyz, client_config, tmp_path):
 
 
 def up(sshd, base, *extra):
-    return Cli(sshd.config)("ray", "up", "rgt-box", "rgt-box2", "--ip", "rgt-box=127.0.0.1", *extra,
+    return Cli(sshd.config)("ray", "up", "rgt-box", "rgt-box2", *extra,
                             "--port-base", str(base), "--port-step", "200")
 
 
@@ -51,7 +52,7 @@ def test_a_taken_port_refuses_the_cluster_naming_the_box_and_starts_nothing(sshd
     squatter.bind(("0.0.0.0", base + 200 + 10))      # rgt-box2's node-manager port
     squatter.listen(1)
     try:
-        res = up(sshd, base, "--ip", "rgt-box2=127.0.0.1")
+        res = up(sshd, base, "--ip", "rgt-box=127.0.0.1", "--ip", "rgt-box2=127.0.0.1")
     finally:
         squatter.close()
     assert res.exit_code == 1, res.output
@@ -63,7 +64,7 @@ def test_a_taken_port_refuses_the_cluster_naming_the_box_and_starts_nothing(sshd
 def test_an_unreachable_pair_refuses_the_cluster_naming_the_pair(sshd, two_boxes):
     base = free_base(600)
     # rgt-box2 "is" at a TEST-NET address nothing answers on: rgt-box cannot reach it (the NAT case).
-    res = up(sshd, base, "--ip", "rgt-box2=198.51.100.7")
+    res = up(sshd, base, "--ip", "rgt-box=127.0.0.1", "--ip", "rgt-box2=198.51.100.7")
     assert res.exit_code == 1, res.output
     assert "rgt-box cannot reach rgt-box2 (198.51.100.7) on port" in res.stderr, res.stderr
     assert "NAT" in res.stderr
@@ -72,13 +73,18 @@ def test_an_unreachable_pair_refuses_the_cluster_naming_the_pair(sshd, two_boxes
 
 def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, two_boxes, ray_cluster, tmp_path):
     base = free_base(600, start=ray_cluster.base + 1000)
-    res = up(sshd, base, "--ip", "rgt-box2=127.0.0.1")
+    res = up(sshd, base)            # no --ip: each box's agent offers its addresses, the probe picks
     assert res.exit_code == 0, res.output
     assert 'backend = "ray"' in res.stdout
+    picked = {line.split(":")[0]: line.rsplit(" ", 1)[1] for line in res.stdout.splitlines()
+              if "reached by every other box at" in line}
+    assert sorted(picked) == ["rgt-box", "rgt-box2"], res.stdout
+    head_ip = picked["rgt-box"]
+    assert '[ray] address = "http://%s:%d"' % (head_ip, base + 1) in res.stdout
 
     token = (two_boxes["rgt-box"] / "ray-auth-token").read_text().strip()
     assert oct((two_boxes["rgt-box"] / "ray-auth-token").stat().st_mode & 0o777) == "0o600"
-    url = "http://127.0.0.1:%d/api/v0/nodes?detail=1" % (base + 1)
+    url = "http://%s:%d/api/v0/nodes?detail=1" % (head_ip, base + 1)
     with pytest.raises(urllib.error.HTTPError) as refused:      # token auth: no token, no cluster
         urllib.request.urlopen(url, timeout=10)
     assert refused.value.code in (401, 403)
@@ -105,7 +111,7 @@ def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, tw
     try:
         daemon_box.daemon()
         spec = job("on-up", daemon_box.workdir, {"name": "s", "run": "echo hello from ray"}, backend="ray",
-                   ray={"address": "http://127.0.0.1:%d" % (base + 1)})
+                   ray={"address": "http://%s:%d" % (head_ip, base + 1)})
         assert daemon_box.submit(spec).returncode == 0
         assert daemon_box.wait_run("on-up", timeout=90)["state"] == "succeeded", daemon_box.diagnostics()
         from tests.realbox import wait_for
@@ -123,5 +129,5 @@ def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, tw
     assert not left, "processes of the cluster `down` left running: %s" % left
     assert not any((h / "ray-node.json").exists() for h in two_boxes.values())
     with pytest.raises(OSError):
-        urllib.request.urlopen("http://127.0.0.1:%d/api/v0/nodes" % (base + 1), timeout=5)
+        urllib.request.urlopen("http://%s:%d/api/v0/nodes" % (head_ip, base + 1), timeout=5)
     assert len([n for n in ray_cluster.nodes() if n["state"] == "ALIVE"]) == 2   # not ours: untouched
