@@ -153,7 +153,9 @@ def test_a_sigkilled_daemon_readopts_its_ray_jobs_and_starts_none_twice(ray_box)
     names = ["ka-%d" % i for i in range(1, 11)]
     for name in names:
         assert box.wait_run(name, timeout=120)["state"] == "succeeded", box.diagnostics()
-    mine = [sid for sid in ray_records(box) if any("-%s-s-1" % n in sid for n in names)]
+    # Ray's record of each attempt can come a moment after the run ends (tasks: the driver's).
+    mine = wait_for(lambda: (lambda m: m if len(m) >= 10 else None)(
+        [sid for sid in ray_records(box) if any("-%s-s-1" % n in sid for n in names)]), 20, "Ray's record of every cell")
     assert len(mine) == 10, mine
     assert all(len(attempts(box, n)) == 1 for n in names)
     logs = [(box.home / "runs" / n / "logs" / "s.1.log").read_text() for n in names]

@@ -138,11 +138,13 @@ def test_200_hostile_box_files_keep_the_heartbeat_and_every_event(box):
                 path = box.home / target.format(run=run)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 KINDS[kind](path)
-            wait_for(lambda: box.run_state(run).get("state") == "succeeded"
-                     or (box.home / "runs" / run / "state.json").is_dir(), 40, "run %s ended" % run)
+            # The run's end is read from its run_succeeded event, not from state.json: on a loaded
+            # machine the run can end before the round's files are all planted, and a state.json
+            # made hostile after the daemon's last write of it stays so (seen: a 16 MB line glued
+            # onto the finished run's state.json, the test waiting on it for ever).
             wait_for(lambda: any(e.get("type") == "run_succeeded" and e.get("run") == run
                                  for e in (parse_jsonl(raw, b'{"id":') for raw in _all_lines(box.home)) if e),
-                     20, "run_succeeded of %s" % run)
+                     60, "run_succeeded of %s" % run)
     finally:
         beat.stop_at = True
         beat.join(5)
