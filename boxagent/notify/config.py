@@ -231,6 +231,10 @@ def secret_parts(url: str, secret: Any = None, keep_host: bool = False) -> List[
     elif sp.path.strip("/") or sp.query or sp.username:
         parts.append(url.rstrip("/"))
     pieces = [sp.username, sp.password]
+    if sp.username:
+        # The form user:pass travels in: HTTP Basic auth's base64, which a receiver can echo back
+        # into an error body (and so into last_error and the outbox) as readily as the URL.
+        pieces.append(_basic(sp.username, sp.password))
     if sp.scheme in TOKEN_HOST_SCHEMES:  # there the "host" is a token
         pieces.append(sp.netloc)
     pieces += re.split(r"[/?&=#]", sp.path + "?" + sp.query)
@@ -241,6 +245,12 @@ def secret_parts(url: str, secret: Any = None, keep_host: bool = False) -> List[
             if unquote(p) != p:
                 parts.append(unquote(p))
     return sorted(set(parts), key=len, reverse=True)
+
+
+def _basic(user: str, password: Optional[str]) -> str:
+    import base64
+    raw = ("%s:%s" % (unquote(user), unquote(password or ""))).encode("utf-8")
+    return base64.b64encode(raw).decode("ascii")
 
 
 def _raw_pieces(url: str, host_is_token: bool) -> List[str]:

@@ -252,12 +252,11 @@ try:
     import torch
 except ImportError:
     print(json.dumps({"missing": True})); sys.exit(0)
-v = str(getattr(torch, "__version__", "0")).split("+")[0].split(".")
-try:
-    major, minor = int(v[0]), int("".join(c for c in (v[1] if len(v) > 1 else "0") if c.isdigit()) or 0)
-except ValueError:
-    major, minor = 0, 0
-if (major, minor) < (2, 6):
+import re
+m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?(.*)$", str(getattr(torch, "__version__", "0")).split("+")[0])
+release = tuple(int(g or 0) for g in m.groups()[:3]) if m else (0, 0, 0)
+# The fix is in the 2.6.0 release: a 2.6.0 alpha, dev build or release candidate may predate it.
+if release < (2, 6, 0) or (release == (2, 6, 0) and m.group(4)):
     print(json.dumps({"refused": str(torch.__version__)[:40]})); sys.exit(0)
 torch.load(sys.argv[1], map_location="cpu", weights_only=True)
 print(json.dumps({"ok": True}))

@@ -206,7 +206,8 @@ def _fake_torch(tmp_path, monkeypatch, version):
     return ran
 
 
-@pytest.mark.parametrize("version", ["2.5.1", "2.5.1+cu121", "1.13.0", "garbage"])
+@pytest.mark.parametrize("version", ["2.5.1", "2.5.1+cu121", "1.13.0", "garbage",
+                                     "2.6.0a0+git1234", "2.6.0.dev20241112", "2.6.0rc1"])
 def test_check_load_never_hands_a_box_file_to_a_torch_older_than_2_6(tmp_path, monkeypatch, version):
     """torch <= 2.5.1 runs a crafted .pt's code even with weights_only=True (CVE-2025-32434):
     a compromised box's checkpoint would run on the laptop at pull --check-load."""
@@ -242,3 +243,10 @@ def test_check_load_never_imports_a_torch_the_box_wrote_into_dest(tmp_path, monk
     out = check_loads(str(tmp_path / "dest"), ["m.pt"])
     assert not (tmp_path / "boxran").exists()
     assert out[0]["ok"] is True and ran.exists()
+
+
+@pytest.mark.parametrize("version", ["2.6.0+cu124", "2.6.1", "2.7.0.dev20250301", "3.0.0"])
+def test_check_load_loads_with_the_2_6_release_and_anything_after_it(tmp_path, monkeypatch, version):
+    from rgt_client.pull.verify import check_loads
+    ran = _fake_torch(tmp_path, monkeypatch, version)
+    assert check_loads(str(tmp_path / "dest"), ["m.pt"])[0]["ok"] is True and ran.exists()

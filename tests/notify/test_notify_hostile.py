@@ -153,3 +153,28 @@ def test_base_url_relay_token_is_shown_only_as_scheme_and_host(make_hub, receive
         res = agent(*args, env=env)
         assert res.returncode == 1
         assert RELAY_TOKEN not in (res.stdout + res.stderr).decode()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_basic_auth_echoed_back_by_the_receiver_is_masked_like_the_password(make_hub, receiver, rgt_home, agent, backend):
+    """user:pass in a notify URL travels as HTTP Basic auth's base64; a receiver that answers 500
+    quoting the request's Authorization header put that base64 into last_error and the outbox."""
+    import base64
+    user, password = "alice", "hunter2-Pw9q"
+    basic = base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+    receiver.handler_hook = lambda req: (500, {}, ("denied %s" % req.headers.get("Authorization")).encode())
+    hub = make_hub([{"url": "ntfy://%s:%s@127.0.0.1:%d/topic1" % (user, password, receiver.port), "id": "basic"}],
+                   backend=backend)
+    hub.publish(event("e1"))
+    receiver.wait_for(1)
+    deadline = time.monotonic() + 10
+    while not hub.summary()["targets"][0]["last_error"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    hub.stop(0)
+    assert receiver.requests[0].headers.get("Authorization") == "Basic " + basic     # it did travel so
+    summary = json.dumps(hub.summary())
+    assert "denied Basic ***" in summary, summary
+    assert basic not in summary and password not in summary
+    assert _leaks(rgt_home, basic) == []
+    res = agent("notify-test", "--json", env={"RGT_NOTIFY_HTTP": backend})
+    assert res.returncode == 1 and basic not in (res.stdout + res.stderr).decode()
