@@ -70,8 +70,41 @@ def _refuse(path: str, why: str) -> ClientError:
                        _ROOT_HINT % safe_line(path)[:300], exitcodes.USAGE)
 
 
+def _chain(path: str) -> List[str]:
+    """"/", "/a", "/a/b" for "/a/b"."""
+    out, here = [], path
+    while True:
+        out.append(here)
+        up = os.path.dirname(here)
+        if up == here:
+            return out[::-1]
+        here = up
+
+
+def _unsafe_above(root: str) -> Tuple[str, str] | None:
+    """A folder above the root that another local user could rename or replace it through, the
+    way OpenSSH judges the folders above a key file: each one (as written, and as it resolves)
+    must be yours or root's, and not writable by others unless sticky (/tmp)."""
+    me = os.geteuid()
+    above = os.path.dirname(root)
+    for path in dict.fromkeys(_chain(above) + _chain(os.path.realpath(above))):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue                    # missing: made below, 0700
+        if st.st_uid not in (0, me):
+            return path, "belongs to another user (uid %d)" % st.st_uid
+        if not stat_mod.S_ISLNK(st.st_mode) and st.st_mode & (stat_mod.S_IWGRP | stat_mod.S_IWOTH) \
+                and not st.st_mode & stat_mod.S_ISVTX:
+            return path, "is writable by others (mode %04o)" % stat_mod.S_IMODE(st.st_mode)
+    return None
+
+
 def _open_root(root: str) -> int:
     """The root's descriptor, after the checks a folder that holds the box's files must pass."""
+    unsafe = _unsafe_above(root)
+    if unsafe is not None:
+        raise _refuse(root, "is inside %s, which %s" % (safe_line(unsafe[0])[:300], unsafe[1]))
     if not os.path.lexists(root):
         try:
             # ~/.local/share may not exist yet on a fresh machine; the XDG spec makes it 0700

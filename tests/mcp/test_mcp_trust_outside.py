@@ -180,10 +180,28 @@ def test_claim_rgts_data_folder_is_made_yours_alone(world, tmp_path, monkeypatch
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, (folder, oct(folder.stat().st_mode))
 
 
-@pytest.mark.parametrize("bad", ["symlink", "other-user", "group-writable"])
+@pytest.mark.parametrize("bad", ["symlink", "other-user", "group-writable", "parent-writable-by-others",
+                                 "parent-of-other-user"])
 def test_claim_rgts_data_folder_is_refused_unless_yours_alone(world, tmp_path, monkeypatch, bad):
     root = tmp_path / "data"
-    if bad == "symlink":
+    if bad.startswith("parent"):
+        # A folder above the data folder that another local user can write in (or owns) lets
+        # them rename the data folder away and put their own in its place between two pulls.
+        root = tmp_path / "shared" / "data"
+        root.parent.mkdir()
+        root.mkdir(mode=0o700)
+        if bad == "parent-writable-by-others":
+            root.parent.chmod(0o777)
+        else:
+            import pwd
+            if os.geteuid() != 0:
+                pytest.skip("needs root to give a folder to another local user")
+            try:
+                nobody = pwd.getpwnam("nobody")
+            except KeyError:
+                pytest.skip("no `nobody` user on this machine to play the other local user")
+            os.chown(root.parent, nobody.pw_uid, nobody.pw_gid)
+    elif bad == "symlink":
         (tmp_path / "elsewhere").mkdir(mode=0o700)
         os.symlink(str(tmp_path / "elsewhere"), str(root))
     elif bad == "other-user":
