@@ -141,6 +141,16 @@ def choose_method(method: str, remote_rsync: Optional[str], here: Optional[str],
     return method
 
 
+def rsync_here(method: str, make_links: bool) -> Optional[str]:
+    """This machine's rsync for a pull. The box is rsync's sender, and before 3.4.0 a malicious
+    sender can write outside the receiver's folder (CVE-2024-12086/12087/12088): a method rgt
+    picks itself (auto), and every pull nobody watches (MCP), takes it only from 3.4.0. An rsync
+    3.1-3.3 serves only a person's explicit `--method rsync` (a distribution may have patched it)."""
+    if make_links and method == "rsync":
+        return local_rsync()
+    return local_rsync(SAFE_AGAINST_SENDER)
+
+
 def save_meta(dest: Dest, target: transport.Target, info: PullInfo, method: str, now: float) -> None:
     dest.write_atomic(META_DIR + "/manifest.json", info.raw)
     head = info.head
@@ -222,7 +232,7 @@ def pull(target: transport.Target, run: str, dest: Optional[str] = None, force: 
         src = node.source(target, run)
         info = fetch_info(src.target, run, force, src.on_node)
     info.where = src.said
-    here = local_rsync() if make_links else local_rsync(SAFE_AGAINST_SENDER)
+    here = rsync_here(method, make_links)
     m = info.manifest
     # a local copy makes no round trips: its size says nothing about which method is cheaper
     how = choose_method(method, remote_rsync(info.head) if not src.target.is_local else here, here,

@@ -250,3 +250,25 @@ def test_check_load_loads_with_the_2_6_release_and_anything_after_it(tmp_path, m
     from rgt_client.pull.verify import check_loads
     ran = _fake_torch(tmp_path, monkeypatch, version)
     assert check_loads(str(tmp_path / "dest"), ["m.pt"])[0]["ok"] is True and ran.exists()
+
+
+def test_an_rsync_older_than_3_4_here_serves_only_an_explicit_method_rsync(tmp_path, monkeypatch):
+    """The box is rsync's sender: before 3.4.0 a malicious sender writes outside the receiver's
+    folder (CVE-2024-12086/12087/12088). `auto` (and MCP) never picks such an rsync here."""
+    import shutil
+    from rgt_client.pull.transfer import rsync_here
+    real = shutil.which("rsync")
+    if real is None:
+        pytest.skip("no rsync on this machine")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "rsync"        # a real program answering as a distribution's rsync 3.2.7
+    fake.write_text('#!/bin/sh\n[ "$1" = --version ] && { echo "rsync  version 3.2.7  protocol version 31"; '
+                    'exit 0; }\nexec %s "$@"\n' % real)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bin_dir, os.environ["PATH"]))
+    assert rsync_here("auto", make_links=True) is None
+    assert rsync_here("rsync", make_links=False) is None            # MCP
+    assert rsync_here("rsync", make_links=True) == str(fake)         # a person asked for it
+    fake.write_text('#!/bin/sh\necho "rsync  version 3.4.1  protocol version 32"\n')
+    assert rsync_here("auto", make_links=True) == str(fake)
