@@ -257,9 +257,15 @@ class RayProcesses:
             return None                 # the shim's exit file may still be on its way
         info = self._from_ray(job, rec or {}, now, self._pid_record(ref))
         node = info["ray"].get("node") or {}
-        if "node has died" in str((rec or {}).get("message") or "") and node.get("state") != "DEAD" \
+        said_died = "node has died" in str((rec or {}).get("message") or "")
+        if (said_died or node.get("node_id")) and node.get("state") != "DEAD" \
                 and now - since < 3 * self.exit_grace_s:
-            return None                 # the State API lists the node DEAD a moment after the job says so
+            # The State API lists a node DEAD only once its health check gives up, a moment after
+            # the job (or the driver's task) failed with it; a job that failed without its exit
+            # file on a node still listed ALIVE was judged an exit without its exit file before
+            # the node's death was known, and never retried. The node's word decides, within
+            # a bounded wait.
+            return None
         return info
 
     def _release(self, ref: AttemptRef, job: Dict[str, Any]) -> None:

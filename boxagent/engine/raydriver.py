@@ -164,9 +164,29 @@ def main(argv):
                     rec["status"] = "FAILED"
             except (rex.NodeDiedError, rex.WorkerCrashedError, rex.OwnerDiedError, rex.RayTaskError,
                     rex.RayError) as exc:
-                rec.update(status="FAILED", error_type=type(exc).__name__,
-                           message="%s (node id: %s)" % (str(exc)[:2000], start.get("driver_node_id")))
+                node = start.get("driver_node_id")
+                said = str(exc)[:2000]
+                if isinstance(exc, rex.NodeDiedError) or _node_dead(ray, node):
+                    # In the Jobs API's words for a job whose node died ("... its node has died.
+                    # Node Id: <id>"), which the daemon reads as node_failure: a task on a killed
+                    # node said only "the node it was running on is dead", and was judged an
+                    # exit without its exit file, never retried.
+                    said = "the task's node has died. Node Id: %s. Ray: %s" % (node, said)
+                else:
+                    said = "%s (node id: %s)" % (said, node)
+                rec.update(status="FAILED", error_type=type(exc).__name__, message=said)
             _write(os.path.join(states, sid + ".json"), rec)
+
+
+def _node_dead(ray, node_id):
+    """The GCS's word that the node is no longer alive (a task on a node that died may end as
+    WorkerCrashedError, or a takeover's watch as unschedulable, before any NodeDiedError)."""
+    if not node_id:
+        return False
+    try:
+        return any(n.get("NodeID") == node_id and not n.get("Alive") for n in ray.nodes())
+    except Exception:       # noqa: BLE001 - asking is best effort; the record still says what Ray raised
+        return False
 
 
 def _read(path):

@@ -38,13 +38,8 @@ def ray_box(request, box, ray_cluster):
 
 
 # What does not depend on how an attempt is started (reading its log, pulling its files) runs
-# once, on the default; a node lost under the driver is not yet retried reliably (docs/ray.md,
-# "Faster starts": a known gap, shown here as an expected failure, never hidden).
+# once, on the default.
 JOBS_ONLY = pytest.mark.parametrize("ray_box", ["jobs"], indirect=True)
-TASKS_NODE_LOSS = pytest.mark.parametrize("ray_box", [
-    "jobs", pytest.param("tasks", marks=pytest.mark.xfail(
-        reason="attempts as tasks: a node killed mid-run is not yet reliably retried on the other "
-               "node (known gap, docs/ray.md)", strict=False))], indirect=True)
 
 
 def ray_records(box) -> Dict[str, Dict[str, Any]]:
@@ -89,16 +84,17 @@ def test_a_16_cell_sweep_spreads_over_both_nodes_and_no_gpu_is_held_twice(ray_bo
     names = ["sw-%d" % i for i in range(1, 17)]
     for name in names:
         assert box.wait_run(name, timeout=120)["state"] == "succeeded", box.diagnostics()
-    cells = {}
+    runs = {}
     for name in names:
-        (cells[name],) = attempts(box, name)        # one attempt each: none started twice
-    # A run ends on its shim's exit file; Ray's record of the attempt can come a moment later
-    # (tasks: the driver writes it once its ray.wait sees the task end).
-    jobs = wait_for(lambda: (lambda r: r if all(a["sid"] in r for a in cells.values()) else None)(ray_records(box)),
-                    20, "Ray's record of every cell")
+        (runs[name],) = attempts(box, name)
+    # The shim's exit file ends a run; Ray's own record of the attempt may come after it (as
+    # tasks, the driver writes it once ray.wait sees the task return, which polls that same exit
+    # file): wait for Ray's word on every attempt, never read it once.
+    jobs = wait_for(lambda: (lambda got: got if all(a["sid"] in got for a in runs.values()) else None)(
+        ray_records(box)), 30, "Ray's record of every attempt", interval=0.2)
     held = []
     for name in names:
-        a = cells[name]
+        a = runs[name]
         node = jobs[a["sid"]]["driver_node_id"]
         # Status converges on Ray's end state once the next list call says it.
         placement = wait_for(lambda: (lambda p: p if p.get("state") == "SUCCEEDED" else None)(
@@ -162,7 +158,6 @@ def test_a_sigkilled_daemon_readopts_its_ray_jobs_and_starts_none_twice(ray_box)
     assert all(text.count("done") == 1 for text in logs), logs
 
 
-@TASKS_NODE_LOSS
 def test_a_node_killed_mid_run_is_node_failure_with_rays_evidence_and_retried_on_the_other(ray_box):
     box = ray_box
     cluster = box.cluster
@@ -179,17 +174,20 @@ def test_a_node_killed_mid_run_is_node_failure_with_rays_evidence_and_retried_on
     other = "va" if victim == "vb" else "vb"
     dead = cluster.kill_worker()
     try:
-        # Quiet, or under 6 CPU burners, the retry starts 2-4 s after the kill; the budget is for
-        # the whole suite's load on 2 cores, and a miss says where the time went.
+        # Measured under load (2 cores, load average 9, tests/ray/ beside six CPU burners): Ray
+        # fails the attempt 0.3-3 s after the kill, the State API lists the node DEAD at 1.2-1.5 s,
+        # rgt judges it and starts attempt 2 within 4 s. The wait stops at the retry or at the
+        # stage's end, so a run that failed instead says its cause here; a timeout says where
+        # the time went (the daemon's log, Ray's jobs and nodes).
         try:
-            st = wait_for(lambda: (lambda s: s if s.get("attempt") == 2 else None)(box.stage(victim, "s")),
-                          120, "a retry")
+            st = wait_for(lambda: (lambda s: s if s.get("attempt") == 2 or s.get("state") in ("failed", "succeeded")
+                                   else None)(box.stage(victim, "s")), 60, "a retry")
         except AssertionError as exc:
             raise AssertionError("%s\n%s\n--- Ray's jobs\n%s\n--- nodes\n%s" % (
                 exc, box.diagnostics(), [(j.get("submission_id"), j.get("status"), j.get("message"))
                                          for j in cluster.jobs()],
                 [(n.get("node_id"), n.get("state")) for n in cluster.nodes()])) from None
-        assert st["attempt"] == 2
+        assert st["attempt"] == 2, (st, box.diagnostics())
         events = [e for e in box.events("stage_retry") + box.events("stage_failed") if e.get("run") == victim]
         cause = events[0]["cause"]
         assert cause["class"] == "node_failure", cause
