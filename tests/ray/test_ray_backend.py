@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from typing import Any, Dict, List
 
 import pytest
