@@ -52,6 +52,15 @@ def ray_records(box) -> Dict[str, Dict[str, Any]]:
     return out
 
 
+def ray_records_of(box, sids: List[str]) -> Dict[str, Dict[str, Any]]:
+    """Ray's records once it has one for every one of `sids`. The shim's exit file ends a run;
+    Ray's own record of the attempt may come after it (as tasks, the driver writes it once
+    ray.wait sees the task return, which polls that same exit file): wait for Ray's word on
+    every attempt, never read it once."""
+    return wait_for(lambda: (lambda got: got if all(sid in got for sid in sids) else None)(ray_records(box)),
+                    30, "Ray's record of every attempt", interval=0.2)
+
+
 def ray_job(box, name: str, *stages: Dict[str, Any], **top: Any) -> Dict[str, Any]:
     return job(name, box.workdir, *stages, backend="ray", ray={"address": box.cluster.dashboard}, **top)
 
@@ -86,11 +95,7 @@ def test_a_16_cell_sweep_spreads_over_both_nodes_and_no_gpu_is_held_twice(ray_bo
     runs = {}
     for name in names:
         (runs[name],) = attempts(box, name)
-    # The shim's exit file ends a run; Ray's own record of the attempt may come after it (as
-    # tasks, the driver writes it once ray.wait sees the task return, which polls that same exit
-    # file): wait for Ray's word on every attempt, never read it once.
-    jobs = wait_for(lambda: (lambda got: got if all(a["sid"] in got for a in runs.values()) else None)(
-        ray_records(box)), 30, "Ray's record of every attempt", interval=0.2)
+    jobs = ray_records_of(box, [a["sid"] for a in runs.values()])
     held = []
     for name in names:
         a = runs[name]
@@ -120,7 +125,7 @@ def test_cancel_stops_the_ray_job_and_frees_its_gpus(ray_box):
     assert box.wait_run("long", timeout=30)["state"] == "cancelled"
     sid = box.stage("long", "s")["placement"]["job_id"]
     wait_for(lambda: box.cluster.gpus_in_use() == 0, 20, "Ray's GPUs free again")
-    assert ray_records(box)[sid]["status"] == "STOPPED"
+    assert ray_records_of(box, [sid])[sid]["status"] == "STOPPED"
 
 
 @JOBS_ONLY
@@ -148,9 +153,8 @@ def test_a_sigkilled_daemon_readopts_its_ray_jobs_and_starts_none_twice(ray_box)
     names = ["ka-%d" % i for i in range(1, 11)]
     for name in names:
         assert box.wait_run(name, timeout=120)["state"] == "succeeded", box.diagnostics()
-    # Ray's record of each attempt can come a moment after the run ends (tasks: the driver's).
-    mine = wait_for(lambda: (lambda m: m if len(m) >= 10 else None)(
-        [sid for sid in ray_records(box) if any("-%s-s-1" % n in sid for n in names)]), 20, "Ray's record of every cell")
+    ray_records_of(box, [a["sid"] for n in names for a in attempts(box, n)])
+    mine = [sid for sid in ray_records(box) if any("-%s-s-1" % n in sid for n in names)]
     assert len(mine) == 10, mine
     assert all(len(attempts(box, n)) == 1 for n in names)
     logs = [(box.home / "runs" / n / "logs" / "s.1.log").read_text() for n in names]
