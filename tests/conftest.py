@@ -57,7 +57,11 @@ _MACHINE_GROUPS = (("tests/slurm/", "mark.slurm", "slurm"), ("tests/ray/", "mark
 _NAMED_GROUP = re.compile(r"""xdist_group\(\s*(?:name\s*=\s*)?["']([^"']+)["']""")
 _MODULE_FIXTURE = re.compile(r"""fixture\([^)]*scope\s*=\s*["']module["']""")
 _file_groups: dict = {}
-_LAST = ("slurm",)
+# The machine groups hold the suite's longest waits (a Slurm time limit is 60-90 s of slurmctld's
+# clock; the Ray tests ~3 min on one worker): handed out first, they wait beside the other
+# workers' tests instead of after them. Handed out last, the Slurm group alone was the suite's
+# final ~2 minutes.
+_FIRST = ("slurm", "ray")
 
 
 def _group_of_file(path: str) -> str | None:
@@ -91,14 +95,13 @@ def pytest_xdist_make_scheduler(config, log):
 
     class SharedPartsScheduling(LoadScopeScheduling):
         """Each test is its own unit of work, but a group's tests are one unit (one worker, in
-        order); the biggest units are handed out first. The Slurm group is handed out last, so
-        its daemons compete with fewer of the other workers' tests for the two cores. (A second
-        cluster's job that stayed PENDING launch_failed_requeued_held under the workers was
-        slurmstepd's socket path: xdist's `popen-gwN/` made it one byte too long; the test
+        order); the machine groups (_FIRST) are handed out first, then the biggest units. (A
+        second cluster's job that stayed PENDING launch_failed_requeued_held under the workers
+        was slurmstepd's socket path: xdist's `popen-gwN/` made it one byte too long; the test
         cluster's spool dir is kept short now.)"""
 
         def _assign_work_unit(self, node) -> None:
-            scope = next((s for s in self.workqueue if s not in _LAST), None) or next(iter(self.workqueue))
+            scope = next((s for s in _FIRST if s in self.workqueue), None) or next(iter(self.workqueue))
             unit = self.workqueue.pop(scope)
             self.assigned_work.setdefault(node, {})[scope] = unit
             collection = self.registered_collections[node]
