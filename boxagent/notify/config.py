@@ -8,6 +8,7 @@ shows its target through `redact()` only.
 """
 from __future__ import annotations
 
+import base64
 import re
 from typing import Any, Dict, List, Optional
 from urllib.parse import unquote, urlsplit
@@ -235,12 +236,28 @@ def secret_parts(url: str, secret: Any = None, keep_host: bool = False) -> List[
         pieces.append(sp.netloc)
     pieces += re.split(r"[/?&=#]", sp.path + "?" + sp.query)
     pieces += _raw_pieces(url, sp.scheme in TOKEN_HOST_SCHEMES)
+    pieces += _wire_forms(sp.username, sp.password)
     for p in pieces:
         if p and len(p) >= 4 and p not in _PUBLIC_PIECES:
             parts.append(p)
             if unquote(p) != p:
                 parts.append(unquote(p))
     return sorted(set(parts), key=len, reverse=True)
+
+
+def _wire_forms(user: Optional[str], password: Optional[str]) -> List[str]:
+    """How a URL's userinfo travels to its receiver: `user:pass` as written and decoded, and the
+    HTTP Basic header's base64 of it (standard and URL-safe, unpadded: the padded spelling holds
+    the unpadded one). An HTTP library's debug log prints `Authorization: Basic ...`; learned as
+    the URL, `user` and `pass` only, that line passed every redaction."""
+    if not user and not password:
+        return []
+    out = []
+    for pair in {"%s:%s" % (user or "", password or ""), "%s:%s" % (unquote(user or ""), unquote(password or ""))}:
+        raw = pair.encode("utf-8")
+        out += [pair, base64.b64encode(raw).decode("ascii").rstrip("="),
+                base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")]
+    return out
 
 
 def _raw_pieces(url: str, host_is_token: bool) -> List[str]:
