@@ -231,14 +231,14 @@ def secret_parts(url: str, secret: Any = None, keep_host: bool = False) -> List[
     elif sp.path.strip("/") or sp.query or sp.username:
         parts.append(url.rstrip("/"))
     pieces = [sp.username, sp.password]
-    if sp.username:
-        # The form user:pass travels in: HTTP Basic auth's base64, which a receiver can echo back
-        # into an error body (and so into last_error and the outbox) as readily as the URL.
-        pieces.append(_basic(sp.username, sp.password))
     if sp.scheme in TOKEN_HOST_SCHEMES:  # there the "host" is a token
         pieces.append(sp.netloc)
     pieces += re.split(r"[/?&=#]", sp.path + "?" + sp.query)
     pieces += _raw_pieces(url, sp.scheme in TOKEN_HOST_SCHEMES)
+    # A receiver echoing the request's Authorization header into its error body (and so into
+    # last_error and the outbox), or an HTTP library's debug log, shows user:pass as Basic auth's
+    # base64: learned as the URL, `user` and `pass` only, that line passed every redaction.
+    pieces += _wire_forms(sp.username, sp.password)
     for p in pieces:
         if p and len(p) >= 4 and p not in _PUBLIC_PIECES:
             parts.append(p)
@@ -247,10 +247,19 @@ def secret_parts(url: str, secret: Any = None, keep_host: bool = False) -> List[
     return sorted(set(parts), key=len, reverse=True)
 
 
-def _basic(user: str, password: Optional[str]) -> str:
+def _wire_forms(user: Optional[str], password: Optional[str]) -> List[str]:
+    """How a URL's userinfo travels to its receiver: `user:pass` as written and decoded, and the
+    HTTP Basic header's base64 of it (standard and URL-safe, unpadded: the padded spelling holds
+    the unpadded one)."""
+    if not user and not password:
+        return []
     import base64
-    raw = ("%s:%s" % (unquote(user), unquote(password or ""))).encode("utf-8")
-    return base64.b64encode(raw).decode("ascii")
+    out = []
+    for pair in {"%s:%s" % (user or "", password or ""), "%s:%s" % (unquote(user or ""), unquote(password or ""))}:
+        raw = pair.encode("utf-8")
+        out += [pair, base64.b64encode(raw).decode("ascii").rstrip("="),
+                base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")]
+    return out
 
 
 def _raw_pieces(url: str, host_is_token: bool) -> List[str]:

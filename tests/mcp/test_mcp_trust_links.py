@@ -6,6 +6,7 @@ entry the box's rsync sends as a symlink, a symlink entry at the name of a user'
 id that carries an instruction, a pulled conftest.py that ran at the project's next pytest."""
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -433,28 +434,31 @@ def test_claim_a_pull_owns_only_the_names_it_wrote_not_those_it_meant_to(world, 
 TG = "tgram://123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/-1001234567890"
 DISCORD = "discord://112233445566778899/Zz9yXwVuTsRqPoNmLkJiHgFeDcBa0123456789abcdefGHIJKL"
 HMAC = "hmac-key-CANARYnotify4711-long"
+NTFY = "ntfys://alice:s3cr3tPw4711@ntfy.example.com/private-topic-xyz"
+NTFY_BASIC = base64.b64encode(b"alice:s3cr3tPw4711").decode()
 
 
 def test_claim_a_notify_files_secrets_never_reach_a_tool_result(tmp_path):
     """install_agent sends the notify file's URLs and secrets to the box; a box that echoes them
     (compromised after install, or a job printing its config) once had a Telegram bot token and a
     Discord webhook token come back verbatim in read_logs: no token shape matched them, and the
-    server had not learned them as it learns a job's env."""
+    server had not learned them as it learns a job's env. An ntfy URL's `user:pass` came back in
+    the form an HTTP library's debug log prints it: `Authorization: Basic base64(user:pass)`."""
     from tests.hostile import AGENT_NAME, SCRIPT
     from tests.mcp.conftest import wire
     w = World(tmp_path)
     (w.project / "alerts.toml").write_text(
         '[[notify]]\nurl = "%s"\n[[notify]]\nurl = "%s"\n[[notify]]\nurl = "jsons://hooks.example.com/x"\n'
-        'format = "json"\nsecret = "%s"\n' % (TG, DISCORD, HMAC))
+        'format = "json"\nsecret = "%s"\n[[notify]]\nurl = "%s"\n' % (TG, DISCORD, HMAC, NTFY))
     s = SharedServer(w.env)
     try:
         s.call("install_agent", host="local", notify="alerts.toml")     # whether it installs or not
         (w.box.home / AGENT_NAME).write_text(SCRIPT)                     # the box turns: it echoes
-        echo = "notifier config: %s %s %s\n" % (TG, DISCORD, HMAC)
+        echo = "notifier config: %s %s %s\nsend: b'Authorization: Basic %s'\n" % (TG, DISCORD, HMAC, NTFY_BASIC)
         w.box.answer("logs", stdout=("step 1\n" + echo + TG.split("//")[1] + "\n").encode())
         text = wire(s.call("read_logs", host="local", run="r1"))
         leaked = [x for x in ("AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", "Zz9yXwVuTsRqPoNmLkJiHgFeDcBa0123456789",
-                              "CANARYnotify4711") if x in text]
+                              "CANARYnotify4711", NTFY_BASIC) if x in text]
         assert not leaked and "[redacted]" in text, text[:1200]
     finally:
         s.close()

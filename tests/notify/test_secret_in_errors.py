@@ -77,3 +77,35 @@ def test_a_base_url_with_cr_lf_never_reaches_status_the_outbox_or_the_log(box, r
     texts += [p.read_text() for p in (box.home / "outbox").rglob("*") if p.is_file()]
     for text in texts:
         assert not any(p in text for p in RELAY_PARTS), text[:2000]
+
+
+# A notify URL's credentials travel to the receiver in another spelling than the URL's: an HTTP
+# library's debug log prints the header it sent (`Authorization: Basic base64(user:pass)`), and
+# that form once passed every redaction: only the URL, `user` and `pass` were learned.
+WIRE_URLS = ["ntfy://alice:s3cr3tPw4711@127.0.0.1:{port}/topic-abc",
+             "ntfy://al%40ice.example:s3cr%2F3t%3APw~4711@127.0.0.1:{port}/topic-abc",
+             "json://hookuser:Hk-pa55word-99@127.0.0.1:{port}/hook",
+             "json://onlyauser99@127.0.0.1:{port}/hook",
+             "ntfy://tk_AbCdEfGh12345678@127.0.0.1:{port}/topic-abc"]
+
+
+@pytest.mark.parametrize("url", WIRE_URLS)
+def test_every_form_a_notify_credential_travels_in_is_learned(box, receiver, url):
+    """The real sender's Authorization header, as the real receiver got it, is masked by what the
+    box learns (its own errors) and by what the MCP server learns (`notify_secret_strings`)."""
+    from boxagent.api import notify_secret_strings
+    from rgt_client.mcp.safety import redact
+    url = url.format(port=receiver.port)
+    _set(box, url)
+    out = box.agent("notify-test", "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    sent = [r.headers.get("Authorization") for r in receiver.requests]
+    assert sent and all(sent), sent
+    learned = notify_secret_strings([{"url": url}])
+    box_side = Redactor(learned)
+    for header in sent:
+        credential = header.split(" ", 1)[1]
+        for line in ("send: Authorization: %s" % header, "{'Authorization': '%s'}" % header,
+                     "header %s" % credential.rstrip("=")):
+            assert credential.rstrip("=") not in box_side.scrub(line), (header, line)
+            assert credential.rstrip("=") not in redact(line, set(learned)), (header, line)
