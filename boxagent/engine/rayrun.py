@@ -56,8 +56,11 @@ class RayBackend:
         from boxagent.engine.rayctl import RayProcesses
         python = config.get("ray_python")
         token = _token(config, home)
-        kind = RayProcesses
-        if config.get("ray_attempts") == "tasks":       # tasks of one long-lived driver (raytasks.py)
+        mode = config.get("ray_attempts") or "tasks"
+        if mode not in ("tasks", "jobs"):
+            log("config.json ray_attempts %r is neither \"tasks\" nor \"jobs\": tasks" % (mode,))
+        kind = RayProcesses                             # one Ray Job per attempt (rayctl.py)
+        if mode != "jobs":                              # tasks of one long-lived driver (raytasks.py)
             from boxagent.engine.raytasks import RayTaskProcesses
             kind = RayTaskProcesses
         return cls(kind(home, python if isinstance(python, str) and python else None, token,

@@ -66,12 +66,19 @@ class RayTaskProcesses(RayProcesses):
 
     def _send(self, api: RayApi, ref: AttemptRef, job: Dict[str, Any], gpus: float) -> str:
         self._ensure_driver(api, job["address"], self.clock())
-        argv = [self.python] + self.agent + ["exec-stage", "--home", self.home.root, "--run", ref.run,
-                                             "--stage", ref.stage, "--attempt", str(ref.attempt)]
-        env = {} if procs.running_pyz() else {"PYTHONPATH": procs.source_root()}
+        root = self.home.root
+        paths = {"launch": self.home.stage_launch(*ref), "claim": self.home.stage_claim(*ref),
+                 "pid": self.home.stage_pid(*ref), "exit": self.home.stage_exit(*ref),
+                 "log": self.home.stage_log(*ref)}
+        launch = read_json(paths["launch"])
+        pyz = procs.running_pyz()
         atomic_write_json(os.path.join(self._dir(job["address"]), "requests", job["submission_id"] + ".json"),
-                          {"argv": argv, "env": env, "gpus": gpus, "claim": self.home.stage_claim(*ref),
-                           "exit": self.home.stage_exit(*ref)}, mode=0o600)
+                          dict(paths, sid=job["submission_id"], run=ref.run, stage=ref.stage, attempt=ref.attempt,
+                               gpus=gpus, launch=launch if isinstance(launch, dict) else {},
+                               rel={k: os.path.relpath(v, root) for k, v in paths.items()},
+                               tag=self.driver_id(job["address"]).rsplit("-", 1)[0][len("rgt-driver-"):],
+                               python=self.python, pyz=pyz, source=None if pyz else procs.source_root()),
+                          mode=0o600)
         return ""
 
     def _records(self, address: str, followed: List[Tuple[Any, Dict[str, Any]]], now: float) -> Dict[str, Any]:

@@ -79,7 +79,9 @@ def start(home: Home, role: Optional[str], base: Optional[int], ip: Optional[str
                  "--include-dashboard=true", "--ray-client-server-port", str(p["client_server"])]
     else:
         argv += ["--address", str(head)]          # the head's GCS, ADDR:PORT
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    # rgt's attempt files on this node (engine/raycell.py) live in this box's own RGT_HOME: the
+    # box's agent is the one that serves a run's files pulled from this node.
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RGT_NODE_HOME=os.path.join(home.root, "ray-node"))
     if token:
         # Anyone who reaches Ray's ports can run code: with a token, only who holds it.
         fd = os.open(token_path(home), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

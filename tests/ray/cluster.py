@@ -61,10 +61,23 @@ class RayCluster:
                         RAY_health_check_period_ms="500", RAY_health_check_failure_threshold="3",
                         RAY_health_check_initial_delay_ms="500", RAY_health_check_timeout_ms="500")
         self.env.pop("RAY_ADDRESS", None)
+        # A token another Ray left in ~/.ray/auth_token made this cluster's GCS demand it while
+        # its clients sent none: the nodes keep a home of their own.
+        (self.temp / "home").mkdir()
+        self.env.update(HOME=str(self.temp / "home"))
+        for var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+            self.env.pop(var, None)
         self.worker_port = self.base + 100
+        self.node_homes: Dict[str, Path] = {}
 
-    def _ray(self, *args: str) -> None:
-        out = subprocess.run([RAY, *args], env=self.env, capture_output=True, text=True, timeout=120,
+    def node_env(self, name: str) -> Dict[str, str]:
+        """Each node keeps rgt's attempt files in a folder of its own, as on separate machines:
+        nothing of an attempt reaches the daemon's RGT_HOME but through rgt's driver."""
+        self.node_homes[name] = self.temp / ("node-" + name)
+        return dict(self.env, RGT_NODE_HOME=str(self.node_homes[name]))
+
+    def _ray(self, *args: str, env: Dict[str, str] | None = None) -> None:
+        out = subprocess.run([RAY, *args], env=env or self.env, capture_output=True, text=True, timeout=120,
                              cwd=str(self.dir))
         if out.returncode != 0:
             raise RayUnavailable("`ray %s` failed: %s" % (args[0], (out.stderr or out.stdout)[-2000:]))
@@ -77,7 +90,7 @@ class RayCluster:
                   "--node-manager-port", str(self.base + 10), "--object-manager-port", str(self.base + 11),
                   "--min-worker-port", str(self.base + 20), "--max-worker-port", str(self.base + 60),
                   "--dashboard-agent-listen-port", str(self.base + 2), "--ray-client-server-port", str(self.base + 3),
-                  *common)
+                  *common, env=self.node_env("head"))
         self.add_worker()
         self.head_id = next(n["node_id"] for n in self.nodes() if n.get("is_head_node"))
 
@@ -89,7 +102,7 @@ class RayCluster:
                   "--dashboard-agent-listen-port", str(p + 2), "--metrics-export-port", str(p + 3),
                   "--runtime-env-agent-port", str(p + 4),
                   "--num-gpus", str(GPUS_PER_NODE), "--num-cpus", "1", "--object-store-memory", "80000000",
-                  "--node-ip-address", "127.0.0.1", "--disable-usage-stats")
+                  "--node-ip-address", "127.0.0.1", "--disable-usage-stats", env=self.node_env("worker%d" % p))
         deadline = time.time() + 60
         while time.time() < deadline:
             if len([n for n in self.nodes() if n["state"] == "ALIVE"]) >= 2:

@@ -118,24 +118,29 @@ def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, tw
         placed = wait_for(lambda: (lambda p: p if p.get("state") == "SUCCEEDED" else None)(
             (daemon_box.stage("on-up", "s").get("placement") or {})), 15, "Ray's end state in status")
         assert placed["ssh_host"] == boxes[placed["node_id"]], placed        # status names the box
+        # A task of rgt's driver (the default), its files kept by the node in ITS box's RGT_HOME
+        # and the log streamed back into the daemon's.
+        assert "hello from ray" in (daemon_box.home / "runs" / "on-up" / "logs" / "s.1.log").read_text()
+        node_logs = [p for h in two_boxes.values() for p in (h / "ray-node").glob("*/runs/on-up/logs/s.1.log")]
+        assert len(node_logs) == 1 and "hello from ray" in node_logs[0].read_text(), node_logs
     finally:
         daemon_box.cleanup()
-    # Attempts as tasks of rgt's driver (`ray_attempts: "tasks"`) on the same token-auth cluster:
-    # the driver is itself a Job submitted with the token, and its tasks run the stage.
-    tasks_box = Box(tmp_path / "daemon-tasks")
+    # Attempts as Ray Jobs of their own (`ray_attempts: "jobs"`) on the same token-auth cluster:
+    # each submitted with the token, as rgt's driver was above.
+    tasks_box = Box(tmp_path / "daemon-jobs")
     tasks_box.home.mkdir(parents=True)
     shutil.copy(two_boxes["rgt-box"] / "ray-auth-token", tasks_box.home / "ray-auth-token")
     shutil.copy(two_boxes["rgt-box"] / "ray-hosts.json", tasks_box.home / "ray-hosts.json")
-    (tasks_box.home / "config.json").write_text(json.dumps({"ray_attempts": "tasks"}))
+    (tasks_box.home / "config.json").write_text(json.dumps({"ray_attempts": "jobs"}))
     tasks_box.env.update(RGT_RAY_POLL="0.2", RGT_RAY_EXIT_GRACE="1")
     try:
         tasks_box.daemon()
-        spec = job("on-up-tasks", tasks_box.workdir, {"name": "s", "run": "echo hello from a task"}, backend="ray",
+        spec = job("on-up-jobs", tasks_box.workdir, {"name": "s", "run": "echo hello from a job"}, backend="ray",
                    ray={"address": "http://%s:%d" % (head_ip, base + 1)})
         assert tasks_box.submit(spec).returncode == 0
-        assert tasks_box.wait_run("on-up-tasks", timeout=90)["state"] == "succeeded", tasks_box.diagnostics()
-        assert list((tasks_box.home / "ray-driver").glob("*/state/*.start.json")), "not run as a task of the driver"
-        assert "hello from a task" in (tasks_box.home / "runs" / "on-up-tasks" / "logs" / "s.1.log").read_text()
+        assert tasks_box.wait_run("on-up-jobs", timeout=90)["state"] == "succeeded", tasks_box.diagnostics()
+        assert not (tasks_box.home / "ray-driver").exists(), "run by rgt's driver, not as a Ray Job of its own"
+        assert "hello from a job" in (tasks_box.home / "runs" / "on-up-jobs" / "logs" / "s.1.log").read_text()
     finally:
         tasks_box.cleanup()
     res = Cli(sshd.config)("ray", "down", "rgt-box", "rgt-box2")
