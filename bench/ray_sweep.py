@@ -94,7 +94,7 @@ def main() -> int:
     ap.add_argument("--cells", type=int, default=32)
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--poll", default="0.2", help="RGT_RAY_POLL: the Jobs API list call's interval")
-    ap.add_argument("--attempts", choices=("jobs", "tasks"), default="jobs", help="config.json ray_attempts")
+    ap.add_argument("--attempts", choices=("tasks", "jobs"), default="tasks", help="config.json ray_attempts (default: tasks, as rgt)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="rgt-ray-bench-"))
     cluster = RayCluster(tmp / "c")
@@ -102,9 +102,8 @@ def main() -> int:
     cluster.start()
     box = Box(tmp / "b")
     box.env.update(RGT_RAY_POLL=args.poll, RGT_RAY_EXIT_GRACE="1")
-    if args.attempts == "tasks":
-        box.home.mkdir(parents=True, exist_ok=True)
-        (box.home / "config.json").write_text(json.dumps({"ray_attempts": "tasks"}))
+    box.home.mkdir(parents=True, exist_ok=True)
+    (box.home / "config.json").write_text(json.dumps({"ray_attempts": args.attempts}))
     try:
         box.daemon()
         spec = job("bench", box.workdir, {"name": "s", "run": "sleep %s" % args.seconds}, gpus=1, backend="ray",

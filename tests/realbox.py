@@ -58,10 +58,12 @@ class Box:
         return int(out.stdout.strip())
 
     def daemon(self, *extra: str, env: Optional[Dict[str, str]] = None,
-               prefix: Optional[List[str]] = None) -> subprocess.Popen:
-        """A foreground daemon we hold the Popen of (to SIGKILL/SIGTERM it); waits for its status."""
+               prefix: Optional[List[str]] = None, pyz: Optional[Path] = None) -> subprocess.Popen:
+        """A foreground daemon we hold the Popen of (to SIGKILL/SIGTERM it); waits for its status.
+        `pyz`: run from that built agent, as an installed box does, instead of the source tree."""
         log = open(self.tmp / ("daemon-%d.log" % len(self.daemons)), "ab")
-        argv = list(prefix or []) + [sys.executable, "-m", "boxagent", "daemon", *extra]
+        agent = [str(pyz)] if pyz else ["-m", "boxagent"]
+        argv = list(prefix or []) + [sys.executable, *agent, "daemon", *extra]
         proc = subprocess.Popen(argv, env=dict(self.env, **(env or {})),
                                 stdout=log, stderr=log, cwd=str(self.tmp), start_new_session=True)
         self.daemons.append(proc)

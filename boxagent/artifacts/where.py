@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
+from boxagent.base import names
 from boxagent.base.fsutil import read_json
 from boxagent.base.home import Home
 
@@ -18,7 +19,7 @@ def files_on_node(spec: Dict[str, Any]) -> bool:
 def where(home: Home, run: str, spec: Dict[str, Any], writer: Any = None) -> Dict[str, Any]:
     """{files: box|shared|node} and, for node, the placement of the attempt that wrote them: the
     writer stage's when it was placed, else the newest placed one (node address, Ray node id,
-    host name, and the ssh host `rgt-client ray up` named it)."""
+    host name, the ssh host `rgt-client ray up` named it, and rgt's folder on that node)."""
     if spec.get("backend") != "ray":
         return {"files": "box"}
     if not files_on_node(spec):
@@ -28,8 +29,14 @@ def where(home: Home, run: str, spec: Dict[str, Any], writer: Any = None) -> Dic
               if isinstance(st, dict) and isinstance(st.get("placement"), dict)]
     mine = [st for st in stages if st.get("name") == writer] or stages
     placed = mine[-1]["placement"] if mine else {}
-    out: Dict[str, Any] = {"files": "node", "home": home.root}
+    out: Dict[str, Any] = {"files": "node", "home": home.root, "node_home": None}
     for key in ("node", "node_id", "host", "ssh_host"):
         value = placed.get(key)
         out[key] = value if isinstance(value, str) else None
+    if mine and isinstance(placed.get("attempt"), int) and names.valid("stage", mine[-1].get("name")):
+        # rgt's folder on the node (engine/raycell.py), where that attempt's files and the run's
+        # spec are: the node's agent serves the pull from there.
+        pid = read_json(home.stage_pid(run, mine[-1]["name"], placed["attempt"]), {}) or {}
+        folder = pid.get("node_home") if isinstance(pid, dict) else None
+        out["node_home"] = folder if isinstance(folder, str) else None
     return out

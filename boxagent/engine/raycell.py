@@ -56,6 +56,10 @@ def cell(req, agent):
                      "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "node_home": home}}
     for key in ("launch", "log", "claim"):
         os.makedirs(os.path.dirname(os.path.join(home, rel[key])), mode=0o700, exist_ok=True)
+    if req.get("spec") and req.get("spec_rel"):
+        # The run's spec beside its attempts: this box's agent serves a pull of the run's files
+        # from here (`[ray] files = "node"`), as any box serves its own runs.
+        _write(os.path.join(home, req["spec_rel"]), req["spec"])
     launch = dict(req["launch"], log=os.path.join(home, rel["log"]))
     launch["env"] = dict(launch.get("env") or {}, RGT_HOME=home)
     _write(os.path.join(home, rel["launch"]), launch)
@@ -78,9 +82,12 @@ def _shim(req, agent, home):
     agent's source tree at the head's path (a checkout)."""
     python = req["python"] if req.get("python") and os.path.exists(req["python"]) else sys.executable
     if agent is not None:
+        # One file per build for shims (zipimport reads the archive again at each import: a
+        # running shim's file is never replaced), and `rgt-agent.pyz` for the node's pull.
         pyz = os.path.join(home, "rgt-agent-%s.pyz" % req["pyz_sha256"][:16])
-        if not _same(pyz, req["pyz_sha256"]):
-            _write_bytes(pyz, agent)
+        for path in (pyz, os.path.join(home, "rgt-agent.pyz")):
+            if not _same(path, req["pyz_sha256"]):
+                _write_bytes(path, agent, 0o700)
         argv, env = [python, "-S", pyz], {}
     else:
         argv, env = [python, "-S", "-m", "boxagent"], {"PYTHONPATH": req["source"]}
@@ -194,9 +201,9 @@ def _write(path, data):
     _write_bytes(path, json.dumps(data).encode("utf-8"))
 
 
-def _write_bytes(path, raw):
+def _write_bytes(path, raw, mode=0o600):
     tmp = "%s.tmp.%d" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "wb") as fh:
         fh.write(raw)
     os.replace(tmp, path)

@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import time
+from typing import Any, Dict
 
 from boxagent.engine import raycell
 
@@ -113,7 +114,7 @@ def main(argv):
     for d in (reqs, states, cancels):
         os.makedirs(d, exist_ok=True)
     agents = {}             # (pyz path, size, mtime) -> (sha256, the object ref of its bytes), put once
-    running = {}            # generator -> Attempt
+    running: Dict[Any, Attempt] = {}        # the attempt's task (a generator) -> the attempt
     seen = set()
 
     def on(node_id):
@@ -178,17 +179,18 @@ def main(argv):
             time.sleep(IDLE_S)
             continue
         ready, _ = ray.wait(list(running), num_returns=len(running), timeout=IDLE_S)
-        for gen in ready:
-            att = running[gen]
+        for ref in ready:
+            stream: Any = ref   # an ObjectRefGenerator (each attempt's task yields as it goes)
+            att = running[stream]
             try:
-                item = ray.get(next(gen))
+                item = ray.get(next(stream))
             except StopIteration:
-                running.pop(gen)
+                running.pop(stream)
                 att.record(att.end)
                 continue
             except (rex.NodeDiedError, rex.WorkerCrashedError, rex.OwnerDiedError, rex.RayTaskError,
                     rex.RayError) as exc:
-                running.pop(gen)
+                running.pop(stream)
                 att.record({}, _failure(ray, rex, exc, att.start.get("driver_node_id")))
                 continue
             att.apply(item)

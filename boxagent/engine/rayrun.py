@@ -1,25 +1,30 @@
-"""The Ray backend (`backend = "ray"`): its processes (rayctl.RayProcesses) and its rules. Each
-stage attempt is one Ray Job, submitted through the Jobs REST API on the cluster's dashboard port
-(raybook.py; the agent never imports `ray`), whose entrypoint is the agent's own stage shim, with
-`entrypoint_num_gpus` = the job's `gpus`. Ray picks the node and holds the GPUs (it sets
-CUDA_VISIBLE_DEVICES for the shim); rgt adds no placement.
+"""The Ray backend (`backend = "ray"`): its processes and its rules. Each stage attempt runs the
+agent's own stage shim on a node Ray picks, holding the job's `gpus` as Ray GPUs; Ray sets
+CUDA_VISIBLE_DEVICES for the shim; rgt adds no placement. Two ways, by config.json
+`ray_attempts`:
+- "tasks" (the default, raytasks.py): a task of rgt's one long-lived driver on the cluster. The
+  node keeps the attempt's files in rgt's folder on its own disk and the driver streams the pid
+  record, the log and the exit record back into RGT_HOME here: no shared filesystem.
+- "jobs" (rayctl.RayProcesses): one Ray Job per attempt through the Jobs REST API (raybook.py),
+  `entrypoint_num_gpus` = gpus; the shim reads its launch file and writes its files under
+  RGT_HOME, which must then be on a filesystem the nodes share at the same path (as with Slurm).
+Either way the log is the run's log on the box the user talks to, so triage, progress, `logs
+--follow` and the report read it unchanged; the pid record says where it ran (host,
+CUDA_VISIBLE_DEVICES as Ray set them); the stage's `placement` in status says it with Ray's node
+id and address. The agent never imports `ray`.
 
-- the shim reads its launch file and writes its claim, pid, exit files and the stage's log under
-  RGT_HOME, which must be on a filesystem the nodes share at the same path (as with Slurm): the
-  log is the run's log on the box the user talks to, so triage, progress, `logs --follow` and the
-  report read it unchanged. The pid file says where it ran (host, CUDA_VISIBLE_DEVICES as Ray set
-  them); the stage's `placement` in status says it with Ray's node id and address.
 - a run starts at once (Ray's cluster, not this host's GPU slots, holds it), but rgt submits an
-  attempt only while some live node has `gpus` free (cluster_status): a Job never waits in Ray
-  past RAY_JOB_START_WAIT_TIME_S, the wait is in rgt's own queue, in submission order.
-- exactly once: the attempt's submission id is written before the submission; Ray refuses a
-  second job with that id, and the shim's O_EXCL claim refuses a second start.
-- an attempt ends when its exit file appears (the shim wrote it), or when Ray names the job's end
-  and no exit file came within `ray_exit_grace`: then Ray's record is the evidence, and a job
-  whose node is DEAD ends as `node_failure` with the node's id, address and state message,
-  retried per the stage's `retries` (Ray places the retry on a live node).
-- cancel and timeout stop the job (Ray TERMs the shim and its children, KILLs after its stop
-  wait): its GPUs are Ray's again. A SIGTERM to the daemon leaves the jobs running: the next
+  attempt only while some live node has `gpus` free (cluster_status): nothing waits in Ray (a Job
+  would fail past RAY_JOB_START_WAIT_TIME_S), the wait is in rgt's own queue, in submission order.
+- exactly once: the attempt's id is written before the submission; Ray refuses a second job with
+  that id, the driver marks a task sent before sending it and asks the nodes before a second
+  start, and the shim's O_EXCL claim refuses a second start.
+- an attempt ends when its exit file appears, or when Ray names its end and no exit file came
+  within `ray_exit_grace`: then Ray's record is the evidence, and an attempt whose node is DEAD
+  ends as `node_failure` with the node's id, address and state message, retried per the stage's
+  `retries` (Ray places the retry on a live node).
+- cancel and timeout stop the attempt (TERM to the shim and its command's group, KILL after a
+  grace): its GPUs are Ray's again. A SIGTERM to the daemon leaves the attempts running: the next
   daemon re-adopts them from the attempt files.
 """
 from __future__ import annotations

@@ -1,17 +1,20 @@
 """The Ray backend's attempts as tasks of one long-lived rgt driver per cluster and daemon home
-(`ray_attempts: "tasks"` in config.json), instead of one Ray Job each (rayctl.RayProcesses,
-the default). The driver (raydriver.py) is itself one Ray Job, submitted through the same Jobs
-REST client with a fixed submission id per home and generation, so a restarted daemon finds it
-(Ray refuses a second job with that id). Everything else is RayProcesses: rgt's queue hold, the
-exit file as the end, the node's state on a failure, status placement.
+(the default; `ray_attempts: "jobs"` in config.json makes each one a Ray Job instead,
+rayctl.RayProcesses). The driver (raydriver.py) is itself one Ray Job on the head, submitted
+through the same Jobs REST client with a fixed submission id per home and generation, so a
+restarted daemon finds it (Ray refuses a second job with that id). Everything else is
+RayProcesses: rgt's queue hold, the exit file as the end, the node's state on a failure, status
+placement.
 
-Daemon <-> driver through files under RGT_HOME/ray-driver/<cluster>/ (the shared filesystem the
-backend needs anyway; raydriver.py names them): a request per attempt written before anything
-starts, the driver's Jobs-API-shaped record back, a cancel file to stop one.
+Daemon <-> driver through files under RGT_HOME/ray-driver/<cluster>/ (raydriver.py names them):
+a request per attempt written before anything starts (the launch record and the run's spec go
+to the node with it: raycell.py keeps the attempt's files there), the driver's Jobs-API-shaped
+record back, a cancel file to stop one. The driver writes the node's pid record, log and exit
+record into this RGT_HOME as the node streams them.
 
 The driver ending (stopped, crashed, the head restarted): the daemon sees it in the Jobs list,
-writes the next generation and submits a new driver, which takes up every request not yet done
-and not claimed by a shim; a claimed one is never started twice (the shim's O_EXCL claim).
+writes the next generation and submits a new driver, which takes up every request not yet done;
+one an earlier driver sent is followed where a node has it, never started twice.
 """
 from __future__ import annotations
 
@@ -71,10 +74,13 @@ class RayTaskProcesses(RayProcesses):
                  "pid": self.home.stage_pid(*ref), "exit": self.home.stage_exit(*ref),
                  "log": self.home.stage_log(*ref)}
         launch = read_json(paths["launch"])
+        spec = read_json(self.home.run_spec(ref.run))
         pyz = procs.running_pyz()
         atomic_write_json(os.path.join(self._dir(job["address"]), "requests", job["submission_id"] + ".json"),
                           dict(paths, sid=job["submission_id"], run=ref.run, stage=ref.stage, attempt=ref.attempt,
                                gpus=gpus, launch=launch if isinstance(launch, dict) else {},
+                               spec=spec if isinstance(spec, dict) else {}, spec_rel=os.path.relpath(
+                                   self.home.run_spec(ref.run), root),
                                rel={k: os.path.relpath(v, root) for k, v in paths.items()},
                                tag=self.driver_id(job["address"]).rsplit("-", 1)[0][len("rgt-driver-"):],
                                python=self.python, pyz=pyz, source=None if pyz else procs.source_root()),

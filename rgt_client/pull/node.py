@@ -6,6 +6,7 @@ every check a pull from the box does (the same code). It reads the run from the 
 at the path the box you named uses (the Ray backend keeps RGT_HOME at one path on every node)."""
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -59,10 +60,36 @@ def source(box: Target, run: str) -> Source:
                           % (box.host, run, safe_line(ssh)[:80]),
                           "the node must be one of the boxes `rgt-client ray up` formed the cluster on "
                           "(installed with `rgt-client install`)", exitcodes.ERROR)
-    home = box.home or _home(where.get("home"))
-    node_box = hosts.target_for(ssh, box.ssh_config, home)
-    node_box.home_from = "the shared RGT_HOME of %s" % box.host
+    folder = _node_folder(where.get("node_home"), hosts.target_for(ssh, box.ssh_config).home)
+    if folder is not None:
+        # The node kept the run's spec and its attempts in rgt's folder there (a task of rgt's
+        # driver): that box's agent reads the run from it, no shared filesystem needed.
+        node_box = hosts.target_for(ssh, box.ssh_config, folder)
+        node_box.home_from = "rgt's folder on Ray node %s" % node
+    elif where.get("node_home") is not None:
+        raise ClientError("%s names %s as rgt's folder on Ray node %s, which is not one; refused"
+                          % (box.host, safe_line(str(where.get("node_home")))[:120], node),
+                          "rgt keeps a node's attempts in <that box's RGT_HOME>/ray-node/<tag> (set by "
+                          "`rgt-client ray up`); check the head's agent", exitcodes.ERROR)
+    else:
+        node_box = hosts.target_for(ssh, box.ssh_config, box.home or _home(where.get("home")))
+        node_box.home_from = "the shared RGT_HOME of %s" % box.host
     return Source(node_box, True, "on Ray node %s (ssh host %s)" % (node, ssh))
+
+
+def _node_folder(v: Any, node_home: str | None) -> str | None:
+    """rgt's folder on the node as the head names it, only where it is one: an absolute plain
+    path `.../ray-node/<tag>`, inside the node box's own RGT_HOME where that is known here (the
+    head is a box: it may not point the node's agent at any other folder)."""
+    folder = _home(v)
+    if folder is None or os.path.normpath(folder) != folder:
+        return None
+    parent, tag = os.path.split(folder)
+    if os.path.basename(parent) != "ray-node" or not re.match(r"^[0-9a-f]{12}$", tag):
+        return None
+    if node_home and os.path.dirname(parent) != os.path.normpath(node_home):
+        return None
+    return folder
 
 
 def _home(v: Any) -> str | None:

@@ -71,9 +71,10 @@ class RayCluster:
         self.node_homes: Dict[str, Path] = {}
 
     def node_env(self, name: str) -> Dict[str, str]:
-        """Each node keeps rgt's attempt files in a folder of its own, as on separate machines:
-        nothing of an attempt reaches the daemon's RGT_HOME but through rgt's driver."""
-        self.node_homes[name] = self.temp / ("node-" + name)
+        """Each node keeps rgt's attempt files in a folder of its own, as on separate machines
+        (nothing of an attempt reaches the daemon's RGT_HOME but through rgt's driver), laid out
+        as `rgt-client ray up` lays it out: `<that box's RGT_HOME>/ray-node`."""
+        self.node_homes[name] = self.temp / name / "ray-node"
         return dict(self.env, RGT_NODE_HOME=str(self.node_homes[name]))
 
     def _ray(self, *args: str, env: Dict[str, str] | None = None) -> None:
@@ -97,12 +98,13 @@ class RayCluster:
     def add_worker(self) -> None:
         self.worker_port += 50
         p = self.worker_port
+        self.worker_name = "worker%d" % p
         self._ray("start", "--address", self.gcs, "--node-manager-port", str(p), "--object-manager-port", str(p + 1),
                   "--min-worker-port", str(p + 5), "--max-worker-port", str(p + 45),
                   "--dashboard-agent-listen-port", str(p + 2), "--metrics-export-port", str(p + 3),
                   "--runtime-env-agent-port", str(p + 4),
                   "--num-gpus", str(GPUS_PER_NODE), "--num-cpus", "1", "--object-store-memory", "80000000",
-                  "--node-ip-address", "127.0.0.1", "--disable-usage-stats", env=self.node_env("worker%d" % p))
+                  "--node-ip-address", "127.0.0.1", "--disable-usage-stats", env=self.node_env(self.worker_name))
         deadline = time.time() + 60
         while time.time() < deadline:
             if len([n for n in self.nodes() if n["state"] == "ALIVE"]) >= 2:

@@ -1,11 +1,10 @@
-"""The Ray backend's attempts as tasks of rgt's long-lived driver (`ray_attempts: "tasks"`): the
+"""The Ray backend's attempts as tasks of rgt's long-lived driver (the default): the
 driver itself ending mid-sweep (stopped, as a crash or a head restart ends it) is noticed and
 replaced by the next generation, and no attempt starts twice; the agent never imports the
 driver module or `ray`.
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -23,8 +22,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 def task_box(box, ray_cluster):
     box.env.update(RGT_RAY_POLL="0.2", RGT_RAY_EXIT_GRACE="1", RGT_STOP_GRACE="5")
     box.cluster = ray_cluster
-    box.home.mkdir(parents=True, exist_ok=True)
-    (box.home / "config.json").write_text(json.dumps({"ray_attempts": "tasks"}))
     return box
 
 
@@ -64,7 +61,7 @@ def test_the_agent_never_imports_ray_or_the_driver(tmp_path):
     """The daemon side of the backend imports with the bare standard library; the driver module
     is only ever run by the cluster's Python."""
     code = ("import sys; import boxagent.engine.raytasks, boxagent.engine.rayrun, boxagent.daemon.loop; "
-            "bad = [m for m in sys.modules if m == 'ray' or m.startswith('ray.') or m.endswith('raydriver')]; "
+            "bad = [m for m in sys.modules if m == 'ray' or m.startswith('ray.') or m.endswith(('raydriver', 'raycell'))]; "
             "print(bad); sys.exit(1 if bad else 0)")
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[2])))

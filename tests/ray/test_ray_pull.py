@@ -5,10 +5,12 @@ own agent, through the ssh host `ray up` recorded for the node, with every check
 
 Real parts: the session's two-node Ray cluster on loopback, a real daemon, the real sshd with two
 "boxes" (aliases rgt-box and rgt-box2), ray-hosts.json as `ray up` writes it (each Ray node id ->
-its box). On one machine both nodes see one disk, so what is shown is WHICH agent builds and
-serves the manifest (the node's, reached as its ssh host, at the shared RGT_HOME's path even
-where that box's own home differs), and that a file on the node that no longer matches its
-manifest is refused."""
+its box). Each node keeps rgt's attempt files in a folder of its own (`<box home>/ray-node/<tag>`,
+as `ray up` sets it), and the daemon runs from the built agent, as on an installed box: the run's
+spec and the agent reach the node through rgt's driver, and the node's agent, reached as its ssh
+host, reads the run from that folder, builds and hashes the manifest there. On one machine both
+nodes see one disk for the WORKDIR, so what is shown is which agent builds and serves the
+manifest, and that a file on the node that no longer matches its manifest is refused."""
 from __future__ import annotations
 
 import json
@@ -33,8 +35,7 @@ def cluster_box(box, sshd, agent_pyz, client_config, ray_cluster, tmp_path):
     box.env.update(RGT_RAY_POLL="0.2", RGT_RAY_EXIT_GRACE="1")
     box.home.mkdir(parents=True, exist_ok=True)
     shutil.copy(agent_pyz, box.home / "rgt-agent.pyz")
-    own = tmp_path / "box2-own-home"
-    own.mkdir()
+    own = ray_cluster.node_homes[ray_cluster.worker_name].parent      # the worker box's RGT_HOME
     client_config.mkdir(parents=True, exist_ok=True)
     (client_config / "hosts.json").write_text(json.dumps({"hosts": {
         "rgt-box": {"home": str(box.home), "python": sys.executable},
@@ -42,7 +43,7 @@ def cluster_box(box, sshd, agent_pyz, client_config, ray_cluster, tmp_path):
     (box.home / "ray-hosts.json").write_text(json.dumps({ray_cluster.head_id: "rgt-box",
                                                          ray_cluster.worker_id: "rgt-box2"}))
     box.cluster = ray_cluster
-    box.daemon()
+    box.daemon(pyz=box.home / "rgt-agent.pyz")
     return box
 
 
@@ -78,8 +79,10 @@ def test_a_run_on_the_worker_node_is_pulled_from_that_nodes_agent_and_verified(s
     assert res.stdout.startswith("OK 4/4 files") and "(verified on Ray node" in res.stdout, res.stdout
     n = run.rsplit("-", 1)[1]
     assert (dest / ("out%s" % n) / "model.bin").read_bytes() == (box.workdir / ("out%s" % n) / "model.bin").read_bytes()
-    # built and hashed by the node's agent, at the shared RGT_HOME (not rgt-box2's own home)
-    manifest = json.loads((box.home / "runs" / run / "manifest.json").read_text())
+    # built and hashed by the node's agent, in rgt's folder on that node (never on the head)
+    assert not (box.home / "runs" / run / "manifest.json").exists()
+    (on_node,) = box.cluster.node_homes[box.cluster.worker_name].glob("*/runs/%s/manifest.json" % run)
+    manifest = json.loads(on_node.read_text())
     assert {"out%s/cell.txt" % n, "out%s/model.bin" % n} <= {f["path"] for f in manifest["files"]}
     assert json.loads((dest / ".rgt" / "pull.json").read_text())["where"].startswith("on Ray node")
 
@@ -95,6 +98,15 @@ def test_a_run_on_the_worker_node_is_pulled_from_that_nodes_agent_and_verified(s
     assert again.exit_code == 4, again.output
     assert "CHANGED" in again.stdout and "out%s/model.bin" % n in again.stdout, again.stdout
     assert "NOT safe to tear down" in again.stderr + again.stdout
+
+    # The head is a box: it may not point the node's agent at a folder other than rgt's own
+    # there (a planted spec elsewhere would name another workdir to read).
+    pid_file = box.home / "runs" / run / "stages" / "s.1.pid"
+    for planted in ("/etc", str(tmp_path / "elsewhere" / "ray-node" / "0123456789ab")):
+        pid_file.write_text(json.dumps(dict(json.loads(pid_file.read_text()), node_home=planted)))
+        refused = cli("pull", "rgt-box", run, str(tmp_path / "planted"))
+        assert refused.exit_code == 1 and "which is not one; refused" in refused.stderr, refused.output
+        assert not (tmp_path / "planted" / ("out%s" % n)).exists()
 
 
 def test_a_node_that_is_not_a_box_installed_here_is_refused(sshd, cluster_box, tmp_path):
