@@ -178,22 +178,32 @@ def main(argv):
         if not running:
             time.sleep(IDLE_S)
             continue
-        ready, _ = ray.wait(list(running), num_returns=len(running), timeout=IDLE_S)
-        for ref in ready:
-            stream: Any = ref   # an ObjectRefGenerator (each attempt's task yields as it goes)
-            att = running[stream]
-            try:
-                item = ray.get(next(stream))
-            except StopIteration:
-                running.pop(stream)
-                att.record(att.end)
-                continue
-            except (rex.NodeDiedError, rex.WorkerCrashedError, rex.OwnerDiedError, rex.RayTaskError,
-                    rex.RayError) as exc:
-                running.pop(stream)
-                att.record({}, _failure(ray, rex, exc, att.start.get("driver_node_id")))
-                continue
-            att.apply(item)
+        # Wake at the first item of any attempt, then take every item already there: a log
+        # arrives as many items, and the exit record is the last (one item a pass made a
+        # chatty stage's exit seconds late).
+        if ray.wait(list(running), num_returns=1, timeout=IDLE_S)[0]:
+            for ref in ray.wait(list(running), num_returns=len(running), timeout=0)[0]:
+                stream: Any = ref   # an ObjectRefGenerator (each attempt's task yields as it goes)
+                while _take(ray, rex, stream, running) and ray.wait([stream], timeout=0)[0]:
+                    pass
+
+
+def _take(ray, rex, stream, running):
+    """Apply the attempt's next item; False once its task ended (its record written)."""
+    att = running[stream]
+    try:
+        item = ray.get(next(stream))
+    except StopIteration:
+        running.pop(stream)
+        att.record(att.end)
+        return False
+    except (rex.NodeDiedError, rex.WorkerCrashedError, rex.OwnerDiedError, rex.RayTaskError,
+            rex.RayError) as exc:
+        running.pop(stream)
+        att.record({}, _failure(ray, rex, exc, att.start.get("driver_node_id")))
+        return False
+    att.apply(item)
+    return True
 
 
 def _failure(ray, rex, exc, node):

@@ -49,8 +49,11 @@ def free_base(span: int = 200, start: int = 0) -> int:
 
 
 class RayCluster:
-    def __init__(self, base_dir: Path):
+    def __init__(self, base_dir: Path, head_gpus: int = GPUS_PER_NODE, worker_wrap: List[str] | None = None):
+        """`worker_wrap`: a command line the worker's `ray start` runs under (e.g. a mount
+        namespace of its own, so that node cannot see the daemon's files)."""
         self.dir = base_dir
+        self.head_gpus, self.worker_wrap = head_gpus, list(worker_wrap or [])
         # Short, whatever pytest's own tmp path is (xdist adds popen-gwN): Ray's socket paths under
         # it must fit in 107 bytes.
         self.temp = Path(tempfile.mkdtemp(prefix="rgtray", dir="/tmp"))
@@ -77,14 +80,14 @@ class RayCluster:
         self.node_homes[name] = self.temp / name / "ray-node"
         return dict(self.env, RGT_NODE_HOME=str(self.node_homes[name]))
 
-    def _ray(self, *args: str, env: Dict[str, str] | None = None) -> None:
-        out = subprocess.run([RAY, *args], env=env or self.env, capture_output=True, text=True, timeout=120,
+    def _ray(self, *args: str, env: Dict[str, str] | None = None, wrap: List[str] | None = None) -> None:
+        out = subprocess.run([*(wrap or []), RAY, *args], env=env or self.env, capture_output=True, text=True, timeout=120,
                              cwd=str(self.dir))
         if out.returncode != 0:
             raise RayUnavailable("`ray %s` failed: %s" % (args[0], (out.stderr or out.stdout)[-2000:]))
 
     def start(self) -> None:
-        common = ["--num-gpus", str(GPUS_PER_NODE), "--num-cpus", "1", "--object-store-memory", "80000000",
+        common = ["--num-gpus", str(self.head_gpus), "--num-cpus", "1", "--object-store-memory", "80000000",
                   "--node-ip-address", "127.0.0.1", "--disable-usage-stats"]
         self._ray("start", "--head", "--port", str(self.base), "--dashboard-port", str(self.base + 1),
                   "--dashboard-host", "127.0.0.1", "--include-dashboard=true", "--temp-dir", str(self.temp),
@@ -104,7 +107,8 @@ class RayCluster:
                   "--dashboard-agent-listen-port", str(p + 2), "--metrics-export-port", str(p + 3),
                   "--runtime-env-agent-port", str(p + 4),
                   "--num-gpus", str(GPUS_PER_NODE), "--num-cpus", "1", "--object-store-memory", "80000000",
-                  "--node-ip-address", "127.0.0.1", "--disable-usage-stats", env=self.node_env(self.worker_name))
+                  "--node-ip-address", "127.0.0.1", "--disable-usage-stats", env=self.node_env(self.worker_name),
+                  wrap=self.worker_wrap)
         deadline = time.time() + 60
         while time.time() < deadline:
             if len([n for n in self.nodes() if n["state"] == "ALIVE"]) >= 2:
