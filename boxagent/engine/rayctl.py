@@ -48,7 +48,8 @@ class RayProcesses:
         self.next_poll, self.urgent = 0.0, False
         self.said: set = set()
         self._restored: set = set()                    # runs whose attempt files were read back
-        self.released: Dict[str, List[Tuple[float, float]]] = {}   # address -> (when, GPUs) let go
+        # address -> (when, GPUs, node id) rgt's attempts let go of
+        self.released: Dict[str, List[Tuple[float, float, Optional[str]]]] = {}
         self.freed: set = set()                        # attempts whose release is counted
 
     def api(self, address: str) -> RayApi:
@@ -100,6 +101,7 @@ class RayProcesses:
     def _submit_waiting(self, now: float) -> bool:
         """Submit, in order, what some live node can place now. True when one was submitted."""
         free: Dict[str, Optional[Dict[str, Tuple[float, float]]]] = {}
+        per_node: Dict[str, Dict[str, float]] = {}  # what each node can place now, as rgt counts it
         spent: Dict[str, float] = {}                # GPUs submitted in this pass, per cluster
         done = False
         for ref in list(self.waiting):
@@ -117,6 +119,8 @@ class RayProcesses:
             nodes = free[job["address"]]
             if nodes is None:
                 continue
+            if job["address"] not in per_node:
+                per_node[job["address"]] = self._node_free(job["address"], nodes, now)
             if not nodes:
                 # Ray's load report names no node at all for its first seconds (a cluster just
                 # started, a head just restarted): that is "not known yet", never "no GPUs".
@@ -129,7 +133,7 @@ class RayProcesses:
                              % (job["address"], gpus, ", ".join("%g" % t for _f, t in nodes.values()) or "none"),
                              "lower the job's `gpus` to what one node has, or add a node with more GPUs")
                 continue
-            fit = [n for n, (f, _t) in nodes.items() if f >= gpus]
+            fit = [n for n, f in per_node[job["address"]].items() if f >= gpus]
             # Ray's report of GPUs in use lags seconds behind both ways: rgt's own running jobs
             # count against the cluster's total whether it shows them yet or not, and the GPUs
             # rgt's jobs just let go of are free although it still counts them. What it counts
@@ -151,8 +155,9 @@ class RayProcesses:
                              "check the cluster's dashboard log (ray logs dashboard.log)")
                 continue
             if gpus and fit:
-                best = max(fit, key=lambda n: nodes[n][0])
-                nodes[best] = (nodes[best][0] - gpus, nodes[best][1])
+                room = per_node[job["address"]]
+                best = max(fit, key=lambda n: room[n])
+                room[best] -= gpus
             if gpus:
                 spent[job["address"]] = spent.get(job["address"], 0.0) + gpus
             self.waiting.remove(ref)
@@ -174,11 +179,30 @@ class RayProcesses:
     def _stop(self, job: Dict[str, Any]) -> None:
         self.api(job["address"]).stop(job["submission_id"])
 
-    def _recent(self, address: str, now: float) -> float:
-        """GPUs rgt's jobs on that cluster let go of within the last REPORT_LAG_S."""
-        keep = [(t, g) for t, g in self.released.get(address, []) if now - t < REPORT_LAG_S]
+    def _recent(self, address: str, now: float, node: Any = False) -> float:
+        """GPUs rgt's jobs on that cluster (on that node) let go of within the last REPORT_LAG_S."""
+        keep = [r for r in self.released.get(address, []) if now - r[0] < REPORT_LAG_S]
         self.released[address] = keep
-        return sum(g for _t, g in keep)
+        return sum(g for _t, g, n in keep if node is False or n == node)
+
+    def _node_free(self, address: str, nodes: Dict[str, Tuple[float, float]], now: float) -> Dict[str, float]:
+        """node id -> GPUs it can place now. Ray's per-node report lags seconds both ways, as the
+        cluster's does: on each node, what rgt's own attempts there hold counts whether the report
+        shows it yet or not, and what they just let go of is free although it still counts it; a
+        retry of 2 GPUs waited seconds for the report after a cell on that node ended."""
+        held: Dict[str, float] = {}
+        for ref_t, job in self.book.jobs.items():
+            node = (self.book.recs.get(job["submission_id"]) or {}).get("driver_node_id")
+            if job["address"] == address and node in nodes and job.get("submitted_at") is not None \
+                    and self.book.status(job["submission_id"]) not in FINAL \
+                    and not os.path.exists(self.home.stage_exit(*ref_t)):
+                held[node] = held.get(node, 0.0) + float(job.get("gpus") or 0)
+        out = {}
+        for node, (free, total) in nodes.items():
+            mine = held.get(node, 0.0)
+            others = max(0.0, total - free - mine - self._recent(address, now, node))
+            out[node] = total - mine - others
+        return out
 
     def _held(self, address: str) -> float:
         """GPUs rgt's own submitted jobs on that cluster hold (or are about to): until the shim's
@@ -271,7 +295,8 @@ class RayProcesses:
     def _release(self, ref: AttemptRef, job: Dict[str, Any]) -> None:
         """The attempt's command ended: its GPUs are free, whatever Ray's report still says."""
         if job.get("submitted_at") is not None and ref not in self.freed and job.get("gpus"):
-            self.released.setdefault(job["address"], []).append((self.clock(), float(job["gpus"])))
+            node = (self.book.recs.get(job["submission_id"]) or {}).get("driver_node_id")
+            self.released.setdefault(job["address"], []).append((self.clock(), float(job["gpus"]), node))
         self.freed.add(ref)
 
     def _pid_record(self, ref: AttemptRef) -> Dict[str, Any]:

@@ -21,6 +21,7 @@ class FakeRay:
 
     def __init__(self, nodes):
         self.nodes, self.submitted, self.refuse = nodes, [], set()
+        self.placed = {}        # submission id -> the node Ray put it on
 
     def free_gpus(self):
         return dict(self.nodes)
@@ -32,7 +33,8 @@ class FakeRay:
         return ""
 
     def jobs(self):
-        return {sid: {"submission_id": sid, "status": "RUNNING"} for sid, _g in self.submitted}
+        return {sid: {"submission_id": sid, "status": "RUNNING", "driver_node_id": self.placed.get(sid)}
+                for sid, _g in self.submitted}
 
 
 @pytest.fixture
@@ -63,6 +65,33 @@ def test_only_what_the_cluster_can_place_is_submitted_and_a_freed_gpu_is_used_at
     p.urgent = True
     p.refresh(2001.0)
     assert len(fake.submitted) == 9 and p.waiting == [refs[9]]
+
+
+def test_gpus_a_cell_let_go_of_on_its_node_place_a_multi_gpu_cell_there_at_once(procs):
+    """Ray's per-node report lags too: a 2-GPU cell waits for ONE node with 2 free, and the node
+    where a 2-GPU cell just ended has them, whatever the report still says."""
+    p, fake = procs
+    refs = [launch(p, i, gpus=2) for i in range(5)]
+    assert len(fake.submitted) == 4 and p.waiting == [refs[4]]
+    for (sid, _g), node in zip(fake.submitted, ["head", "head", "worker", "worker"]):
+        fake.placed[sid] = node
+    fake.nodes = {"head": (0.0, 4.0), "worker": (0.0, 4.0)}          # the report: every GPU in use
+    p.urgent = True
+    p.refresh(2000.0)
+    assert len(fake.submitted) == 4
+    open(p.home.stage_exit(*refs[2]), "w").write(json.dumps({"exit_code": 0, "signal": None, "ended_at": 2001}))
+    assert p.exit_info(refs[2])["exit_code"] == 0
+    p.urgent = True
+    p.refresh(2001.0)                                                 # the report still says (0, 4)
+    assert len(fake.submitted) == 5 and p.waiting == []
+
+
+def test_a_node_busy_with_other_users_work_is_not_counted_free_for_a_multi_gpu_cell(procs):
+    """What Ray counts in use on a node beyond rgt's own attempts there is other users' work."""
+    p, fake = procs
+    fake.nodes = {"head": (1.0, 4.0), "worker": (1.0, 4.0)}          # 3 of 4 GPUs busy on each, none ours
+    launch(p, 1, gpus=2)
+    assert fake.submitted == [] and len(p.waiting) == 1
 
 
 def test_a_job_no_node_can_hold_is_refused_at_once_with_the_hint(procs):
