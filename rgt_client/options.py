@@ -52,6 +52,9 @@ def cost_options(fn: F) -> F:
     patch the box merges, and says what is wrong with a bad one (Error + Hint, exit 2)."""
     for flag, name, meta, text in reversed((
             ("--price", "price", "P", "What the box costs per hour (0 removes it; no price: hours only)."),
+            ("--gpu-price", "gpu_price", "P",
+             "What one GPU of a Ray cluster costs per hour: a Ray run's price per GPU hour (default: --price / "
+             "this box's GPUs; 0 removes it)."),
             ("--currency", "currency", "C", "3-letter code of the price and budget (default USD)."),
             ("--idle-alert-after", "idle_alert_after", "DURATION",
              "Warn when nothing runs and the GPUs idle this long (default 30m on rented boxes; 0 = off)."),

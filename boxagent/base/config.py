@@ -89,7 +89,7 @@ def validate(cfg: Any) -> Dict[str, Any]:
 
 
 # -- cost: what the box costs (install --price --currency --idle-alert-after --budget --stop-deadline)
-COST_KEYS = ("price_per_hour", "currency", "idle_alert_after_s", "budget", "stop_deadline_at")
+COST_KEYS = ("price_per_hour", "price_per_gpu_hour", "currency", "idle_alert_after_s", "budget", "stop_deadline_at")
 DEFAULT_CURRENCY = "USD"
 DEFAULT_IDLE_ALERT_S = 1800.0
 # Platforms that bill a box by the hour whatever it does. On a laptop, a Slurm submit host or a
@@ -110,10 +110,11 @@ def validate_cost(block: Any) -> None:
     for key in block:
         if key not in COST_KEYS:
             raise UsageError("config.cost.%s: unknown key" % key, "known: %s" % ", ".join(COST_KEYS))
-    for key in ("price_per_hour", "budget"):
-        if key in block and numbers.number(key, block[key]) is None:
+    for key, kind in (("price_per_hour", "price_per_hour"), ("price_per_gpu_hour", "price_per_hour"),
+                      ("budget", "budget")):
+        if key in block and numbers.number(kind, block[key]) is None:
             # The bounds the client's flags use too: a price one accepts, the other never refuses.
-            raise UsageError("config.cost.%s: expected %s, got %r" % (key, numbers.describe(key), block[key]),
+            raise UsageError("config.cost.%s: expected %s, got %r" % (key, numbers.describe(kind), block[key]),
                              _COST_HINT)
     idle = block.get("idle_alert_after_s")
     if "idle_alert_after_s" in block and not (_number(idle) and idle >= 0):
@@ -163,6 +164,7 @@ def cost_settings(cfg: Mapping[str, Any], profile: Optional[Mapping[str, Any]] =
     block: Dict[str, Any] = given if isinstance(given, dict) else {}
     price = block.get("price_per_hour")
     price = numbers.number("price_per_hour", price)
+    per_gpu = numbers.number("price_per_hour", block.get("price_per_gpu_hour"))
     budget = numbers.number("budget", block.get("budget")) if price is not None else None
     currency = block.get("currency")
     currency = currency if isinstance(currency, str) and _CURRENCY.match(currency) else DEFAULT_CURRENCY
@@ -177,5 +179,6 @@ def cost_settings(cfg: Mapping[str, Any], profile: Optional[Mapping[str, Any]] =
             deadline = parse_utc_time(block["stop_deadline_at"])
         except ValueError:
             deadline = None
-    return {"price_per_hour": price, "currency": currency, "idle_alert_after_s": float(idle) or None,
+    return {"price_per_hour": price, "price_per_gpu_hour": per_gpu, "currency": currency,
+            "idle_alert_after_s": float(idle) or None,
             "budget": budget, "stop_deadline_at": deadline}

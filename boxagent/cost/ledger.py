@@ -10,8 +10,11 @@
   idle_box_s   box-seconds no run held (share.py): the box's idle cost
   budget_sent  thresholds already told ("80", "100"); eta_sent: "run/stage/attempt" keys told
   deadline     {at, sent}: the declared stop deadline and which warnings ("24h", "2h") went out
-  runs         {name: {start, end, want, run_s, box_s}}: each run's wall time (run_s) and its
-               share of the box's time (box_s; share.py) over all its attempts
+  runs         {name: {start, end, want, run_s, box_s, cluster, gpu_s}}: each run's wall time
+               (run_s) and its share of the box's time (box_s; share.py) over all its attempts;
+               a run on a cluster's nodes (`cluster`: Ray places it, maybe on another box) holds
+               no share of this box: its GPU-seconds (gpu_s: `gpus` x its wall time) are priced
+               per GPU instead
   folded       {runs, run_s, box_s}: the ended runs folded out of `runs` past MAX_RUNS, so the
                file stays bounded and the sum of all runs' costs is still kept
 
@@ -53,7 +56,7 @@ class Ledger:
         self.eta_sent: List[str] = []
         self.deadline: Dict[str, Any] = {}
         self.runs: Dict[str, Dict[str, Any]] = {}
-        self.folded: Dict[str, float] = {"runs": 0, "run_s": 0.0, "box_s": 0.0}
+        self.folded: Dict[str, float] = {"runs": 0, "run_s": 0.0, "box_s": 0.0, "gpu_s": 0.0}
         self.box_gpus: Optional[int] = None  # the box's usable GPUs (from the health sample)
         self._mono: Optional[float] = None   # the monotonic clock at the last advance (memory only)
 
@@ -80,14 +83,16 @@ class Ledger:
         led.idle_box_s = _num(raw.get("idle_box_s")) or 0.0
         folded = got if isinstance(got := raw.get("folded"), dict) else {}
         led.folded = {"runs": int(_num(folded.get("runs"), "count") or 0),
-                      "run_s": _num(folded.get("run_s")) or 0.0, "box_s": _num(folded.get("box_s")) or 0.0}
+                      "run_s": _num(folded.get("run_s")) or 0.0, "box_s": _num(folded.get("box_s")) or 0.0,
+                      "gpu_s": _num(folded.get("gpu_s")) or 0.0}
         runs = got if isinstance(got := raw.get("runs"), dict) else {}
         for name, ent in runs.items():
             if isinstance(ent, dict) and _num(ent.get("start"), "epoch_s") is not None:
                 want = ent.get("want")
                 led.runs[str(name)] = {"start": float(ent["start"]), "end": _num(ent.get("end"), "epoch_s"),
                                        "want": want if want == share.ALL or isinstance(want, int) else share.ALL,
-                                       "run_s": _num(ent.get("run_s")) or 0.0, "box_s": _num(ent.get("box_s")) or 0.0}
+                                       "run_s": _num(ent.get("run_s")) or 0.0, "box_s": _num(ent.get("box_s")) or 0.0,
+                                       "cluster": ent.get("cluster") is True, "gpu_s": _num(ent.get("gpu_s")) or 0.0}
         return led
 
     def _load_old_runs(self, runs: Any) -> None:
@@ -96,7 +101,8 @@ class Ledger:
             if isinstance(ent, dict) and _num(ent.get("start"), "epoch_s") is not None:
                 start, end = float(ent["start"]), _num(ent.get("end"), "epoch_s")
                 run_s = (_num(ent.get("prior_s")) or 0.0) + (max(0.0, end - start) if end is not None else 0.0)
-                self.runs[str(name)] = {"start": start, "end": end, "want": share.ALL, "run_s": run_s, "box_s": run_s}
+                self.runs[str(name)] = {"start": start, "end": end, "want": share.ALL, "run_s": run_s, "box_s": run_s,
+                                        "cluster": False, "gpu_s": 0.0}
 
     def to_dict(self) -> Dict[str, Any]:
         return {"schema": SCHEMA, "since": self.since, "up_s": self.up_s, "last_at": self.last_at,
@@ -136,11 +142,15 @@ class Ledger:
             return
         self.up_s += dt
         self.meter_at += dt
-        live = {name: ent["want"] for name, ent in self.runs.items() if ent["end"] is None}
+        live = {name: ent["want"] for name, ent in self.runs.items() if ent["end"] is None and not ent["cluster"]}
         shares = share.of(live, self.box_gpus)
         for name, part in shares.items():
             self.runs[name]["run_s"] += dt
             self.runs[name]["box_s"] += dt * part
+        for ent in self.runs.values():
+            if ent["end"] is None and ent["cluster"]:
+                ent["run_s"] += dt
+                ent["gpu_s"] += dt * share.gpus_held(ent["want"])
         self.idle_box_s += dt * max(0.0, 1.0 - sum(shares.values()))
 
     def hours(self) -> float:
@@ -151,11 +161,13 @@ class Ledger:
         return meter_t + self.wall_offset
 
     # -- runs
-    def run_started(self, name: str, at: float, want: Any = share.ALL) -> None:
-        """A run starts (again: a resumed run keeps the time of its earlier attempts)."""
+    def run_started(self, name: str, at: float, want: Any = share.ALL, cluster: bool = False) -> None:
+        """A run starts (again: a resumed run keeps the time of its earlier attempts). `cluster`:
+        its stages run on a cluster's nodes (Ray), not as a share of this box."""
         ent = self.runs.pop(name, None)
         self.runs[name] = {"start": at, "end": None, "want": want,
-                           "run_s": ent["run_s"] if ent else 0.0, "box_s": ent["box_s"] if ent else 0.0}
+                           "run_s": ent["run_s"] if ent else 0.0, "box_s": ent["box_s"] if ent else 0.0,
+                           "cluster": cluster, "gpu_s": ent["gpu_s"] if ent else 0.0}
         self._fold()
 
     def run_ended(self, name: str, at: float) -> None:
@@ -178,6 +190,7 @@ class Ledger:
         self.folded["runs"] += 1
         self.folded["run_s"] += ent["run_s"]
         self.folded["box_s"] += ent["box_s"]
+        self.folded["gpu_s"] += ent["gpu_s"]
 
     def runs_box_s(self) -> float:
         """Box-seconds charged to runs, all of them (folded ones too)."""

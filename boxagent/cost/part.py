@@ -88,7 +88,7 @@ class CostPart(Part):
         if etype == "run_queued" and not event.get("resumed"):
             self.ledger.forget(run)                  # a new run under this name (submit --replace)
         elif etype == "run_started":
-            self.ledger.run_started(run, _at(event, now), self._wanted(run))
+            self.ledger.run_started(run, _at(event, now), *self._wanted(run))
             self._end_idle(now, "run %s started" % run)
         elif etype in END_EVENTS:
             self.ledger.run_ended(run, _at(event, now))
@@ -138,7 +138,10 @@ class CostPart(Part):
     # -- helpers
     def _cost(self, ent: Dict[str, Any], with_price: bool = False) -> Dict[str, Any]:
         """A run's cost at full precision (a display rounds; a 2 s run is not 0.0): its wall hours,
-        its share of the box's paid hours (share.py) and that share priced."""
+        its share of the box's paid hours (share.py) and that share priced. A run on a cluster's
+        nodes: its GPU hours, priced per GPU."""
+        if ent["cluster"]:
+            return self._cluster_cost(ent, with_price)
         price = self.settings["price_per_hour"]
         box_hours = ent["box_s"] / 3600.0
         out = {"hours": ent["run_s"] / 3600.0, "box_hours": box_hours, "gpus": ent["want"],
@@ -146,6 +149,28 @@ class CostPart(Part):
         if with_price:
             out.update(price_per_hour=price, currency=self.settings["currency"])
         return out
+
+    def _cluster_cost(self, ent: Dict[str, Any], with_price: bool) -> Dict[str, Any]:
+        """Ray places a run's attempts on any node of the cluster, so it holds no share of this
+        box: 8 one-GPU cells on two 4-GPU boxes, shared out of this box's price, added up to one
+        box's bill for two. Its GPU hours are priced per GPU: config `cost.price_per_gpu_hour`,
+        else this box's price over its GPUs (the cluster's boxes taken to cost what this one does
+        per GPU); unpriced where neither is known."""
+        per_gpu, basis = self._per_gpu_price()
+        gpu_hours = ent["gpu_s"] / 3600.0
+        out = {"hours": ent["run_s"] / 3600.0, "box_hours": 0.0, "gpus": ent["want"], "gpu_hours": gpu_hours,
+               "spent": gpu_hours * per_gpu if per_gpu is not None else None, "priced_by": basis}
+        if with_price:
+            out.update(price_per_gpu_hour=per_gpu, currency=self.settings["currency"])
+        return out
+
+    def _per_gpu_price(self) -> tuple:
+        s = self.settings
+        if s["price_per_gpu_hour"] is not None:
+            return s["price_per_gpu_hour"], "price_per_gpu_hour"
+        if s["price_per_hour"] is not None and self.ledger.box_gpus:
+            return s["price_per_hour"] / self.ledger.box_gpus, "this box's price per GPU"
+        return None, None
 
     def _box_block(self, now: float) -> Dict[str, Any]:
         s, led = self.settings, self.ledger
@@ -233,17 +258,23 @@ class CostPart(Part):
 
     def _adopt(self, name: str, start: float, end: Optional[float], now: float) -> None:
         """A run this daemon saw no event of: its time so far from the wall clock (all there is)."""
-        want = self._wanted(name)
-        self.ledger.run_started(name, start, want)
+        want, cluster = self._wanted(name)
+        self.ledger.run_started(name, start, want, cluster)
         ent = self.ledger.runs[name]
         ent["run_s"] = min(max(0.0, (end if end is not None else now) - start), numbers.DURATION_MAX_S)
-        ent["box_s"] = ent["run_s"] * share.of({name: want}, self.ledger.box_gpus)[name]
+        if cluster:
+            ent["gpu_s"] = ent["run_s"] * share.gpus_held(want)
+        else:
+            ent["box_s"] = ent["run_s"] * share.of({name: want}, self.ledger.box_gpus)[name]
 
-    def _wanted(self, run: str) -> Any:
-        """The run's `gpus` (its share of the box): from its spec; "all" (the default) otherwise."""
+    def _wanted(self, run: str) -> tuple:
+        """The run's `gpus` (its share of the box; "all", the default, otherwise) and whether its
+        stages run on a cluster's nodes (`backend = "ray"`), from its spec."""
         spec = read_json(self.ctx.home.run_spec(run)) if self.ctx is not None else None
-        want = spec.get("gpus", share.ALL) if isinstance(spec, dict) else share.ALL
-        return want if want == share.ALL or (isinstance(want, int) and not isinstance(want, bool)) else share.ALL
+        spec = spec if isinstance(spec, dict) else {}
+        want = spec.get("gpus", share.ALL)
+        want = want if want == share.ALL or (isinstance(want, int) and not isinstance(want, bool)) else share.ALL
+        return want, spec.get("backend") == "ray"
 
     def _save(self, now: float) -> None:
         if self.ctx is None:

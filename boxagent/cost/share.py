@@ -36,3 +36,9 @@ def of(wants: Dict[str, Any], box_gpus: Optional[int]) -> Dict[str, float]:
     for name in zero:
         shares[name] = (1.0 - held) / len(zero)
     return shares
+
+
+def gpus_held(want: Any) -> int:
+    """The GPUs a run on a cluster's nodes holds while it runs: its `gpus` (0 for "all" or
+    none: on a cluster, "the whole box" names no box)."""
+    return want if isinstance(want, int) and not isinstance(want, bool) and want > 0 else 0

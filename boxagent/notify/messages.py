@@ -220,7 +220,12 @@ def _cost_parts(event: Dict[str, Any]) -> List[Part]:
     hours = cost.get("hours")
     if event.get("type") in RUN_END and isinstance(hours, (int, float)):
         line = "Cost: %s" % format_duration(hours * 3600.0)
-        if isinstance(cost.get("spent"), (int, float)):
+        if isinstance(cost.get("spent"), (int, float)) and isinstance(cost.get("gpu_hours"), (int, float)):
+            # A run on a cluster's nodes: its GPU hours, priced per GPU (cost/part.py).
+            line += ", %.2f %s for %.2f GPU hours at %s %s/GPU-h" % (
+                cost["spent"], cost.get("currency") or "", cost["gpu_hours"], cost.get("price_per_gpu_hour"),
+                cost.get("currency") or "")
+        elif isinstance(cost.get("spent"), (int, float)):
             line += ", %.2f %s at %s %s/h" % (cost["spent"], cost.get("currency") or "",
                                               cost.get("price_per_hour"), cost.get("currency") or "")
         else:

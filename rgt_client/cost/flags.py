@@ -70,13 +70,15 @@ def _deadline(text: str, now: float) -> str | None:
 
 
 def cost_patch(price: str | None = None, currency: str | None = None, idle_alert_after: str | None = None,
-               budget: str | None = None, stop_deadline: str | None = None,
+               budget: str | None = None, stop_deadline: str | None = None, gpu_price: str | None = None,
                now: float | None = None) -> dict[str, Any] | None:
     """The `cost` patch for the flags given (None: no cost flag at all, the box keeps its own)."""
     now = time.time() if now is None else now
     patch: dict[str, Any] = {}
     if price is not None:
         patch["price_per_hour"] = _money("--price", "price_per_hour", price)
+    if gpu_price is not None:
+        patch["price_per_gpu_hour"] = _money("--gpu-price", "price_per_hour", gpu_price)
     if currency is not None:
         patch["currency"] = _currency(currency)
     if idle_alert_after is not None:

@@ -48,6 +48,9 @@ def settings_line(cost: Any) -> str:
     cost = cost if isinstance(cost, dict) else {}
     price = _num(cost.get("price_per_hour"))
     bits = ["%s %s/h" % (_price(price), _cur(cost)) if price is not None else "no price set (hours only: --price P)"]
+    per_gpu = _num(cost.get("price_per_gpu_hour"))
+    if per_gpu is not None:
+        bits.append("a Ray cluster's GPU %s %s/h" % (_price(per_gpu), _cur(cost)))
     idle = _num(cost.get("idle_alert_after_s"))
     bits.append("idle warning after %s" % _setting(idle) if idle else "idle warning off")
     if _num(cost.get("budget")) is not None:

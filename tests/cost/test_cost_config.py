@@ -18,6 +18,7 @@ from boxagent.base.units import parse_utc_time
     ({"price_per_hour": "2.49"}, "price_per_hour"),
     ({"price_per_hour": True}, "price_per_hour"),
     ({"price_per_hour": float("nan")}, "price_per_hour"),
+    ({"price_per_gpu_hour": "3"}, "price_per_gpu_hour"),
     ({"price_per_hour": 1, "budget": 0}, "budget"),
     ({"budget": 50}, "needs a price"),
     ({"idle_alert_after_s": -5}, "idle_alert_after_s"),
@@ -37,7 +38,7 @@ def test_bad_cost_values_are_refused_with_a_hint(block, word):
 
 def test_good_cost_block_passes():
     cfg = {"cost": {"price_per_hour": 2.49, "currency": "CNY", "idle_alert_after_s": 0, "budget": 50,
-                    "stop_deadline_at": "2026-12-01T08:00:00Z"}}
+                    "stop_deadline_at": "2026-12-01T08:00:00Z", "price_per_gpu_hour": 0.45}}
     assert config_mod.validate(cfg) is cfg
 
 
@@ -66,8 +67,8 @@ def test_the_part_reads_a_hand_edited_block_leniently():
     s = config_mod.cost_settings({"cost": {"price_per_hour": "cheap", "currency": 7, "budget": 5,
                                            "idle_alert_after_s": "x", "stop_deadline_at": "soon"}},
                                  {"kind": "cloud-api"})
-    assert s == {"price_per_hour": None, "currency": "USD", "idle_alert_after_s": 1800.0, "budget": None,
-                 "stop_deadline_at": None}
+    assert s == {"price_per_hour": None, "price_per_gpu_hour": None, "currency": "USD", "idle_alert_after_s": 1800.0,
+                 "budget": None, "stop_deadline_at": None}
     assert config_mod.cost_settings({}, {"kind": "slurm"})["idle_alert_after_s"] is None
     assert config_mod.cost_settings({"cost": {"idle_alert_after_s": 60}}, {"kind": "local"})["idle_alert_after_s"] == 60
 

@@ -16,6 +16,8 @@ def test_only_the_flags_given_travel():
     assert cost_patch(price="2.49", now=NOW) == {"price_per_hour": 2.49}
     assert cost_patch(price="$1.5", currency="eur", idle_alert_after="1h", budget="50", now=NOW) == {
         "price_per_hour": 1.5, "currency": "EUR", "idle_alert_after_s": 3600.0, "budget": 50.0}
+    assert cost_patch(gpu_price="3.60", now=NOW) == {"price_per_gpu_hour": 3.6}
+    assert cost_patch(gpu_price="off", now=NOW) == {"price_per_gpu_hour": None}
 
 
 def test_zero_or_off_removes_and_idle_zero_turns_the_warning_off():
@@ -34,6 +36,7 @@ def test_stop_deadline_is_utc_or_a_duration_from_now():
     ({"price": "-2"}, "--price: expected an amount"),
     ({"price": "inf"}, "--price: expected an amount"),
     ({"budget": "nan"}, "--budget: expected an amount"),
+    ({"gpu_price": "1e300"}, "--gpu-price: expected an amount"),
     ({"currency": "dollar"}, "--currency: expected a 3-letter code"),
     ({"idle_alert_after": "soon"}, "--idle-alert-after"),
     ({"stop_deadline": "2030-12-01 08:00"}, "--stop-deadline: expected a UTC time"),   # no zone

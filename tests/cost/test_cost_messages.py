@@ -51,6 +51,12 @@ def test_run_end_messages_carry_the_run_cost():
     assert "Cost:" not in render_event(event("stage_failed", "r", T0, cost=cost), "box1").plain()
 
 
+def test_a_ray_runs_end_message_says_its_gpu_hours_and_the_price_per_gpu():
+    cost = {"hours": 0.5, "gpu_hours": 1.0, "spent": 2.5, "price_per_gpu_hour": 2.5, "currency": "USD"}
+    text = render_event(event("run_succeeded", "r", T0, cost=cost), "box1").plain()
+    assert "Cost: 30m00s, 2.50 USD for 1.00 GPU hours at 2.5 USD/GPU-h" in text, text
+
+
 def test_budget_and_danger_clock_messages(harness, clock):
     from boxagent.base.units import iso_utc
     h = harness({"price_per_hour": 10.0, "budget": 20.0, "idle_alert_after_s": 0,

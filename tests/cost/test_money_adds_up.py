@@ -17,14 +17,15 @@ from tests.cost.conftest import T0, event, gpus
 BOX8 = gpus(*([95.0] * 8))
 
 
-def _spec(rgt_home, name, want):
+def _spec(rgt_home, name, want, **top):
     d = rgt_home / "runs" / name
     d.mkdir(parents=True, exist_ok=True)
-    (d / "spec.json").write_text(json.dumps({"name": name} if want is None else {"name": name, "gpus": want}))
+    (d / "spec.json").write_text(json.dumps(dict({"name": name} if want is None else {"name": name, "gpus": want},
+                                                 **top)))
 
 
-def _start(h, rgt_home, name, want):
-    _spec(rgt_home, name, want)
+def _start(h, rgt_home, name, want, **top):
+    _spec(rgt_home, name, want, **top)
     h.part.on_event(event("run_queued", name, h.clock.now))
     h.part.on_event(event("run_started", name, h.clock.now))
 
@@ -169,3 +170,50 @@ def test_a_hostile_cost_json_is_read_without_an_error(harness, clock, rgt_home):
         "folded": {"runs": True}}).replace("NaN", "NaN"))
     h = harness({"price_per_hour": 2.0})
     assert h.block()["cost"]["hours"] == 0.0 and h.block()["run_fields"]["a"]["cost"]["spent"] == 0.0
+
+
+BOX4 = gpus(*([95.0] * 4))
+
+
+def test_ray_runs_are_priced_per_gpu_they_hold_not_as_shares_of_this_box(harness, clock, rgt_home):
+    """8 one-GPU cells on a Ray cluster of two 4-GPU boxes at 8.00/h each, for an hour: each cell
+    held a GPU of SOME box for the hour (2.00), together the two boxes' 16.00. Shared out of this
+    box's price they added up to 8.00: one box's bill for two."""
+    h = harness({"price_per_hour": 8.00, "idle_alert_after_s": 0})
+    h.sample(0, dict(BOX4, runs=[]))
+    for i in range(8):
+        _start(h, rgt_home, "ray-%d" % i, 1, backend="ray")
+    _start(h, rgt_home, "local", 1)                   # beside them, a run on this box: a share of it
+    h.sample(3600)
+    for i in range(8):
+        _end(h, "ray-%d" % i)
+    _end(h, "local")
+    runs = h.block()["run_fields"]
+    for i in range(8):
+        c = runs["ray-%d" % i]["cost"]
+        assert c["gpu_hours"] == pytest.approx(1.0) and c["spent"] == pytest.approx(2.00), c
+        assert c["priced_by"] == "this box's price per GPU" and c["box_hours"] == 0.0
+    assert sum(runs["ray-%d" % i]["cost"]["spent"] for i in range(8)) == pytest.approx(16.00)
+    assert runs["local"]["cost"]["spent"] == pytest.approx(2.00)      # 1 of this box's 4 GPUs
+    cost, _runs = h.block()["cost"], None
+    # This box's own bill still adds up: its runs' shares (the local run) and its idle time.
+    assert cost["spent"] == pytest.approx(cost["runs_spent"] + cost["idle_spent"]) == pytest.approx(8.00)
+    assert cost["runs_spent"] == pytest.approx(2.00)
+
+
+def test_a_ray_runs_price_per_gpu_hour_is_the_configured_one_and_unpriced_where_none_is_known(
+        harness, clock, rgt_home):
+    h = harness({"price_per_hour": 8.00, "price_per_gpu_hour": 2.50, "idle_alert_after_s": 0})
+    h.sample(0, dict(gpus(), runs=[]))                # a head without GPUs: no price per GPU of its own
+    _start(h, rgt_home, "two", 2, backend="ray")
+    h.sample(1800)
+    _end(h, "two")
+    c = h.block()["run_fields"]["two"]["cost"]
+    assert c["gpu_hours"] == pytest.approx(1.0) and c["spent"] == pytest.approx(2.50)
+    assert c["priced_by"] == "price_per_gpu_hour"
+    bare = harness({"price_per_hour": 8.00, "idle_alert_after_s": 0})
+    bare.sample(0, dict(gpus(), runs=[]))
+    _start(bare, rgt_home, "unpriced", 1, backend="ray")
+    bare.sample(600)
+    c = bare.block()["run_fields"]["unpriced"]["cost"]
+    assert c["spent"] is None and c["gpu_hours"] == pytest.approx(600 / 3600.0), c

@@ -230,3 +230,33 @@ def test_pull_verifies_a_runs_files_written_on_the_node_that_ran_it(ray_box, age
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith("OK 2/2 files") and (dest / "PULL_VERIFIED.json").exists(), res.stdout
     assert (dest / "out" / "model.bin").read_bytes() == (box.workdir / "out" / "model.bin").read_bytes()
+
+
+@DEFAULT_ONLY
+def test_a_ray_runs_cost_is_its_gpu_hours_and_its_end_is_notified(ray_box):
+    """Cost per run and the notifications hold on Ray: the run-end event carries the GPU hours
+    the run held on whichever node ran it, priced per GPU, and reaches a loopback receiver."""
+    from tests.notify.receiver import Receiver
+    box = ray_box
+    receiver = Receiver()
+    try:
+        box.home.mkdir(parents=True, exist_ok=True)
+        cfg_path = box.home / "config.json"
+        cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
+        cfg_path.write_text(json.dumps(dict(cfg, cost={"price_per_hour": 8.0, "price_per_gpu_hour": 3.6})))
+        entry = {"url": receiver.url + "/hook", "format": "json", "events": ["run_succeeded"]}
+        assert box.agent("notify-set", stdin=json.dumps({"notify": [entry]})).returncode == 0
+        box.daemon()
+        assert box.submit(ray_job(box, "paid", {"name": "s", "run": "sleep 2"}, gpus=2)).returncode == 0
+        assert box.wait_run("paid", timeout=60)["state"] == "succeeded", box.diagnostics()
+        (done,) = [e for e in box.events("run_succeeded") if e["run"] == "paid"]
+        cost = done["cost"]
+        assert cost["price_per_gpu_hour"] == 3.6 and cost["priced_by"] == "price_per_gpu_hour", cost
+        # 2 GPUs for the run's wall time (at least the stage's 2 s), priced per GPU-hour
+        assert cost["gpu_hours"] == pytest.approx(2 * cost["hours"]) and cost["hours"] * 3600 >= 2.0, cost
+        assert cost["spent"] == pytest.approx(cost["gpu_hours"] * 3.6), cost
+        wait_for(lambda: any("paid" in r.text() for r in receiver.requests), 20, "the run's notification")
+        sent = json.loads(next(r.text() for r in receiver.requests if "paid" in r.text()))
+        assert sent["type"] == "run_succeeded" and sent["cost"]["gpu_hours"] == cost["gpu_hours"], sent
+    finally:
+        receiver.down()
