@@ -148,9 +148,18 @@ def where(req):
     if not os.path.exists(claim):
         return None
     rec = _read(os.path.join(home, req["rel"]["pid"]))
+    pid = rec.get("shim_pid") or _claimed_by(claim)     # the claim holds the shim's pid from its first moment
     import ray
     return {"node_id": ray.get_runtime_context().get_node_id(), "node_home": home,
-            "shim": {"pid": rec.get("shim_pid"), "ticks": rec.get("shim_start_ticks")}}
+            "shim": {"pid": pid, "ticks": rec.get("shim_start_ticks") or ticks(pid)}}
+
+
+def _claimed_by(claim):
+    try:
+        with open(claim) as fh:
+            return int(fh.read().strip() or 0) or None
+    except (OSError, ValueError):
+        return None
 
 
 def cancel(req):
