@@ -25,6 +25,10 @@ from boxagent.engine.raybook import DEFAULT_ADDRESS, FINAL, JobBook, RayApi, Ray
 EXIT_CHECK_S = 0.25     # while a job is followed: look for exit files (a stat) this often
 REPORT_LAG_S = 10.0     # Ray's cluster_status may still count a released GPU this long
 GONE_AFTER_S = 10.0     # a submitted job the list no longer has, this long after its submission: gone
+# No node declares the GPUs an attempt asks for, this long in a row: refused. A cluster just
+# formed reports its nodes one by one (its head first), and a job of 1 GPU on a head that
+# declares none was refused before the worker's first report.
+INFEASIBLE_S = 30.0
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -51,6 +55,7 @@ class RayProcesses:
         # address -> (when, GPUs, node id) rgt's attempts let go of
         self.released: Dict[str, List[Tuple[float, float, Optional[str]]]] = {}
         self.freed: set = set()                        # attempts whose release is counted
+        self.infeasible: Dict[AttemptRef, float] = {}  # when no node was first seen to have its GPUs
 
     def api(self, address: str) -> RayApi:
         if address not in self.apis:
@@ -129,10 +134,17 @@ class RayProcesses:
                 continue
             self.said.discard(("unreported", job["address"]))
             if gpus and not any(total >= gpus for _f, total in nodes.values()):
-                self._refuse(ref, now, "no node of the Ray cluster at %s has %g GPUs (the nodes declare %s)"
-                             % (job["address"], gpus, ", ".join("%g" % t for _f, t in nodes.values()) or "none"),
+                why = "no node of the Ray cluster at %s has %g GPUs (the nodes declare %s)" % (
+                    job["address"], gpus, ", ".join("%g" % t for _f, t in nodes.values()) or "none")
+                since = self.infeasible.setdefault(ref, now)
+                if now - since < INFEASIBLE_S:
+                    self._say(("infeasible", ref), "run %s: stage %s waits: %s yet" % (ref.run, ref.stage, why))
+                    continue
+                self.infeasible.pop(ref, None)
+                self._refuse(ref, now, "%s for %gs" % (why, INFEASIBLE_S),
                              "lower the job's `gpus` to what one node has, or add a node with more GPUs")
                 continue
+            self.infeasible.pop(ref, None)
             fit = [n for n, f in per_node[job["address"]].items() if f >= gpus]
             # Ray's report of GPUs in use lags seconds behind both ways: rgt's own running jobs
             # count against the cluster's total whether it shows them yet or not, and the GPUs
@@ -366,9 +378,12 @@ class RayProcesses:
             return
         if ref in self.waiting:
             self.waiting.remove(ref)    # never submitted: nothing ran
+            self.infeasible.pop(ref, None)
             atomic_write_json(self.home.stage_exit(*ref), {"exit_code": None, "signal": sig,
                                                            "ended_at": self.clock(), "never_started": True})
             return
+        if job.get("submitted_at") is None:
+            return                      # refused before it was sent: nothing runs
         if job["submission_id"] in self.stopped or self.book.status(job["submission_id"]) in FINAL:
             return
         self.stopped.add(job["submission_id"])

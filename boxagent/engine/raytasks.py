@@ -129,8 +129,9 @@ class RayTaskProcesses(RayProcesses):
         self._ensure_driver(self.api(address), address, now)
 
     def _stop(self, job: Dict[str, Any]) -> None:
-        path = os.path.join(self._dir(job["address"]), "cancel", job["submission_id"])
-        atomic_write_json(path, {"at": self.clock()})
+        folder = os.path.join(self._dir(job["address"]), "cancel")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        atomic_write_json(os.path.join(folder, job["submission_id"]), {"at": self.clock()})
 
     def leftovers(self, ref: AttemptRef) -> List[str]:
         return []       # the task KILLs the shim's process group after the grace

@@ -94,13 +94,33 @@ def test_a_node_busy_with_other_users_work_is_not_counted_free_for_a_multi_gpu_c
     assert fake.submitted == [] and len(p.waiting) == 1
 
 
-def test_a_job_no_node_can_hold_is_refused_at_once_with_the_hint(procs):
+def test_a_job_no_node_can_hold_waits_for_a_node_to_join_then_is_refused_with_the_hint(procs):
+    """A cluster just formed reports its nodes one by one: a job no node reported so far can hold
+    waits INFEASIBLE_S for one to join; then it is refused, never left waiting in Ray."""
+    from boxagent.engine.rayctl import INFEASIBLE_S
     p, fake = procs
-    ref = launch(p, 1, gpus=5)
+    ref = launch(p, 1, gpus=5)                                        # at 1000.0
+    assert fake.submitted == [] and p.waiting == [ref] and p.exit_info(ref) is None
+    p.urgent = True
+    p.refresh(1000.0 + INFEASIBLE_S - 1)
+    assert p.waiting == [ref] and p.exit_info(ref) is None
+    p.urgent = True
+    p.refresh(1000.0 + INFEASIBLE_S)
     assert fake.submitted == [] and p.waiting == []
     info = p.exit_info(ref)
     assert "no node of the Ray cluster at http://ray:8265 has 5 GPUs (the nodes declare 4, 4)" in info["error"]
     assert "lower the job's `gpus`" in info["hint"]
+
+
+def test_a_job_waiting_for_a_node_with_its_gpus_goes_when_one_joins(procs):
+    p, fake = procs
+    fake.nodes = {"head": (0.0, 0.0)}                                 # the head alone reported, no GPU
+    ref = launch(p, 1, gpus=1)
+    assert fake.submitted == [] and p.waiting == [ref]
+    fake.nodes = {"head": (0.0, 0.0), "worker": (4.0, 4.0)}          # the worker's first report
+    p.urgent = True
+    p.refresh(1010.0)
+    assert [g for _s, g in fake.submitted] == [1] and p.waiting == []
 
 
 def test_the_submission_id_is_written_before_the_submission_and_never_submitted_twice(procs, tmp_path):
