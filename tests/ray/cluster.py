@@ -99,6 +99,9 @@ class RayCluster:
         self.head_id = next(n["node_id"] for n in self.nodes() if n.get("is_head_node"))
 
     def add_worker(self) -> None:
+        # A node killed a moment ago is still listed ALIVE until its health check gives up: the
+        # worker is the node that was not there before this start.
+        known = {n["node_id"] for n in self.nodes()} if hasattr(self, "head_id") else set()
         self.worker_port += 50
         p = self.worker_port
         self.worker_name = "worker%d" % p
@@ -111,8 +114,10 @@ class RayCluster:
                   wrap=self.worker_wrap)
         deadline = time.time() + 60
         while time.time() < deadline:
-            if len([n for n in self.nodes() if n["state"] == "ALIVE"]) >= 2:
-                self.worker_id = next(n["node_id"] for n in self.nodes() if n["state"] == "ALIVE" and not n.get("is_head_node"))
+            fresh = [n["node_id"] for n in self.nodes() if n["state"] == "ALIVE" and not n.get("is_head_node")
+                     and n["node_id"] not in known]
+            if fresh:
+                self.worker_id = fresh[0]
                 return
             time.sleep(0.3)
         raise RayUnavailable("the worker node never joined: %s" % self.nodes())
@@ -147,6 +152,16 @@ class RayCluster:
         victims = set(raylet)
         for p in raylet:
             victims.update(p.children(recursive=True))
+        # rgt's shims there are detached from Ray's worker (they outlive rgt's driver, by design)
+        # but not from their machine: every process working in the node's own folder goes too.
+        folder = str(self.node_homes[self.worker_name])
+        for p in psutil.process_iter(["cmdline"]):
+            try:
+                if any(folder in a for a in (p.info["cmdline"] or [])):
+                    victims.add(p)
+                    victims.update(p.children(recursive=True))
+            except psutil.Error:
+                pass
         for p in victims:
             try:
                 p.kill()
