@@ -30,6 +30,7 @@ INTERVALS = {
     "slurm_exit_grace": (15.0, "RGT_SLURM_EXIT_GRACE", 0.0),  # Slurm says ended: wait for the exit file
     "ray_poll": (1.0, "RGT_RAY_POLL", 0.1),            # one Jobs API list call for every Ray job followed
     "ray_exit_grace": (5.0, "RGT_RAY_EXIT_GRACE", 0.0),  # Ray says ended: wait for the exit file
+    "ray_driver_wait": (60.0, "RGT_RAY_DRIVER_WAIT", 1.0),  # rgt's Ray driver runs: its first word by then
 }
 # Stage exits and requests wake the loop at once (SIGCHLD, SIGUSR1 from the shim and the commands,
 # inotify): the tick only paces log tailing and is a safety net. A wakeup costs ~0.1 ms of CPU on a

@@ -163,8 +163,7 @@ class RayProcesses:
                 self._say(("down", job["address"]), "run %s: %s; stage %s waits" % (ref.run, exc, ref.stage))
                 continue
             if said and "already exists" not in said:
-                self._refuse(ref, now, "Ray refused the job: %s" % said,
-                             "check the cluster's dashboard log (ray logs dashboard.log)")
+                self._refuse(ref, now, *self._refusal(job["address"], said))
                 continue
             if gpus and fit:
                 room = per_node[job["address"]]
@@ -183,6 +182,10 @@ class RayProcesses:
         """Start the attempt on the cluster: here one Ray Job. '' or Ray's refusal."""
         return api.submit(job["submission_id"], self._entrypoint(ref), gpus,
                           {"rgt_run": ref.run, "rgt_stage": ref.stage, "rgt_attempt": str(ref.attempt)})
+
+    def _refusal(self, address: str, said: str) -> Tuple[str, str]:
+        """Why an attempt was not sent, and the hint."""
+        return "Ray refused the job: %s" % said, "check the cluster's dashboard log (ray logs dashboard.log)"
 
     def _records(self, address: str, followed: List[Tuple[Any, Dict[str, Any]]], now: float) -> Dict[str, Any]:
         """submission id -> Ray's record of it (the Jobs API's shape)."""

@@ -22,6 +22,7 @@ started an attempt, and follows that shim instead of starting it again.
 import hashlib
 import json
 import os
+import socket
 import sys
 import time
 from typing import Any, Dict
@@ -113,6 +114,10 @@ def main(argv):
     reqs, states, cancels = (os.path.join(base, d) for d in ("requests", "state", "cancel"))
     for d in (reqs, states, cancels):
         os.makedirs(d, exist_ok=True)
+    # The first word: the daemon waits for it, and says so when the head sees another disk here.
+    _write(os.path.join(base, "driver-%s.json" % me), {"driver": me, "host": socket.gethostname(), "pid": os.getpid(),
+                                                       "node_id": ray.get_runtime_context().get_node_id(),
+                                                       "at": time.time()})
     agents = {}             # (pyz path, size, mtime) -> (sha256, the object ref of its bytes), put once
     running: Dict[Any, Attempt] = {}        # the attempt's task (a generator) -> the attempt
     seen = set()

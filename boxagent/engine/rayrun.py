@@ -64,12 +64,15 @@ class RayBackend:
         mode = config.get("ray_attempts") or "tasks"
         if mode not in ("tasks", "jobs"):
             log("config.json ray_attempts %r is neither \"tasks\" nor \"jobs\": tasks" % (mode,))
+        from boxagent.engine.raytasks import RayTaskProcesses
         kind = RayProcesses                             # one Ray Job per attempt (rayctl.py)
         if mode != "jobs":                              # tasks of one long-lived driver (raytasks.py)
-            from boxagent.engine.raytasks import RayTaskProcesses
             kind = RayTaskProcesses
-        return cls(kind(home, python if isinstance(python, str) and python else None, token,
-                                settings["ray_poll"], settings["ray_exit_grace"], log), config)
+        procs = kind(home, python if isinstance(python, str) and python else None, token,
+                     settings["ray_poll"], settings["ray_exit_grace"], log)
+        if isinstance(procs, RayTaskProcesses):
+            procs.driver_wait = settings["ray_driver_wait"]
+        return cls(procs, config)
 
     def launch_record(self, host: RunHost, att: Any, run: Run) -> Dict[str, Any]:
         spec = host.specs[run.name]

@@ -25,11 +25,15 @@ from typing import Any, Dict, List, Tuple
 
 from boxagent.base import procs
 from boxagent.base.fsutil import atomic_write_json, read_json
+from boxagent.engine import shim
 from boxagent.engine.ports import AttemptRef
 from boxagent.engine.raybook import FINAL, RayApi, RayError
 from boxagent.engine.rayctl import _SAFE, RayProcesses
 
 DRIVER_START_S = 60.0   # a driver the Jobs list has not named since its submission this long: gone
+BLIND_HINT = ("run rgt's agent on the Ray cluster's head (as `rgt-client ray up` does), or put RGT_HOME on a "
+              "filesystem the head shares at the same path, or set \"ray_attempts\": \"jobs\" in config.json "
+              "with RGT_HOME shared by every node")
 
 
 class RayTaskProcesses(RayProcesses):
@@ -38,6 +42,8 @@ class RayTaskProcesses(RayProcesses):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.drivers: Dict[str, float] = {}     # address -> when this daemon submitted (or found) its driver
+        self.driver_wait = DRIVER_START_S       # its first word (driver-<id>.json) by then, once Ray runs it
+        self.blind: Dict[str, str] = {}         # address -> why its driver cannot serve this RGT_HOME
 
     def _dir(self, address: str) -> str:
         return os.path.join(self.home.root, "ray-driver", _SAFE.sub("_", address)[:80])
@@ -68,6 +74,8 @@ class RayTaskProcesses(RayProcesses):
         self.log("Ray at %s: rgt's driver is job %s" % (address, self.driver_id(address)))
 
     def _send(self, api: RayApi, ref: AttemptRef, job: Dict[str, Any], gpus: float) -> str:
+        if job["address"] in self.blind:
+            return self.blind[job["address"]]
         self._ensure_driver(api, job["address"], self.clock())
         root = self.home.root
         paths = {"launch": self.home.stage_launch(*ref), "claim": self.home.stage_claim(*ref),
@@ -119,6 +127,7 @@ class RayTaskProcesses(RayProcesses):
         if rec is None and now - since < DRIVER_START_S:
             return
         if rec is not None and rec.get("status") not in FINAL:
+            self._check_seen(address, rec, now, since)
             return
         why = "Ray no longer knows it" if rec is None else "%s: %s" % (rec.get("status"), rec.get("message"))
         self.log("Ray at %s: rgt's driver %s ended (%s); starting the next one"
@@ -127,6 +136,29 @@ class RayTaskProcesses(RayProcesses):
                           {"generation": self._generation(address) + 1})
         del self.drivers[address]
         self._ensure_driver(self.api(address), address, now)
+
+    def _refusal(self, address: str, said: str) -> Tuple[str, str]:
+        if said == self.blind.get(address):
+            return said, BLIND_HINT
+        return super()._refusal(address, said)
+
+    def _check_seen(self, address: str, rec: Dict[str, Any], now: float, since: float) -> None:
+        """The driver runs on the cluster's head and works in this RGT_HOME: one that Ray runs but
+        that never wrote its first word here sees another disk at that path (the agent is not on
+        the head, and nothing is shared), and would leave every attempt waiting without a word."""
+        if address in self.blind or rec.get("status") != "RUNNING" or now - since < self.driver_wait \
+                or os.path.exists(os.path.join(self._dir(address), "driver-%s.json" % self.driver_id(address))):
+            return
+        self.blind[address] = ("rgt's driver runs on the Ray cluster's head (job %s) but has not written in "
+                               "this RGT_HOME (%s) within %gs: the head does not see it"
+                               % (self.driver_id(address), self.home.root, self.driver_wait))
+        self.log("Ray at %s: %s" % (address, self.blind[address]))
+        for ref_t, job in self.book.followed():
+            if job["address"] == address and job.get("submitted_at") is not None \
+                    and not os.path.exists(os.path.join(self._dir(address), "state", job["submission_id"] + ".start.json")):
+                atomic_write_json(self.home.stage_exit(*ref_t), {
+                    "exit_code": shim.SPAWN_FAILED, "signal": None, "ended_at": now,
+                    "error": self.blind[address], "hint": BLIND_HINT})
 
     def _stop(self, job: Dict[str, Any]) -> None:
         folder = os.path.join(self._dir(job["address"]), "cancel")

@@ -49,11 +49,12 @@ def free_base(span: int = 200, start: int = 0) -> int:
 
 
 class RayCluster:
-    def __init__(self, base_dir: Path, head_gpus: int = GPUS_PER_NODE, worker_wrap: List[str] | None = None):
-        """`worker_wrap`: a command line the worker's `ray start` runs under (e.g. a mount
-        namespace of its own, so that node cannot see the daemon's files)."""
+    def __init__(self, base_dir: Path, head_gpus: int = GPUS_PER_NODE, worker_wrap: List[str] | None = None,
+                 head_wrap: List[str] | None = None):
+        """`worker_wrap`, `head_wrap`: a command line that node's `ray start` runs under (e.g. a
+        mount namespace of its own, so that node cannot see the daemon's files)."""
         self.dir = base_dir
-        self.head_gpus, self.worker_wrap = head_gpus, list(worker_wrap or [])
+        self.head_gpus, self.worker_wrap, self.head_wrap = head_gpus, list(worker_wrap or []), list(head_wrap or [])
         # Short, whatever pytest's own tmp path is (xdist adds popen-gwN): Ray's socket paths under
         # it must fit in 107 bytes.
         self.temp = Path(tempfile.mkdtemp(prefix="rgtray", dir="/tmp"))
@@ -94,7 +95,7 @@ class RayCluster:
                   "--node-manager-port", str(self.base + 10), "--object-manager-port", str(self.base + 11),
                   "--min-worker-port", str(self.base + 20), "--max-worker-port", str(self.base + 60),
                   "--dashboard-agent-listen-port", str(self.base + 2), "--ray-client-server-port", str(self.base + 3),
-                  *common, env=self.node_env("head"))
+                  *common, env=self.node_env("head"), wrap=self.head_wrap)
         self.add_worker()
         self.head_id = next(n["node_id"] for n in self.nodes() if n.get("is_head_node"))
 

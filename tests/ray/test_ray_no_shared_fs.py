@@ -10,6 +10,7 @@ Needs root (a mount namespace and a tmpfs) and `unshare`; skips saying so otherw
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -22,8 +23,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 ISLAND = 'mount -t tmpfs -o size=64m rgt-node-disk "$1" && mkdir -p "$2" && shift 2 && exec "$@"'
 
 
-@pytest.fixture
-def island(box, tmp_path_factory):
+def _cluster_apart(box, tmp_path_factory, which: str):
+    """A cluster of its own whose `which` node ("worker" or "head") cannot see the box's files."""
     try:
         import ray  # noqa: F401 - only to know the package is there
     except ImportError:
@@ -32,7 +33,10 @@ def island(box, tmp_path_factory):
         pytest.skip("a node that cannot see the daemon's files needs root and unshare (a mount namespace)")
     from tests.ray.cluster import RayCluster, RayUnavailable
     wrap = ["unshare", "-m", "--propagation", "private", "sh", "-c", ISLAND, "sh", str(box.tmp), str(box.workdir)]
-    cluster = RayCluster(tmp_path_factory.mktemp("island"), head_gpus=0, worker_wrap=wrap)
+    if which == "worker":
+        cluster = RayCluster(tmp_path_factory.mktemp("island"), head_gpus=0, worker_wrap=wrap)
+    else:
+        cluster = RayCluster(tmp_path_factory.mktemp("island"), head_wrap=wrap)
     try:
         cluster.start()
     except RayUnavailable as exc:
@@ -40,6 +44,22 @@ def island(box, tmp_path_factory):
         pytest.skip("the Ray test cluster cannot start: %s" % exc)
     box.env.update(RGT_RAY_POLL="0.2", RGT_RAY_EXIT_GRACE="1", RGT_STOP_GRACE="5")
     box.cluster = cluster
+    return cluster
+
+
+@pytest.fixture
+def island(box, tmp_path_factory):
+    cluster = _cluster_apart(box, tmp_path_factory, "worker")
+    try:
+        yield box
+    finally:
+        box.cleanup()
+        cluster.stop()
+
+
+@pytest.fixture
+def head_apart(box, tmp_path_factory):
+    cluster = _cluster_apart(box, tmp_path_factory, "head")
     try:
         yield box
     finally:
@@ -91,3 +111,25 @@ def _text(path) -> str:
         return path.read_text()
     except OSError:
         return ""
+
+
+def test_an_agent_whose_files_the_head_cannot_see_says_so_and_fails_the_attempt(head_apart):
+    """rgt's driver runs on the head and works in the daemon's RGT_HOME. An agent that is not on
+    the head, with nothing shared, would leave every attempt waiting without a word: the daemon
+    waits `ray_driver_wait` for the driver's first word, then says why, with the hint."""
+    box = head_apart
+    box.env.update(RGT_RAY_DRIVER_WAIT="3")
+    box.daemon()
+    assert box.submit(job("blind", box.workdir, {"name": "s", "run": "echo never"}, backend="ray", gpus=1,
+                          ray={"address": box.cluster.dashboard})).returncode == 0
+    assert box.wait_run("blind", timeout=90)["state"] == "failed", box.diagnostics()
+    said = box.diagnostics()
+    assert "has not written in this RGT_HOME" in said and "the head does not see it" in said, said
+    cause = box.stage("blind", "s")["cause"]
+    text = json.dumps(cause)
+    assert "the head does not see it" in text and "run rgt's agent on the Ray cluster's head" in text, cause
+    # The next attempt is refused at once, for the same reason.
+    assert box.submit(job("blind2", box.workdir, {"name": "s", "run": "echo never"}, backend="ray", gpus=1,
+                          ray={"address": box.cluster.dashboard})).returncode == 0
+    assert box.wait_run("blind2", timeout=30)["state"] == "failed"
+    assert "the head does not see it" in json.dumps(box.stage("blind2", "s")["cause"])
