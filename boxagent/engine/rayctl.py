@@ -29,6 +29,12 @@ GONE_AFTER_S = 10.0     # a submitted job the list no longer has, this long afte
 # formed reports its nodes one by one (its head first), and a job of 1 GPU on a head that
 # declares none was refused before the worker's first report.
 INFEASIBLE_S = 30.0
+# An attempt that failed without its exit file, on a node the State API does not yet list DEAD:
+# this long for the node's word. Ray's health check gives up on a node 15 s after it stops
+# answering with its defaults, and up to a minute when the machine vanished from the network
+# (each check then waits out its timeout); judged sooner, a lost node was taken for a command
+# that died, and never retried. Nothing but a kill ends a shim without its exit file.
+NODE_VERDICT_S = 90.0
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -49,6 +55,7 @@ class RayProcesses:
         self.end_seen: Dict[AttemptRef, float] = {}    # Ray says ended, no exit file yet
         self.stopped: set = set()
         self.nodes: Dict[str, Dict[str, Any]] = {}     # node id -> Ray's record (asked on a job's failure)
+        self.nodes_at: Dict[str, float] = {}           # address -> when its nodes were last asked
         self.next_poll, self.urgent = 0.0, False
         self.said: set = set()
         self._restored: set = set()                    # runs whose attempt files were read back
@@ -274,7 +281,8 @@ class RayProcesses:
         if not (self.waiting or self.book.followed()):
             return None
         due = [max(0.0, self.next_poll - now), EXIT_CHECK_S]
-        due += [t + self.exit_grace_s - now for t in self.end_seen.values()]
+        # Past the exit grace an ended attempt waits for the node's word: at the poll, not at once.
+        due += [d if d > 0 else self.poll_s for d in (t + self.exit_grace_s - now for t in self.end_seen.values())]
         return max(0.0, min(due))
 
     def exit_info(self, ref: AttemptRef) -> Optional[Dict[str, Any]]:
@@ -298,7 +306,7 @@ class RayProcesses:
         node = info["ray"].get("node") or {}
         said_died = "node has died" in str((rec or {}).get("message") or "")
         if (said_died or node.get("node_id")) and node.get("state") != "DEAD" \
-                and now - since < 3 * self.exit_grace_s:
+                and now - since < max(3 * self.exit_grace_s, NODE_VERDICT_S):
             # The State API lists a node DEAD only once its health check gives up, a moment after
             # the job (or the driver's task) failed with it; a job that failed without its exit
             # file on a node still listed ALIVE was judged an exit without its exit file before
@@ -352,10 +360,12 @@ class RayProcesses:
             node_id = m.group(1) if m else None
         if not node_id:
             return None
-        try:
-            self.nodes.update(self.api(address).nodes())
-        except RayError as exc:
-            return {"node_id": node_id, "state": None, "state_message": "not asked: %s" % exc}
+        if self.clock() - self.nodes_at.get(address, float("-inf")) >= self.poll_s or node_id not in self.nodes:
+            try:
+                self.nodes.update(self.api(address).nodes())
+            except RayError as exc:
+                return {"node_id": node_id, "state": None, "state_message": "not asked: %s" % exc}
+            self.nodes_at[address] = self.clock()       # asked at most once a poll while a verdict waits
         return self.nodes.get(node_id) or {"node_id": node_id, "state": None,
                                            "state_message": "the State API does not know this node"}
 

@@ -197,7 +197,7 @@ def test_a_node_killed_mid_run_is_node_failure_with_rays_evidence_and_retried_on
                 exc, box.diagnostics(), [(j.get("submission_id"), j.get("status"), j.get("message"))
                                          for j in cluster.jobs()],
                 [(n.get("node_id"), n.get("state")) for n in cluster.nodes()])) from None
-        assert st["attempt"] == 2, (st, box.diagnostics())
+        assert st["attempt"] == 2, "%s\n%s" % (json.dumps(st, indent=1), box.diagnostics())
         events = [e for e in box.events("stage_retry") + box.events("stage_failed") if e.get("run") == victim]
         cause = events[0]["cause"]
         assert cause["class"] == "node_failure", cause
