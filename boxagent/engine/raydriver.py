@@ -49,6 +49,10 @@ class Attempt:
         self.sent = os.path.exists(os.path.join(states, sid + ".sent"))
         self.cancel_sent = False
         self.end = {"gone": True}       # until the node streams the shim's end
+        try:
+            self.log_at = os.path.getsize(req["log"])   # what the run's log holds here already
+        except OSError:
+            self.log_at = 0
 
     def apply(self, item):
         """Write one streamed item where the daemon reads it."""
@@ -63,12 +67,18 @@ class Attempt:
             _claim(req["claim"])
             _write(req["pid"], dict(item["pid"], node_home=self.start.get("node_home")))
         elif "log" in item:
+            # Only what continues the log here: a byte offset past its end (a node's mistake, or
+            # a hostile one) would make a sparse file of any size.
+            data, at = item["log"], item.get("at")
+            if not isinstance(at, int) or at > self.log_at or at + len(data) <= self.log_at:
+                return
             os.makedirs(os.path.dirname(req["log"]), exist_ok=True)
             fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT, 0o600)
             try:
-                os.pwrite(fd, item["log"], item["at"])
+                os.pwrite(fd, data[self.log_at - at:], self.log_at)
             finally:
                 os.close(fd)
+            self.log_at = at + len(data)
         elif "exit" in item:
             _write(req["exit"], item["exit"])
         if "exit" in item or "gone" in item:
@@ -151,7 +161,7 @@ def main(argv):
                 if not att.start.get("driver_node_id"):
                     att.apply({"start": dict(att.start, driver_node_id=found["node_id"],
                                              node_home=found["node_home"])})
-                offset = os.path.getsize(att.req["log"]) if os.path.exists(att.req["log"]) else 0
+                offset = att.log_at
                 return follow.options(scheduling_strategy=on(found["node_id"])).remote(att.req, found["shim"], offset)
         return None
 
