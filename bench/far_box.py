@@ -269,19 +269,27 @@ def first_phases(far: Far, n: int) -> None:
     close()
 
 
+def box_python(far: Far) -> str:
+    """The interpreter the box's `status` runs: the one install resolved and the client remembers
+    (the `python3` on this machine's PATH was pyenv's shell shim, ~50 ms the box never pays)."""
+    hosts = json.loads((far.base / "client" / "hosts.json").read_text())["hosts"]
+    return hosts["far"].get("python") or "python3"
+
+
 def phases(far: Far, n: int) -> None:
     """Where a repeated status goes: each piece timed alone, medians of n (the box is this machine)."""
     py = sys.executable
     env = dict(far.env, PYTHONPATH=str(REPO))
     box_env = dict(os.environ, RGT_HOME=str(far.home))
     pyz = str(far.home / "rgt-agent.pyz")
+    box_py = box_python(far)
     pieces = [
         ("client: python start, site", [py, "-c", "pass"], env),
         ("client: start + imports before the ssh call", [py, "-c", "from rgt_client.status import prefetch; "
                                                          "from rgt_client.box import agentcall, hosts, transport"], env),
         ("client: start + every import of status", [py, "-c", "import rgt_client.cli, rgt_client.status.cmd"], env),
-        ("box: python3 -S start", ["python3", "-S", "-c", "pass"], box_env),
-        ("box: python3 -S agent status --json", ["python3", "-S", pyz, "status", "--json", "--events", "0"], box_env),
+        ("box: python -S start (as install chose it)", [box_py, "-S", "-c", "pass"], box_env),
+        ("box: python -S agent status --json", [box_py, "-S", pyz, "status", "--json", "--events", "0"], box_env),
         ("box: the remote shell line (sh -c)", ["sh", "-c", "true"], box_env),
     ]
     import resource
