@@ -321,18 +321,23 @@ def report(far: Far, n: int, rtt: float, only: str | None = None) -> None:
     off = dict(far.env, RGT_SSH_MULTIPLEX="0")
     ssh_true = ["ssh", "-F", str(far.cfg), "far", "true"]
     close = lambda: subprocess.run([CLIENT, "ssh-close", "far"], capture_output=True, env=far.env)  # noqa: E731
-    # in this order in each round: a repeated status rides the master the first one opened
-    cmds = [("first status (no master yet)", ["status", "far"], close, 1.05),
-            ("repeated status", ["status", "far"], None, None),
-            ("pull of an unchanged run", ["pull", "far", "far1", str(far.pulls)], None, 1.5),
-            ("install of an unchanged agent", ["install", "far"], None, None)]
-    specs = [("ssh far true", ssh_true, far.env, None, None)]
-    for label, argv, before, goal in cmds:
-        if not only or only in label:
-            specs += [(label, [CLIENT, *argv], far.env, before, goal),
-                      (label + ", RGT_SSH_MULTIPLEX=0", [CLIENT, *argv], off, None, None)]
-    got = side_by_side(far, [(argv, env, before) for _, argv, env, before, _ in specs], n)
-    rows = [(label, fig, goal) for (label, _, _, _, goal), fig in zip(specs, got)]
+    # Each group side by side, round by round (in this order: a repeated status rides the master
+    # the first one opened). `ssh far true` goes with the statuses; an install's work on the box
+    # must not land in their rounds.
+    groups = [[("first status (no master yet)", ["status", "far"], close, 1.05),
+               ("repeated status", ["status", "far"], None, None)],
+              [("pull of an unchanged run", ["pull", "far", "far1", str(far.pulls)], None, 1.5)],
+              [("install of an unchanged agent", ["install", "far"], None, None)]]
+    rows = []
+    for i, cmds in enumerate(groups):
+        specs = [("ssh far true", ssh_true, far.env, None, None)] if i == 0 else []
+        for label, argv, before, goal in cmds:
+            if not only or only in label:
+                specs += [(label, [CLIENT, *argv], far.env, before, goal),
+                          (label + ", RGT_SSH_MULTIPLEX=0", [CLIENT, *argv], off, None, None)]
+        if specs:
+            got = side_by_side(far, [(argv, env, before) for _, argv, env, before, _ in specs], n)
+            rows += [(label, fig, goal) for (label, _, _, _, goal), fig in zip(specs, got)]
     base = rows[0][1][0]
     print("far box: %.0f ms round trip (bench/delayproxy.py), side by side, medians of %d" % (rtt * 1000, n))
     print("%-48s %8s %8s %6s %10s  %s" % ("command", "seconds", "x ssh", "conns", "bytes", "goal"))
