@@ -1,10 +1,11 @@
 """A userspace TCP delay proxy: a far box on loopback (this kernel has no netem).
 
 Every chunk is forwarded `one_way_s` after it arrived, in order, in both directions, so a
-round trip costs 2 x one_way_s whatever else happens, and nothing more (no Nagle of its own). It counts connections and bytes. It can
-also stall: while stalled it accepts nothing new and forwards nothing (a link that drops and
-comes back, with the TCP connections left hanging), which is how the watch test cuts a link;
-and cut: every live connection reset at once (a NAT that forgot the flow: ssh ends with 255).
+round trip costs 2 x one_way_s whatever else happens, and nothing more (no Nagle of its own).
+It counts connections and bytes. It can also stall: while stalled it accepts nothing new and
+forwards nothing (a link that drops and comes back, with the TCP connections left hanging), which
+is how the watch test cuts a link; and cut: every live connection reset at once (a NAT that
+forgot the flow: ssh ends with 255).
 """
 from __future__ import annotations
 
