@@ -230,7 +230,8 @@ def floor_report(far: Far, n: int, rtt: float, only: str | None = None) -> None:
         specs = []
         for method in methods:
             dest = far.base / ("pull300-" + method)
-            again = lambda d=dest: subprocess.run(["rm", "-rf", str(d)], check=True)  # noqa: E731 - a fresh copy each time
+            # a fresh copy each time
+            again = lambda d=dest: subprocess.run(["rm", "-rf", str(d)], check=True)  # noqa: E731
             specs.append(([CLIENT, "pull", "far", "far1", str(dest), "--method", method], far.env, again))
         for method, got in zip(methods, side_by_side(far, specs, n)):
             pulls[method] = got[0]
@@ -271,7 +272,8 @@ def first_phases(far: Far, n: int) -> None:
     print("phases of a first status (each fresh, side by side, medians of %d)" % n)
     print("%-48s %8s %8s %6s %10s" % ("step", "seconds", "+ prev", "conns", "bytes"))
     prev = None
-    for (label, _), (sec, conns, nbytes) in zip(rows, side_by_side(far, [(argv, far.env, close) for _, argv in rows], n)):
+    figures = side_by_side(far, [(argv, far.env, close) for _, argv in rows], n)
+    for (label, _), (sec, conns, nbytes) in zip(rows, figures):
         print("%-48s %8.3f %8s %6d %10d" % (label, sec, "" if prev is None else "%+.3f" % (sec - prev), conns, nbytes))
         prev = sec
     close()
