@@ -106,10 +106,16 @@ class Far:
         self.sshd.stop()
 
 
-def medians(far: Far, argv: list[str], env: dict, n: int, before=None) -> tuple[float, int, int]:
-    runs = [far.measure(argv, env, before) for _ in range(n)]
-    return (statistics.median(r[0] for r in runs), int(statistics.median(r[1] for r in runs)),
-            int(statistics.median(r[2] for r in runs)))
+def side_by_side(far: Far, rows: list, n: int) -> list[tuple[float, int, int]]:
+    """Medians of n rounds, each round running every row once, in order: a row and its reference
+    see the same moment's load (run row after row, a load that came and went between them was
+    read as a difference of 5% on a first status)."""
+    runs: list[list[tuple[float, int, int]]] = [[] for _ in rows]
+    for _ in range(n):
+        for got, (argv, env, before) in zip(runs, rows):
+            got.append(far.measure(argv, env, before))
+    return [(statistics.median(r[0] for r in got), int(statistics.median(r[1] for r in got)),
+             int(statistics.median(r[2] for r in got))) for got in runs]
 
 
 def watch_latency(far: Far, env: dict, every: str, sleep_s: float = 4.0) -> float | None:
@@ -209,26 +215,30 @@ def floor_report(far: Far, n: int, rtt: float, only: str | None = None) -> None:
     """Repeated commands against `ssh far true` over the same open master, side by side."""
     far.rgt("status", "far")                                   # the master is up from here on
     floor_argv = ["ssh", "-F", str(far.cfg)] + mux_options(far) + ["far", "true"]
-    rows = [("ssh far true over the open master (the floor)", medians(far, floor_argv, far.env, n), None)]
-    cmds = [("repeated status", ["status", "far"], 1.3),
-            ("status --json", ["status", "far", "--json"], 1.5),
-            ("logs -n 50", ["logs", "far", "far1", "-n", "50"], None)]
-    for label, argv, goal in cmds:
-        if not only or only in label:
-            rows.append((label, medians(far, [CLIENT, *argv], far.env, n), goal))
+    cmds = [("ssh far true over the open master (the floor)", floor_argv, None),
+            ("repeated status", [CLIENT, "status", "far"], 1.3),
+            ("status --json", [CLIENT, "status", "far", "--json"], 1.5),
+            ("logs -n 50", [CLIENT, "logs", "far", "far1", "-n", "50"], None)]
+    cmds = [c for i, c in enumerate(cmds) if i == 0 or not only or only in c[0]]
+    got = side_by_side(far, [(argv, far.env, None) for _, argv, _ in cmds], n)
+    rows = [(label, fig, goal) for (label, _, goal), fig in zip(cmds, got)]
     if not only or only in "wait_for_change":
         rows.append(("wait_for_change (MCP, long-lived process)", wait_for_change(far, n), 1.5))
     pulls: dict[str, float] = {}
     if not only or only in "pull":
-        for method in ("rsync", "stream", "auto"):
+        methods = ("rsync", "stream", "auto")
+        specs = []
+        for method in methods:
             dest = far.base / ("pull300-" + method)
-            again = lambda: subprocess.run(["rm", "-rf", str(dest)], check=True)  # noqa: E731 - a fresh copy each time
-            got = medians(far, [CLIENT, "pull", "far", "far1", str(dest), "--method", method], far.env, n, again)
+            # a fresh copy each time
+            again = lambda d=dest: subprocess.run(["rm", "-rf", str(d)], check=True)  # noqa: E731
+            specs.append(([CLIENT, "pull", "far", "far1", str(dest), "--method", method], far.env, again))
+        for method, got in zip(methods, side_by_side(far, specs, n)):
             pulls[method] = got[0]
             rows.append(("pull copying 300 KB, --method %s" % method, got, None))
     floor = rows[0][1][0]
     print()
-    print("over one open master: %.0f ms round trip, medians of %d" % (rtt * 1000, n))
+    print("over one open master: %.0f ms round trip, side by side, medians of %d" % (rtt * 1000, n))
     print("%-48s %8s %8s %6s %10s  %s" % ("command", "seconds", "x floor", "conns", "bytes", "goal"))
     for label, (sec, conns, nbytes), goal in rows:
         ok = "" if goal is None else ("<= %.2fx %s" % (goal, "ok" if sec / floor <= goal else "MISSED"))
@@ -259,14 +269,21 @@ def first_phases(far: Far, n: int) -> None:
             ("status's own ssh line, opening the master", status_ssh_argv(far)),
             ("rgt-client status far (the whole command)", [CLIENT, "status", "far"])]
     print()
-    print("phases of a first status (each fresh, medians of %d)" % n)
+    print("phases of a first status (each fresh, side by side, medians of %d)" % n)
     print("%-48s %8s %8s %6s %10s" % ("step", "seconds", "+ prev", "conns", "bytes"))
     prev = None
-    for label, argv in rows:
-        sec, conns, nbytes = medians(far, argv, far.env, n, close)
+    figures = side_by_side(far, [(argv, far.env, close) for _, argv in rows], n)
+    for (label, _), (sec, conns, nbytes) in zip(rows, figures):
         print("%-48s %8.3f %8s %6d %10d" % (label, sec, "" if prev is None else "%+.3f" % (sec - prev), conns, nbytes))
         prev = sec
     close()
+
+
+def box_python(far: Far) -> str:
+    """The interpreter the box's `status` runs: the one install resolved and the client remembers
+    (the `python3` on this machine's PATH was pyenv's shell shim, ~50 ms the box never pays)."""
+    hosts = json.loads((far.base / "client" / "hosts.json").read_text())["hosts"]
+    return hosts["far"].get("python") or "python3"
 
 
 def phases(far: Far, n: int) -> None:
@@ -275,13 +292,14 @@ def phases(far: Far, n: int) -> None:
     env = dict(far.env, PYTHONPATH=str(REPO))
     box_env = dict(os.environ, RGT_HOME=str(far.home))
     pyz = str(far.home / "rgt-agent.pyz")
+    box_py = box_python(far)
     pieces = [
         ("client: python start, site", [py, "-c", "pass"], env),
         ("client: start + imports before the ssh call", [py, "-c", "from rgt_client.status import prefetch; "
                                                          "from rgt_client.box import agentcall, hosts, transport"], env),
         ("client: start + every import of status", [py, "-c", "import rgt_client.cli, rgt_client.status.cmd"], env),
-        ("box: python3 -S start", ["python3", "-S", "-c", "pass"], box_env),
-        ("box: python3 -S agent status --json", ["python3", "-S", pyz, "status", "--json", "--events", "0"], box_env),
+        ("box: python -S start (as install chose it)", [box_py, "-S", "-c", "pass"], box_env),
+        ("box: python -S agent status --json", [box_py, "-S", pyz, "status", "--json", "--events", "0"], box_env),
         ("box: the remote shell line (sh -c)", ["sh", "-c", "true"], box_env),
     ]
     import resource
@@ -305,18 +323,25 @@ def report(far: Far, n: int, rtt: float, only: str | None = None) -> None:
     off = dict(far.env, RGT_SSH_MULTIPLEX="0")
     ssh_true = ["ssh", "-F", str(far.cfg), "far", "true"]
     close = lambda: subprocess.run([CLIENT, "ssh-close", "far"], capture_output=True, env=far.env)  # noqa: E731
-    rows = [("ssh far true", medians(far, ssh_true, far.env, n), None)]
-    cmds = [("first status (no master yet)", ["status", "far"], close, 1.05),
-            ("repeated status", ["status", "far"], None, None),
-            ("pull of an unchanged run", ["pull", "far", "far1", str(far.pulls)], None, 1.5),
-            ("install of an unchanged agent", ["install", "far"], None, None)]
-    for label, argv, before, goal in cmds:
-        if only and only not in label:
-            continue
-        rows.append((label, medians(far, [CLIENT, *argv], far.env, n, before), goal))
-        rows.append((label + ", RGT_SSH_MULTIPLEX=0", medians(far, [CLIENT, *argv], off, n), None))
+    # Each group side by side, round by round (in this order: a repeated status rides the master
+    # the first one opened). `ssh far true` goes with the statuses; an install's work on the box
+    # must not land in their rounds.
+    groups = [[("first status (no master yet)", ["status", "far"], close, 1.05),
+               ("repeated status", ["status", "far"], None, None)],
+              [("pull of an unchanged run", ["pull", "far", "far1", str(far.pulls)], None, 1.5)],
+              [("install of an unchanged agent", ["install", "far"], None, None)]]
+    rows = []
+    for i, cmds in enumerate(groups):
+        specs = [("ssh far true", ssh_true, far.env, None, None)] if i == 0 else []
+        for label, argv, before, goal in cmds:
+            if not only or only in label:
+                specs += [(label, [CLIENT, *argv], far.env, before, goal),
+                          (label + ", RGT_SSH_MULTIPLEX=0", [CLIENT, *argv], off, None, None)]
+        if specs:
+            got = side_by_side(far, [(argv, env, before) for _, argv, env, before, _ in specs], n)
+            rows += [(label, fig, goal) for (label, _, _, _, goal), fig in zip(specs, got)]
     base = rows[0][1][0]
-    print("far box: %.0f ms round trip (bench/delayproxy.py), medians of %d" % (rtt * 1000, n))
+    print("far box: %.0f ms round trip (bench/delayproxy.py), side by side, medians of %d" % (rtt * 1000, n))
     print("%-48s %8s %8s %6s %10s  %s" % ("command", "seconds", "x ssh", "conns", "bytes", "goal"))
     for label, (sec, conns, nbytes), goal in rows:
         ok = "" if goal is None else ("<= %.2fx %s" % (goal, "ok" if sec / base <= goal else "MISSED"))

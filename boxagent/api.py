@@ -164,7 +164,8 @@ def hash_many(items: Iterable[Tuple[str, int]], workers: Optional[int] = None,
 
 # -- the .pyz ------------------------------------------------------------------------------------
 
-def main() -> int:
-    """The agent's command line: the entry point of rgt-agent.pyz."""
+def main(process_exit: bool = False) -> int:
+    """The agent's command line: the entry point of rgt-agent.pyz. `process_exit`: this process
+    ends with the command (the .pyz's own run), so a `status` may end it at once (cli.py)."""
     from boxagent.cli import main as cli_main
-    return cli_main()
+    return cli_main(process_exit=process_exit)

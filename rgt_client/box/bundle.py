@@ -170,7 +170,7 @@ def boot():
             precompile(finder)
         sys.exit(0)
     from boxagent.api import main
-    sys.exit(main())
+    sys.exit(main(process_exit=True))
 
 
 boot()

@@ -24,18 +24,23 @@ _FLAGS = {"--json": "as_json", "--all": "all"}
 _VALUES = {"--run": "run", "--events": "events", "--home": "home", "--python": "python"}
 
 
-def start(argv: list[str]) -> None:
-    """Start the ssh calls of `status HOST...` now; nothing for any other command line."""
+def start(argv: list[str]) -> bool:
+    """Start the ssh calls of `status HOST...` now (True); nothing for any other command line."""
     parsed = _parse(argv)
     if parsed is None:
-        return
+        return False
     from rgt_client.box import agentcall, hosts, transport
+    from rgt_client.errors import ClientError
     ssh_config, opts, names = parsed
     events = agentcall.status_events(int(opts["events"]) if "events" in opts else None, "as_json" in opts)
-    args = agentcall.status_args(events, opts.get("run"))
+    try:
+        args = agentcall.status_args(events, opts.get("run"))
+    except ClientError:
+        return False      # a run name that is not one: the command says so (Error, Hint, exit 2)
     for host in names:
         target = hosts.target_for(host, ssh_config, opts.get("home"), opts.get("python"))
         transport.start_early(target, transport.agent_command(target, args))
+    return True
 
 
 def _parse(argv: list[str]) -> tuple[str | None, dict[str, str], list[str]] | None:

@@ -3,6 +3,7 @@ call already under way. Still exactly one ssh call per host; a head start the co
 take is killed at exit; any command line it does not fully understand starts nothing."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -44,6 +45,31 @@ def test_status_from_the_console_script_is_one_ssh_call_taken_from_the_head_star
 
 
 @pytest.mark.ssh
+def test_status_ended_at_once_keeps_its_answer_and_exit_code(hostile, sshd, tmp_path):
+    """The console script ends a status without Python's teardown: the whole --json answer is
+    still out, and the agent's "daemon down" is still exit 3."""
+    down = dict(STATUS, agent=dict(STATUS["agent"], running=False, state="stopped"),
+                runs=[{"name": "r%d" % i, "state": "succeeded", "stages": []} for i in range(300)])
+    hostile.answer("status", stdout=down, rc=3)
+    res = run_argv(ENTRY + ["--ssh-config", str(sshd.config), "status", "rgt-box", "--json"] + hostile.args())
+    assert res.rc == 3, res.err_text
+    got = json.loads(res.text)
+    assert [r["name"] for r in got["runs"]] == ["r%d" % i for i in range(300)]
+    assert got["client"]["exit_code"] == 3
+
+
+@pytest.mark.ssh
+def test_a_run_name_that_is_not_one_is_an_error_from_the_console_script_not_a_traceback(hostile, sshd):
+    """The head start builds the agent's arguments too, and their name check raised before the
+    command's own error handling: `status HOST --run a/b` printed a traceback."""
+    res = run_argv(ENTRY + ["--ssh-config", str(sshd.config), "status", "rgt-box", "--run", "a/b"] + hostile.args())
+    assert res.rc == 2, res.err_text
+    assert "Traceback" not in res.err_text
+    assert "Error: 'a/b' is not a run name" in res.err_text and "Hint:" in res.err_text
+    assert hostile.calls("status") == []          # nothing reached the box
+
+
+@pytest.mark.ssh
 def test_a_head_start_the_command_does_not_take_is_killed_at_exit(hostile, sshd):
     hostile.answer("status", stdout=[pause(30)])
     code = ("import time; from rgt_client.status import prefetch; prefetch.start(['--ssh-config', %r, 'status', "
@@ -54,17 +80,18 @@ def test_a_head_start_the_command_does_not_take_is_killed_at_exit(hostile, sshd)
     wait_for(lambda: hostile.calls("status"), 10)     # it had started: the box saw the call
 
 
-def test_what_runs_before_the_ssh_call_imports_neither_typing_nor_tempfile(tmp_path):
+def test_what_runs_before_the_ssh_call_imports_neither_typing_nor_tempfile_nor_pathlib(tmp_path):
     """Every millisecond before the head start's ssh call adds to a first `status` (goal: 1.05x
     `ssh true`); typing and tempfile cost a few ms CPU there (~6 ms measured) and are needed only for annotations
-    and the /tmp fallback. Bare python (-S): a wheel install has no dev checkout's import hooks."""
+    and the /tmp fallback; pathlib (with urllib.parse and ipaddress) 2.5 ms for paths os.path joins.
+    Bare python (-S): a wheel install has no dev checkout's import hooks."""
     import subprocess
     from tests.realbox import REPO
     code = ("import sys; sys.path.insert(0, sys.argv[1]);"
             "from rgt_client.status import prefetch; from rgt_client.box import agentcall, hosts, transport, sshmux;"
             "t = hosts.target_for('h', None, None, None);"
             "transport.ssh_argv(t, transport.agent_command(t, agentcall.status_args(0, None)));"
-            "print(' '.join(sorted(m for m in ('typing', 'tempfile') if m in sys.modules)))")
+            "print(' '.join(sorted(m for m in ('typing', 'tempfile', 'pathlib') if m in sys.modules)))")
     (tmp_path / "run").mkdir(mode=0o700)
     env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path / "run"), RGT_CLIENT_CONFIG_DIR=str(tmp_path / "cfg"))
     res = subprocess.run([sys.executable, "-S", "-c", code, str(REPO)], env=env, capture_output=True, text=True,

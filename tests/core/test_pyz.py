@@ -124,3 +124,21 @@ def test_status_and_version_import_only_what_they_need(tmp_path, agent_pyz):
     loaded = _imports(agent_pyz, home, "version", "--json")
     assert "boxagent.daemon.control" in loaded and not loaded & (NOT_FOR_READERS - {"boxagent.daemon.control"}
                                                          | {"boxagent.wire.status"})
+
+
+def test_status_from_the_pyz_ends_at_once_with_its_whole_answer_and_exit_code(tmp_path, agent_pyz):
+    """The .pyz ends a `status` as soon as its answer is flushed (no teardown of its modules): an
+    answer far bigger than a pipe's buffer still arrives whole, and "daemon not running" is still 3."""
+    home = tmp_path / "home"
+    home.mkdir()
+    runs = [{"name": "r%d" % i, "state": "succeeded",
+             "stages": [{"name": "s%d" % j, "state": "succeeded", "log": "x" * 200} for j in range(30)]}
+            for i in range(40)]
+    (home / "status.json").write_text(json.dumps({"schema": "rgt.status/1", "agent": {}, "runs": runs}))
+    out = subprocess.run([sys.executable, "-S", str(agent_pyz), "status", "--json"], capture_output=True, text=True,
+                         env={"PATH": os.environ.get("PATH", ""), "RGT_HOME": str(home)}, timeout=60)
+    assert out.returncode == 3, out.stderr
+    assert len(out.stdout) > 256 * 1024
+    got = json.loads(out.stdout)
+    assert [r["name"] for r in got["runs"]] == ["r%d" % i for i in range(40)]
+    assert all(len(r["stages"]) == 30 for r in got["runs"]) and got["agent"]["running"] is False
