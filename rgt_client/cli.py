@@ -84,6 +84,14 @@ class _Group(click.Group):
             ctx.exit(exc.code)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except BrokenPipeError:
+            # The reader went away (`status --json | head`): nothing is wrong with rgt, and there
+            # is no one to tell. Said "internal error" once. Exit as a command killed by SIGPIPE
+            # does; stdout goes to /dev/null so the flush at exit cannot fail again.
+            import os
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(128 + 13)
         except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback
             if (ctx.obj or {}).get("debug"):
                 raise

@@ -52,3 +52,17 @@ def test_a_toml_error_shows_the_line_and_a_caret(rgt_local, tmp_path):
     assert lines[0] == "Error: %s line 2, column 14 is not valid TOML: the line ends before its value does " \
                        "(an unclosed quote or bracket?)" % path, lines
     assert lines[1:] == ["Hint: fix line 2:", '    workdir = "/w', "                 ^"]
+
+
+def test_a_reader_that_goes_away_is_not_an_internal_error():
+    """`rgt-client … --json | head`: the reader closed the pipe. That is not rgt's failure: no
+    "internal error", no traceback, exit 141 as a command killed by SIGPIPE (a real subprocess,
+    its stdout closed before it writes)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    exe = str(Path(sys.executable).with_name("rgt-client"))
+    proc = subprocess.Popen([exe, "profiles", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141 and err == "", err
