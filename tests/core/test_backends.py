@@ -14,7 +14,7 @@ from boxagent.engine.backends import REGISTRY, BackendTable, Makings
 from boxagent.wire import inbox
 
 ENGINE = Path(__file__).resolve().parents[2] / "boxagent" / "engine"
-SETTINGS = {"slurm_poll": 5.0, "slurm_exit_grace": 15.0, "ray_poll": 1.0, "ray_exit_grace": 5.0}
+SETTINGS = {"slurm_poll": 5.0, "slurm_exit_grace": 15.0, "ray_poll": 1.0, "ray_exit_grace": 5.0, "ray_driver_wait": 60.0}
 
 
 def _protocol_members(proto: type) -> set:

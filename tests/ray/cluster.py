@@ -163,11 +163,15 @@ class RayCluster:
                     victims.update(p.children(recursive=True))
             except psutil.Error:
                 pass
-        for p in victims:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
+        # All at once, as a machine dies: every process is stopped before any is killed. Killed one
+        # by one, a stage's `sleep` could die first and its shell run on to `echo done`, exit 0 and
+        # have the shim record a success before their own kills came.
+        for sig in ("suspend", "kill"):
+            for p in victims:
+                try:
+                    getattr(p, sig)()
+                except psutil.Error:
+                    pass
         return self.worker_id
 
     def stop(self) -> None:
