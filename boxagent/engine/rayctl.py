@@ -213,12 +213,9 @@ class RayProcesses:
         shows it yet or not, and what they just let go of is free although it still counts it; a
         retry of 2 GPUs waited seconds for the report after a cell on that node ended."""
         held: Dict[str, float] = {}
-        for ref_t, job in self.book.jobs.items():
-            node = (self.book.recs.get(job["submission_id"]) or {}).get("driver_node_id")
-            if job["address"] == address and node in nodes and job.get("submitted_at") is not None \
-                    and self.book.status(job["submission_id"]) not in FINAL \
-                    and not os.path.exists(self.home.stage_exit(*ref_t)):
-                held[node] = held.get(node, 0.0) + float(job.get("gpus") or 0)
+        for node, gpus in self._holding(address):
+            if node in nodes:
+                held[node] = held.get(node, 0.0) + gpus
         out = {}
         for node, (free, total) in nodes.items():
             mine = held.get(node, 0.0)
@@ -227,15 +224,20 @@ class RayProcesses:
         return out
 
     def _held(self, address: str) -> float:
-        """GPUs rgt's own submitted jobs on that cluster hold (or are about to): until the shim's
-        exit file is there or Ray names the job's end."""
-        held = 0.0
+        """GPUs rgt's own submitted jobs on that cluster hold (or are about to)."""
+        return sum(gpus for _node, gpus in self._holding(address))
+
+    def _holding(self, address: str) -> List[Tuple[Optional[str], float]]:
+        """(node id or None before Ray placed it, GPUs) of each attempt of rgt's on that cluster
+        that holds GPUs: submitted, until the shim's exit file is there or Ray names its end."""
+        out = []
         for ref_t, job in self.book.jobs.items():
             if job["address"] == address and job.get("submitted_at") is not None \
                     and self.book.status(job["submission_id"]) not in FINAL \
                     and not os.path.exists(self.home.stage_exit(*ref_t)):
-                held += float(job.get("gpus") or 0)
-        return held
+                out.append(((self.book.recs.get(job["submission_id"]) or {}).get("driver_node_id"),
+                            float(job.get("gpus") or 0)))
+        return out
 
     def _refuse(self, ref: AttemptRef, now: float, why: str, hint: str) -> None:
         self.waiting.remove(ref)

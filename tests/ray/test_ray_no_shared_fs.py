@@ -48,27 +48,23 @@ def _cluster_apart(box, tmp_path_factory, which: str):
 
 
 @pytest.fixture
-def island(box, tmp_path_factory):
-    cluster = _cluster_apart(box, tmp_path_factory, "worker")
+def apart(box, tmp_path_factory):
+    """apart("worker" | "head") -> the box, beside a cluster whose that node cannot see its files."""
+    made = []
+
+    def make(which: str):
+        made.append(_cluster_apart(box, tmp_path_factory, which))
+        return box
     try:
-        yield box
+        yield make
     finally:
         box.cleanup()
-        cluster.stop()
+        for cluster in made:
+            cluster.stop()
 
 
-@pytest.fixture
-def head_apart(box, tmp_path_factory):
-    cluster = _cluster_apart(box, tmp_path_factory, "head")
-    try:
-        yield box
-    finally:
-        box.cleanup()
-        cluster.stop()
-
-
-def test_a_stage_on_a_node_that_cannot_see_the_daemons_files_streams_its_log_back(island):
-    box = island
+def test_a_stage_on_a_node_that_cannot_see_the_daemons_files_streams_its_log_back(apart):
+    box = apart("worker")
     box.daemon()
     home = str(box.home)
     probe = ('echo "home seen: $(test -e %s && echo yes || echo no)"; mkdir -p out && echo node-only > out/f.txt; '
@@ -113,11 +109,11 @@ def _text(path) -> str:
         return ""
 
 
-def test_an_agent_whose_files_the_head_cannot_see_says_so_and_fails_the_attempt(head_apart):
+def test_an_agent_whose_files_the_head_cannot_see_says_so_and_fails_the_attempt(apart):
     """rgt's driver runs on the head and works in the daemon's RGT_HOME. An agent that is not on
     the head, with nothing shared, would leave every attempt waiting without a word: the daemon
     waits `ray_driver_wait` for the driver's first word, then says why, with the hint."""
-    box = head_apart
+    box = apart("head")
     box.env.update(RGT_RAY_DRIVER_WAIT="3")
     box.daemon()
     assert box.submit(job("blind", box.workdir, {"name": "s", "run": "echo never"}, backend="ray", gpus=1,

@@ -100,14 +100,10 @@ def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, tw
     assert len(alive()) == 2
     # The one-command path on: a daemon beside the head runs a Ray stage there, its Jobs API calls
     # carrying the token `ray up` left (without it the dashboard refuses them, as just seen).
-    from tests.realbox import Box, job
-    daemon_box = Box(tmp_path / "daemon")
-    daemon_box.home.mkdir(parents=True)
-    shutil.copy(two_boxes["rgt-box"] / "ray-auth-token", daemon_box.home / "ray-auth-token")
+    from tests.realbox import job
     boxes = json.loads((two_boxes["rgt-box"] / "ray-hosts.json").read_text())
     assert sorted(boxes.values()) == ["rgt-box", "rgt-box2"], boxes     # each Ray node id -> its box
-    shutil.copy(two_boxes["rgt-box"] / "ray-hosts.json", daemon_box.home / "ray-hosts.json")
-    daemon_box.env.update(RGT_RAY_POLL="0.2", RGT_RAY_EXIT_GRACE="1")
+    daemon_box = _beside_head(two_boxes, tmp_path / "daemon", {})
     try:
         daemon_box.daemon()
         spec = job("on-up", daemon_box.workdir, {"name": "s", "run": "echo hello from ray"}, backend="ray",
@@ -127,12 +123,7 @@ def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, tw
         daemon_box.cleanup()
     # Attempts as Ray Jobs of their own (`ray_attempts: "jobs"`) on the same token-auth cluster:
     # each submitted with the token, as rgt's driver was above.
-    tasks_box = Box(tmp_path / "daemon-jobs")
-    tasks_box.home.mkdir(parents=True)
-    shutil.copy(two_boxes["rgt-box"] / "ray-auth-token", tasks_box.home / "ray-auth-token")
-    shutil.copy(two_boxes["rgt-box"] / "ray-hosts.json", tasks_box.home / "ray-hosts.json")
-    (tasks_box.home / "config.json").write_text(json.dumps({"ray_attempts": "jobs"}))
-    tasks_box.env.update(RGT_RAY_POLL="0.2", RGT_RAY_EXIT_GRACE="1")
+    tasks_box = _beside_head(two_boxes, tmp_path / "daemon-jobs", {"ray_attempts": "jobs"})
     try:
         tasks_box.daemon()
         spec = job("on-up-jobs", tasks_box.workdir, {"name": "s", "run": "echo hello from a job"}, backend="ray",
@@ -154,3 +145,15 @@ def test_up_forms_a_two_node_cluster_and_down_stops_it_and_nothing_else(sshd, tw
     with pytest.raises(OSError):
         urllib.request.urlopen("http://%s:%d/api/v0/nodes" % (head_ip, base + 1), timeout=5)
     assert len([n for n in ray_cluster.nodes() if n["state"] == "ALIVE"]) == 2   # not ours: untouched
+
+
+def _beside_head(two_boxes, where, config):
+    """A daemon's box beside the head `ray up` formed: the token and the node -> box map it left."""
+    from tests.realbox import Box
+    b = Box(where)
+    b.home.mkdir(parents=True)
+    for name in ("ray-auth-token", "ray-hosts.json"):
+        shutil.copy(two_boxes["rgt-box"] / name, b.home / name)
+    (b.home / "config.json").write_text(json.dumps(config))
+    b.env.update(RGT_RAY_POLL="0.2", RGT_RAY_EXIT_GRACE="1")
+    return b
