@@ -12,7 +12,7 @@ recursive reader (a renderer, json.dumps).
 """
 from __future__ import annotations
 
-import json
+from boxagent.base import quickjson
 
 TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def loads(raw: Union[bytes, str], max_bytes: int = MAX_BYTES, max_depth: int = M
         raise BadJSON("%d bytes, over the %d-byte bound" % (len(raw), max_bytes))
     try:
         text = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else raw
-        value = json.loads(text)
+        value = quickjson.loads(text)
     except RecursionError:
         raise BadJSON("nested deeper than this reader follows") from None
     except MemoryError:

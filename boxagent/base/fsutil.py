@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 
 TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
 if TYPE_CHECKING:
     from typing import Any, Optional, Tuple
 
-from boxagent.base import boxjson, safefile
+from boxagent.base import boxjson, quickjson, safefile
 
 
 def atomic_write_bytes(path: str, data: bytes, mode: int = 0o644, durable: bool = True) -> None:
@@ -79,7 +78,7 @@ def atomic_write_text(path: str, text: str, mode: int = 0o644, durable: bool = T
 
 
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=1, sort_keys=False, ensure_ascii=False, default=str)
+    return quickjson.dumps(obj)      # = json.dumps(obj, indent=1, ensure_ascii=False, default=str)
 
 
 def atomic_write_json(path: str, obj: Any, mode: int = 0o644, durable: bool = True) -> None:
@@ -97,6 +96,7 @@ def read_json(path: str, default: Any = None, cap: int = safefile.DEFAULT_CAP) -
 
 
 def jsonl_line(obj: Any) -> bytes:
+    import json
     return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
 
 

@@ -1,16 +1,20 @@
 """Durations ("90", "90s", "20m", "12h", "2d") and sizes ("50G"), parsed and formatted."""
 from __future__ import annotations
 
-import re
 import time
 
 TYPE_CHECKING = False   # annotations only: importing typing costs every status on the box a few ms
 if TYPE_CHECKING:
-    from typing import Optional, Union
+    from typing import Any, Optional, Union
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+# The patterns are compiled when first used: `re` (and the enum, functools and collections it
+# imports) was the largest import of the box's one-round-trip `status`, which parses none of these.
+_PATTERNS = {
+    "duration": (r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", False),
+    "size": (r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", True),
+    "utc_time": (r"^\s*(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?\s*(?:Z|[+-]00:?00|UTC)\s*$", True),
+}
 _DUR_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.I)
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 # A measured value that is not a finite number travels in JSON as one of these strings (JSON has
 # no literal for NaN or infinity): a metric's last value in status.json.
@@ -26,7 +30,7 @@ def parse_duration(value: Union[int, float, str]) -> float:
             raise ValueError("expected a non-negative duration, got %r" % (value,))
         return float(value)
     if isinstance(value, str):
-        m = _DURATION.match(value)
+        m = _match("duration", value)
         if m:
             return float(m.group(1)) * _DUR_UNITS[m.group(2)]
     raise ValueError('expected a duration like "90m", got %s' % (_short_repr(value),))
@@ -41,7 +45,7 @@ def parse_size(value: Union[int, str]) -> int:
             raise ValueError("expected a non-negative size, got %r" % (value,))
         return value
     if isinstance(value, str):
-        m = _SIZE.match(value)
+        m = _match("size", value)
         if m:
             return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
     raise ValueError('expected a size like "50G", got %s' % (_short_repr(value),))
@@ -88,8 +92,10 @@ def iso_utc(ts: Optional[float]) -> Optional[str]:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + ".%03dZ" % ms
 
 
-_UTC_TIME = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?\s*(?:Z|[+-]00:?00|UTC)\s*$",
-                       re.I)
+def _match(name: str, text: str) -> Any:
+    import re       # re caches what it compiled
+    pattern, ignore_case = _PATTERNS[name]
+    return re.match(pattern, text, re.I if ignore_case else 0)
 
 
 def parse_utc_time(text: str) -> float:
@@ -97,7 +103,7 @@ def parse_utc_time(text: str) -> float:
     "2026-12-01T08:00:00.5+00:00". Only UTC: a deadline typed in local time on a laptop in one
     zone and read on a box in another is hours off, and an hour decides whether data survives."""
     import calendar
-    m = _UTC_TIME.match(text) if isinstance(text, str) else None
+    m = _match("utc_time", text) if isinstance(text, str) else None
     if not m:
         raise ValueError('expected a UTC time like "2026-12-01T08:00Z", got %s' % _short_repr(text))
     day, hh, mm, ss, frac = m.groups()

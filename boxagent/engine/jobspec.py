@@ -21,7 +21,7 @@ from boxagent.engine.joblimits import (MAX_ENV_BYTES, MAX_ENV_VALUE_BYTES, MAX_J
                                        MAX_RUN_BYTES, MAX_STAGES, utf8_len)
 from boxagent.slurm import spec as slurm_spec
 
-from boxagent.base.names import NAME_RE  # noqa: E402,F401 - one rule for every name
+from boxagent.base.names import valid as valid_name  # noqa: E402 - one rule for every name
 TOP_KEYS = ("name", "workdir", "env", "stage", "stages", "artifacts", "preflight", "rule", "stall_after") + \
     slurm_spec.TOP_KEYS + sweep.TOP_KEYS
 STAGE_KEYS = ("name", "run", "wait", "expect", "success_pattern", "fail_pattern", "progress_pattern",
@@ -121,7 +121,7 @@ class _Validator(Checker):
         spec: Dict[str, Any] = {}
         if "name" not in job:
             self.bad("name", "required (letters, digits, . _ -; at most 64 characters)")
-        elif not isinstance(job["name"], str) or not NAME_RE.match(job["name"]):
+        elif not valid_name("job", job["name"]):
             self.bad("name", "expected letters, digits, '.', '_' or '-' (starting with a letter or "
                              "digit, at most 64 characters), got %s" % show(job["name"]))
         else:
@@ -195,7 +195,7 @@ class _Validator(Checker):
         name = st.get("name")
         if name is None:
             self.bad(path + ".name", "required")
-        elif not isinstance(name, str) or not NAME_RE.match(name):
+        elif not valid_name("stage", name):
             self.bad(path + ".name", "expected letters, digits, '.', '_' or '-' (at most 64), got %s" % show(name))
         else:
             out["name"] = name

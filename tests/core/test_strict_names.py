@@ -4,9 +4,15 @@ run named `--help` was read as the option. Real agent processes on a real daemon
 client refuses such a name before anything is sent to the box."""
 from __future__ import annotations
 
-import pytest
+import re
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from boxagent.base import names
 from tests.clirunner import Cli
+from tests.conftest import fuzz_examples
 from tests.realbox import job
 
 HOSTILE = ["okrun/../badrun", "../badrun", "--help", "-n", "okrun\n", "ok run", "/etc/passwd",
@@ -65,3 +71,16 @@ def test_claim_the_client_sends_no_name_that_is_not_one(argv, name, monkeypatch,
     res = Cli()(*[a.replace("{}", name) for a in argv])
     assert res.exit_code == 2, res.output
     assert "is not a run name" in res.output and "Hint:" in res.output
+
+
+_NAME_ALPHABET = st.sampled_from(list("aZ09._-/ \n\t%$é\x00") + ["\U0001f600"])
+
+
+@settings(max_examples=fuzz_examples(400), deadline=None)
+@given(st.text(alphabet=_NAME_ALPHABET, max_size=90), st.sampled_from(["run", "stage", "group", "job"]))
+def test_the_name_rule_is_the_job_files_pattern(value, kind):
+    """names.valid is written without a regex (re was the largest import of the box's `status`);
+    it says what the job file's pattern says, for every kind's length."""
+    longest = 80 if kind == "run" else 64
+    pattern = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,%d}\Z" % (longest - 1))
+    assert names.valid(kind, value) == bool(pattern.match(value))
