@@ -15,8 +15,8 @@ from rgt_client.box import hosts
 
 
 def _sources() -> list[str]:
-    """Every file whose change changes the build: the agent's sources, pynvml.py, and bundle.py
-    (its bootstrap goes into the file too). The same set bundle._entries() packs."""
+    """Every file whose change changes the build: the agent's sources and package data, pynvml.py,
+    bundle.py and pyzmain.py (the file's bootstrap). The same set bundle._entries() packs."""
     import importlib.machinery
 
     from boxagent import api                      # the agent's face stands at its package's root
@@ -24,12 +24,13 @@ def _sources() -> list[str]:
     out = []
     for d, dirs, files in os.walk(root):
         dirs[:] = [x for x in dirs if x != "__pycache__"]
-        out += [os.path.join(d, f) for f in files if f.endswith(".py")]
+        out += [os.path.join(d, f) for f in files if f.endswith((".py", ".json.z"))]
     spec = importlib.machinery.PathFinder.find_spec("pynvml")
     if spec is None or not spec.origin:
         raise FileNotFoundError("pynvml")
     out.append(spec.origin)
-    out.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "bundle.py"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    out += [os.path.join(here, "bundle.py"), os.path.join(here, "pyzmain.py")]
     return sorted(out)
 
 

@@ -3,7 +3,9 @@ run when it is stale (another build's source), foreign (not ours, or open to oth
 another Python (magic number). Real pyz, real interpreters (3.8 where installed)."""
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -39,7 +41,12 @@ def installed(tmp_path_factory):
     return home, pyz, sha
 
 
-def _run(py: str, pyz: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def _run(py: str, pyz: Path, *args: str, env: dict | None = None, via: str = "pyz") -> subprocess.CompletedProcess:
+    """The agent run as `python rgt-agent.pyz` (via="pyz") or as the remote status runs it, from
+    the boot.py the precompile of `py` left (via="boot")."""
+    if via == "boot":
+        assert _run(py, pyz, "--rgt-precompile").returncode == 0     # boot.py is the last precompile's
+        pyz = pyz.parent / ".agent-pyc" / "boot.py"
     return subprocess.run([py, str(pyz), *args], capture_output=True, text=True, timeout=60,
                           env=dict(os.environ, **(env or {})))
 
@@ -51,7 +58,7 @@ def test_precompile_fills_the_cache_for_this_python(installed, py):
     magic, tag = _py_info(py)
     cache = home / ".agent-pyc" / sha / tag
     names = {n[:-3].replace("/", ".").replace(".__init__", "") for n in zipfile.ZipFile(pyz).namelist()
-             if n.endswith(".py") and n != "__main__.py"}
+             if n.endswith(".py")}          # __main__ too: boot.py starts from its code
     assert {p.name[:-4] for p in cache.glob("*.pyc")} == names
     assert oct(cache.stat().st_mode & 0o777) == "0o700"
     assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in cache.glob("*.pyc"))
@@ -81,26 +88,30 @@ def _plant(py: str, home: Path, pyz: Path, sha: str, mark: Path, head_source: by
     mark.unlink(missing_ok=True)
 
 
+@pytest.mark.parametrize("via", ["pyz", "boot"])
 @pytest.mark.parametrize("py", PYTHONS)
-def test_a_matching_entry_is_used(installed, py, tmp_path):
+def test_a_matching_entry_is_used(installed, py, via, tmp_path):
     home, pyz, sha = installed
     mark = tmp_path / "mark"
+    _run(py, pyz, "--rgt-precompile")
     _plant(py, home, pyz, sha, mark)
-    assert _run(py, pyz, "version", env={"MARK": str(mark)}).returncode == 0
+    assert _run(py, pyz, "version", env={"MARK": str(mark)}, via=via).returncode == 0
     assert mark.read_text() == "cached code ran"     # so the refusals below are real refusals
 
 
+@pytest.mark.parametrize("via", ["pyz", "boot"])
 @pytest.mark.parametrize("py", PYTHONS)
 @pytest.mark.parametrize("why, plant", [
     ("stale: compiled from another build's source", dict(head_source=b"x = 1  # another build\n")),
     ("another Python's magic number", dict(magic=b"\x00\x00\r\n")),
     ("foreign: readable and writable by others", dict(mode=0o666)),
 ])
-def test_a_stale_or_foreign_entry_never_runs(installed, py, tmp_path, why, plant):
+def test_a_stale_or_foreign_entry_never_runs(installed, py, via, tmp_path, why, plant):
     home, pyz, sha = installed
     mark = tmp_path / "mark"
+    _run(py, pyz, "--rgt-precompile")       # the index holds each entry's head: a planted one is checked against it
     _plant(py, home, pyz, sha, mark, **plant)
-    out = _run(py, pyz, "version", env={"MARK": str(mark)})
+    out = _run(py, pyz, "version", env={"MARK": str(mark)}, via=via)
     assert out.returncode == 0 and sha in out.stdout, (why, out.stderr)
     assert not mark.exists(), why
 
@@ -109,3 +120,47 @@ def test_without_agent_sha256_there_is_no_cache(tmp_path):
     pyz, _ = build_agent(tmp_path / "rgt-agent.pyz")
     assert _run(sys.executable, pyz, "version").returncode == 0
     assert not (tmp_path / ".agent-pyc").exists()
+
+
+def _imports(py: str, entry: Path, home: Path) -> tuple[str, set[str]]:
+    """`status --json --events 0` run from `entry` on a bare interpreter: (stdout, the modules imported)."""
+    out = subprocess.run([py, "-S", "-X", "importtime", str(entry), "status", "--json", "--events", "0"],
+                         capture_output=True, text=True, timeout=60, env=dict(os.environ, RGT_HOME=str(home)))
+    assert out.returncode in (0, 3), out.stderr          # 3: no daemon runs here
+    return out.stdout, {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if "|" in line}
+
+
+@pytest.mark.parametrize("py", PYTHONS)
+def test_boot_starts_status_from_the_cache_without_runpy_or_the_zip(tmp_path, py):
+    """The remote status runs .agent-pyc/boot.py: runpy (importlib.util, contextlib, collections),
+    the zip's directory, its sources and their hashes were half of what status cost on the box."""
+    pyz, sha = build_agent(tmp_path / "rgt-agent.pyz")
+    (tmp_path / "agent.sha256").write_text(sha + "\n")
+    assert _run(py, pyz, "--rgt-precompile").returncode == 0
+    boot = tmp_path / ".agent-pyc" / "boot.py"
+    assert oct(boot.stat().st_mode & 0o777) == "0o600" and oct(boot.parent.stat().st_mode & 0o777) == "0o700"
+    fast, imported = _imports(py, boot, tmp_path)
+    assert not {"runpy", "zlib", "json", "re"} & imported, imported   # zlib: nothing was read out of the zip
+    plain, _ = _imports(py, pyz, tmp_path)
+    assert json.loads(fast)["agent"]["build_sha256"] == json.loads(plain)["agent"]["build_sha256"] == sha
+
+
+@pytest.mark.parametrize("change", ["replaced by a copy", "rewritten in place", "index open to others"])
+def test_boot_of_a_pyz_that_changed_since_its_precompile_runs_the_pyz_itself(tmp_path, change):
+    """The index and boot.py hold for the very file they were written from (size, times, inode):
+    a .pyz replaced, touched or copied back, or an index that is not ours, and boot.py runs the
+    .pyz as `python rgt-agent.pyz` does, its modules checked against their source."""
+    pyz, sha = build_agent(tmp_path / "rgt-agent.pyz")
+    (tmp_path / "agent.sha256").write_text(sha + "\n")
+    assert _run(sys.executable, pyz, "--rgt-precompile").returncode == 0
+    if change == "replaced by a copy":
+        shutil.copy(pyz, tmp_path / "copy")
+        os.replace(tmp_path / "copy", pyz)
+    elif change == "rewritten in place":
+        pyz.write_bytes(pyz.read_bytes())
+    else:
+        next((tmp_path / ".agent-pyc").glob("*/*/index")).chmod(0o644)
+    out, imported = _imports(sys.executable, tmp_path / ".agent-pyc" / "boot.py", tmp_path)
+    assert json.loads(out)["agent"]["build_sha256"] == sha
+    assert "zlib" in imported, "the modules were not read from the zip"
+    assert ("runpy" in imported) == (change != "index open to others")
