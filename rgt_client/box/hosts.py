@@ -5,14 +5,12 @@ installs may run in parallel (one per host).
 """
 from __future__ import annotations
 
-import json
 import os
 import time
-from contextlib import contextmanager
 
 TYPE_CHECKING = False   # annotations only: typing would add a few ms before a status's ssh call
 if TYPE_CHECKING:
-    from typing import Any, Iterator
+    from typing import Any
 
 from rgt_client.box.hostsfile import config_dir, hosts_file, load_all
 from rgt_client.box.transport import Target
@@ -25,22 +23,28 @@ def get(host: str) -> dict[str, Any]:
     return entry if isinstance(entry, dict) else {}
 
 
-@contextmanager
-def _locked() -> Iterator[None]:
-    import fcntl
-    d = config_dir()
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, ".hosts.lock"), "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+class _Locked:
+    """hosts.json's lock, held while it is rewritten. A class, not contextlib.contextmanager:
+    contextlib (collections, functools) was imported before every `status`'s ssh call."""
+
+    def __enter__(self) -> None:
+        import fcntl
+        d = config_dir()
+        os.makedirs(d, exist_ok=True)
+        self.fh = open(os.path.join(d, ".hosts.lock"), "a")
         try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            fcntl.flock(self.fh, fcntl.LOCK_EX)
+        except BaseException:
+            self.fh.close()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.fh.close()          # closing the file releases the lock
 
 
 def remember(host: str, **fields: Any) -> None:
     """Merge fields into the host's entry (None values are not stored)."""
-    with _locked():
+    with _Locked():
         hosts = load_all()
         entry = dict(hosts.get(host) or {})
         entry.update({k: v for k, v in fields.items() if v is not None})
@@ -51,6 +55,7 @@ def remember(host: str, **fields: Any) -> None:
 
 def _write(data: dict) -> None:
     # the same tmp -> fsync -> replace the agent uses for every file a reader may see mid-write
+    import json
     from boxagent.api import atomic_write_text
     atomic_write_text(hosts_file(), json.dumps(data, indent=1, sort_keys=True) + "\n", mode=0o600)
 

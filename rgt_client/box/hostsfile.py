@@ -3,7 +3,6 @@ failure hints (sshfail.py) name a close host rgt has used, and the transport imp
 hosts.py writes the file and re-exports these."""
 from __future__ import annotations
 
-import json
 import os
 
 TYPE_CHECKING = False   # annotations only: typing would add a few ms before a status's ssh call
@@ -26,9 +25,10 @@ def hosts_file() -> str:
 
 
 def load_all() -> dict[str, dict[str, Any]]:
+    from boxagent.api import box_json     # json's import (re, enum...) came before `status`'s ssh call
     try:
         with open(hosts_file(), "rb") as fh:
-            data = json.loads(fh.read().decode("utf-8"))
+            data = box_json(fh.read())
     except (OSError, ValueError):
         return {}
     hosts = data.get("hosts") if isinstance(data, dict) else None

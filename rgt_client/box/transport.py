@@ -1,20 +1,21 @@
 """The ssh transport seam: the system OpenSSH client (never a re-implementation), or `local`.
 
 Every ssh call is bounded (BatchMode, ConnectTimeout, ServerAlive*) and every remote word is
-shlex.quote'd. `local` runs the same agent commands on this machine without ssh.
+quote'd (shlex.quote's rule). `local` runs the same agent commands on this machine without ssh.
 """
 from __future__ import annotations
 
 import os
-import selectors
-import shlex
-import subprocess
 import sys
 import time
 
 TYPE_CHECKING = False   # annotations only: typing would add a few ms before a status's ssh call
 if TYPE_CHECKING:
+    import selectors
+    import subprocess
     from typing import IO, Callable
+
+    from rgt_client.box.earlyproc import EarlyProcess
 
 from rgt_client import exitcodes
 from rgt_client.errors import BoxTooSlow, ClientError
@@ -35,6 +36,20 @@ CONNECTED = b"rgt-connected\n"
 # writes gigabytes there must not fill this machine's memory.
 STDERR_KEEP = 64 * 1024
 BLOCK = 65536
+
+
+# shlex.quote's characters that need no quoting. Its rule written out: shlex imports re (and re
+# enum, functools, collections), 4 ms before `status` could start its ssh call.
+_SAFE = frozenset(b"%+,-./0123456789:=@ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")
+
+
+def quote(word: str) -> str:
+    """shlex.quote(word): one shell word that stands for `word` exactly."""
+    if not word:
+        return "''"
+    if word.isascii() and _SAFE.issuperset(word.encode("ascii")):
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
 
 
 # Plain classes, no dataclasses: `status` starts its ssh call right after importing this module
@@ -86,12 +101,12 @@ class Target:
     def home_expr(self) -> str:
         """The home as a remote shell word."""
         if self.is_local:
-            return shlex.quote(self.local_home())
+            return quote(self.local_home())
         if self.home:
             if self.home == "~" or self.home.startswith("~/"):
                 # `~/x` from the user means the box's home; quoted it would be a literal "~" dir.
-                return '"$HOME"' + shlex.quote(self.home[1:]) if self.home != "~" else '"$HOME"'
-            return shlex.quote(self.home)
+                return '"$HOME"' + quote(self.home[1:]) if self.home != "~" else '"$HOME"'
+            return quote(self.home)
         return REMOTE_DEFAULT_HOME
 
     def local_home(self) -> str:
@@ -106,8 +121,8 @@ class Target:
     def python_word(self) -> str:
         """The interpreter as a shell word; `local` with the default runs this very Python."""
         if self.is_local and self.python == "python3":
-            return shlex.quote(sys.executable)
-        return shlex.quote(self.python)
+            return quote(sys.executable)
+        return quote(self.python)
 
 
 def ssh_argv(target: Target, remote_command: str) -> list[str]:
@@ -142,11 +157,16 @@ def preamble(target: Target, need_agent: bool = True) -> str:
 
 def agent_command(target: Target, args: list[str]) -> str:
     """The remote shell line that runs the installed agent with quoted args."""
-    words = " ".join(shlex.quote(a) for a in args)
+    words = " ".join(quote(a) for a in args)
+    if args[:1] != ["status"]:
+        return preamble(target) + "exec %s \"$RGT_HOME/rgt-agent.pyz\" %s" % (target.python_word(), words)
     # `status` reads the daemon's files and needs only the standard library: -S spares it the box's
-    # site-packages (a conda site's .pth files cost every status tens of milliseconds).
-    bare = " -S" if args[:1] == ["status"] else ""
-    return preamble(target) + "exec %s%s \"$RGT_HOME/rgt-agent.pyz\" %s" % (target.python_word(), bare, words)
+    # site-packages (a conda site's .pth files cost every status tens of milliseconds). And it
+    # starts from boot.py where the agent's precompile left one (bundle's pyzmain: the cached
+    # code, without runpy or the zip; half of what status cost on the box): a box without it, or
+    # whose boot.py no longer matches the .pyz, runs the .pyz itself.
+    return preamble(target) + ("a=\"$RGT_HOME/.agent-pyc/boot.py\"; [ -f \"$a\" ] || a=\"$RGT_HOME/rgt-agent.pyz\"; "
+                               "exec %s -S \"$a\" %s" % (target.python_word(), words))
 
 
 def python_command(target: Target, script: str, args: list[str] | None = None,
@@ -157,13 +177,14 @@ def python_command(target: Target, script: str, args: list[str] | None = None,
     import base64
     code = base64.b64encode(script.encode("utf-8")).decode("ascii")
     boot = "import base64;exec(compile(base64.b64decode('%s'),'<rgt>','exec'))" % code
-    words = " ".join(shlex.quote(a) for a in (args or []))
+    words = " ".join(quote(a) for a in (args or []))
     return preamble(target, need_agent=need_agent) + "exec %s%s -c %s %s" % (
-        target.python_word(), " -S" if bare else "", shlex.quote(boot), words)
+        target.python_word(), " -S" if bare else "", quote(boot), words)
 
 
 def spawn(target: Target, remote_command: str, **popen_kw) -> subprocess.Popen:
     """Start a remote shell line without waiting (streaming commands: logs --follow)."""
+    import subprocess
     argv, env = _argv_env(target, remote_command)
     try:
         return subprocess.Popen(argv, env=env, **popen_kw)
@@ -192,9 +213,10 @@ def run_remote(target: Target, remote_command: str, stdin: bytes | None = None,
     stdout goes to it chunk by chunk as it arrives and is not kept.
     A shared connection whose master does not answer is found within seconds, taken out of the
     way, and the call made once more on a new connection (`fresh`: this is that second try)."""
+    import subprocess
     argv, env = _argv_env(target, remote_command)
     t0 = time.monotonic()
-    proc = None if stdin or fresh else _EARLY.pop(_key(argv, env), None)
+    proc: subprocess.Popen | EarlyProcess | None = None if stdin or fresh else _EARLY.pop(_key(argv, env), None)
     try:
         proc = proc or subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE)
@@ -210,13 +232,14 @@ def run_remote(target: Target, remote_command: str, stdin: bytes | None = None,
         raise ClientError("%s sent more than %s for %s: no agent answer is that big" % (
             target.host, _mib(max_out or 0), what or "one command"),
             "the box may be damaged or compromised: look at it over plain ssh, then reinstall: "
-            "rgt-client install %s" % shlex.quote(target.host))
+            "rgt-client install %s" % quote(target.host))
     except _Timeout as exc:
         drop_master(target)
         raise _too_slow(target, timeout or 0, exc.connected, what)
     finally:
         _reap(proc)
     connected = err.startswith(CONNECTED)
+    assert proc.returncode is not None      # _collect waited for it
     if proc.returncode == RC_SSH_FAILED and connected:
         drop_master(target)       # the link broke mid-answer: the master behind it is dead too
     return Result(proc.returncode, bytes(out), bytes(err[len(CONNECTED):] if connected else err),
@@ -249,7 +272,7 @@ def _again_on_a_new_connection(target: Target, remote_command: str, stdin: bytes
         raise ClientError("the shared ssh connection to %s did not answer within %.0f s, and neither did the new "
                           "one made in its place" % (target.host, waited),
                           "end it and try again: rgt-client ssh-close %s (RGT_SSH_MULTIPLEX=0 turns sharing off)"
-                          % shlex.quote(target.host), exitcodes.UNREACHABLE)
+                          % quote(target.host), exitcodes.UNREACHABLE)
     sys.stderr.write("Note: the shared ssh connection to %s did not answer within %.0f s (its master is stopped "
                      "or wedged); rgt set it aside and made the call again on a new connection.\n"
                      % (target.host, waited))
@@ -259,7 +282,7 @@ def _again_on_a_new_connection(target: Target, remote_command: str, stdin: bytes
 
 
 # Calls started before the client finished starting (prefetch.py), by (argv, environment).
-_EARLY: dict[tuple, subprocess.Popen] = {}
+_EARLY: dict[tuple, EarlyProcess] = {}
 
 
 def _key(argv: list[str], env: dict | None) -> tuple:
@@ -268,13 +291,14 @@ def _key(argv: list[str], env: dict | None) -> tuple:
 
 def start_early(target: Target, remote_command: str) -> None:
     """Start a call now for run_remote to take later, if it is asked for exactly this one (no
-    stdin); one never taken is killed when the client exits."""
+    stdin); one never taken is killed when the client exits. Started without subprocess
+    (earlyproc.py): its imports came before the call."""
+    from rgt_client.box import earlyproc
     argv, env = _argv_env(target, remote_command)
-    if _key(argv, env) in _EARLY:
+    if _key(argv, env) in _EARLY or not earlyproc.available():
         return
     try:
-        proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+        proc = earlyproc.EarlyProcess(argv, env)
     except OSError:
         return   # the normal path says why
     if not _EARLY:
@@ -306,11 +330,13 @@ def _mib(n: int) -> str:
     return "%d MiB" % (n // (1 << 20)) if n >= (1 << 20) else "%d KiB" % (n // 1024)
 
 
-def _collect(proc: subprocess.Popen, data: bytes, deadline: float | None, max_out: int | None,
+def _collect(proc: subprocess.Popen | EarlyProcess, data: bytes, deadline: float | None, max_out: int | None,
              on_out: Callable[[bytes], None] | None = None,
              stalled: tuple[float, Callable[[], bool]] | None = None) -> tuple[bytearray, bytearray]:
     """communicate(), bounded: stdout up to max_out, the tail of stderr, stdin fed as it drains.
     `stalled`: (when, ask): nothing heard by `when` and ask() says the master is stuck: _Stalled."""
+    import selectors
+    import subprocess
     assert proc.stdin and proc.stdout and proc.stderr
     out, err, sent, got = bytearray(), bytearray(), 0, 0
     with selectors.DefaultSelector() as sel:
@@ -376,7 +402,7 @@ def _feed(sel: selectors.BaseSelector, pipe: IO[bytes], data: bytes, sent: int) 
     return sent
 
 
-def _reap(proc: subprocess.Popen) -> None:
+def _reap(proc: subprocess.Popen | EarlyProcess) -> None:
     if proc.poll() is None:
         proc.kill()
         proc.wait()
@@ -417,11 +443,11 @@ def check_reach(target: Target, res: Result) -> Result:
     if res.rc == RC_NO_PYTHON:
         raise ClientError("%s has no %s" % (target.host, target.python),
                           "pass the interpreter: rgt-client install %s --python /path/to/python3"
-                          % shlex.quote(target.host))
+                          % quote(target.host))
     if res.rc == RC_NOT_INSTALLED:
         raise ClientError("the rgt agent is not installed on %s (home %s)"
                           % (target.host, target.home_shown()),
-                          "install it: rgt-client install %s" % shlex.quote(target.host), exitcodes.AGENT_DOWN)
+                          "install it: rgt-client install %s" % quote(target.host), exitcodes.AGENT_DOWN)
     return res
 
 

@@ -80,21 +80,31 @@ def test_a_head_start_the_command_does_not_take_is_killed_at_exit(hostile, sshd)
     wait_for(lambda: hostile.calls("status"), 10)     # it had started: the box saw the call
 
 
-def test_what_runs_before_the_ssh_call_imports_neither_typing_nor_tempfile_nor_pathlib(tmp_path):
+def test_what_runs_before_the_ssh_call_imports_only_what_it_needs(tmp_path):
     """Every millisecond before the head start's ssh call adds to a first `status` (goal: 1.05x
-    `ssh true`); typing and tempfile cost a few ms CPU there (~6 ms measured) and are needed only for annotations
-    and the /tmp fallback; pathlib (with urllib.parse and ipaddress) 2.5 ms for paths os.path joins.
-    Bare python (-S): a wheel install has no dev checkout's import hooks."""
+    `ssh true`). Measured there once: typing and tempfile ~6 ms CPU (needed only for annotations
+    and the /tmp fallback); pathlib 2.5 ms (urllib.parse, ipaddress); subprocess (locale, re,
+    threading, signal, selectors) the largest of all, for one fork and exec; re 4 ms (shlex.quote,
+    the hint rules, the ssh config's keywords); json for hosts.json; glob (re, fnmatch, contextlib)
+    for Debian's `Include /etc/ssh/ssh_config.d/*.conf`. The call is started all the same, reading
+    hosts.json and an Include. Bare python (-S): a wheel install has no dev checkout's import hooks."""
     import subprocess
     from tests.realbox import REPO
+    (tmp_path / "conf.d").mkdir()
+    (tmp_path / "conf.d" / "10-far.conf").write_text("Host h\n  HostName 127.0.0.1\n  Port 9\n")
+    (tmp_path / "ssh_config").write_text("Include %s/conf.d/*.conf\nHost *\n  BatchMode yes\n" % tmp_path)
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "hosts.json").write_text('{"hosts": {"h": {"home": "/box/rgt", "python": "python3"}}}')
+    heavy = ("typing", "tempfile", "pathlib", "subprocess", "re", "json", "enum", "contextlib", "glob", "shlex",
+             "selectors", "threading", "locale")
     code = ("import sys; sys.path.insert(0, sys.argv[1]);"
-            "from rgt_client.status import prefetch; from rgt_client.box import agentcall, hosts, transport, sshmux;"
-            "t = hosts.target_for('h', None, None, None);"
-            "transport.ssh_argv(t, transport.agent_command(t, agentcall.status_args(0, None)));"
-            "print(' '.join(sorted(m for m in ('typing', 'tempfile', 'pathlib') if m in sys.modules)))")
+            "from rgt_client.status import prefetch; from rgt_client.box import transport;"
+            "started = prefetch.start(['--ssh-config', sys.argv[2], 'status', 'h']);"
+            "(argv, env), = transport._EARLY; "
+            "print(started, '/box/rgt' in argv[-1], ' '.join(sorted(m for m in %r if m in sys.modules)))" % (heavy,))
     (tmp_path / "run").mkdir(mode=0o700)
     env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path / "run"), RGT_CLIENT_CONFIG_DIR=str(tmp_path / "cfg"))
-    res = subprocess.run([sys.executable, "-S", "-c", code, str(REPO)], env=env, capture_output=True, text=True,
-                         timeout=60)
+    res = subprocess.run([sys.executable, "-S", "-c", code, str(REPO), str(tmp_path / "ssh_config")], env=env,
+                         capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.strip() == ""
+    assert res.stdout.split() == ["True", "True"], res.stdout

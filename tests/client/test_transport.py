@@ -106,6 +106,6 @@ def test_only_status_runs_the_box_python_without_its_site_packages():
     may use the box's packages (notify-test with apprise, probe with psutil) keep them."""
     from rgt_client.box.transport import Target, agent_command
     t = Target("box", python="/opt/conda/bin/python")
-    assert "exec /opt/conda/bin/python -S \"$RGT_HOME/rgt-agent.pyz\" status --json" in agent_command(t, ["status", "--json"])
+    assert "exec /opt/conda/bin/python -S \"$a\" status --json" in agent_command(t, ["status", "--json"])
     for args in (["notify-test"], ["probe", "--json"], ["submit", "-"]):
         assert " -S " not in agent_command(t, args), args
