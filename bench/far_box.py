@@ -296,10 +296,14 @@ def phases(far: Far, n: int) -> None:
     pieces = [
         ("client: python start, site", [py, "-c", "pass"], env),
         ("client: start + imports before the ssh call", [py, "-c", "from rgt_client.status import prefetch; "
-                                                         "from rgt_client.box import agentcall, hosts, transport"], env),
+                                                         "from rgt_client.box import agentcall, earlyproc, hosts, "
+                                                         "sshmux, transport"], env),
         ("client: start + every import of status", [py, "-c", "import rgt_client.cli, rgt_client.status.cmd"], env),
         ("box: python -S start (as install chose it)", [box_py, "-S", "-c", "pass"], box_env),
-        ("box: python -S agent status --json", [box_py, "-S", pyz, "status", "--json", "--events", "0"], box_env),
+        ("box: python -S agent status --json (the .pyz)", [box_py, "-S", pyz, "status", "--json", "--events", "0"],
+         box_env),
+        ("box: the same from boot.py (as status runs it)", [box_py, "-S", str(far.home / ".agent-pyc" / "boot.py"),
+                                                            "status", "--json", "--events", "0"], box_env),
         ("box: the remote shell line (sh -c)", ["sh", "-c", "true"], box_env),
     ]
     import resource

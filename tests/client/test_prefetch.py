@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 import time
 
 import pytest
@@ -108,3 +109,23 @@ def test_what_runs_before_the_ssh_call_imports_only_what_it_needs(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["True", "True"], res.stdout
+
+
+def test_the_installed_launcher_starts_the_client_before_importing_re():
+    """pip's console-script launcher imports re first (6 ms of every command's start, before
+    `status` could start its ssh call); ours (bin/rgt-client, pyproject's script-files) does not.
+    importtime lists a module when its import ends: rgt_client.entry (which starts the call) ends
+    before re is first imported. Without site (-S): an editable install's finder imports re there."""
+    import subprocess
+    import sysconfig
+    launcher = Path(sys.executable).parent / "rgt-client"
+    if not launcher.exists():
+        pytest.skip("no rgt-client next to %s (./install.sh --dev installs it)" % sys.executable)
+    from tests.realbox import REPO
+    res = subprocess.run([sys.executable, "-S", "-X", "importtime", str(launcher), "--version"], capture_output=True,
+                         text=True, timeout=60, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                             [str(REPO), sysconfig.get_paths()["purelib"]])))
+    assert res.returncode == 0, res.stderr
+    done = [line.rsplit("|", 1)[-1].strip() for line in res.stderr.splitlines() if line.startswith("import time:")]
+    assert "rgt_client.entry" in done and "re" in done, done
+    assert done.index("rgt_client.entry") < done.index("re"), done[:done.index("re") + 1]
