@@ -61,8 +61,12 @@ def test_readme_fresh_machine_commands_are_the_supported_ones():
     install = (REPO / "install.sh").read_text()
     assert "--dev)" in install and '"") ;;' in install          # both forms accepted
     assert ".venv/bin/rgt-client demo" in install and ".venv/bin/python -m pytest -q" in install
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    assert {"rgt-client", "rgt-agent"} <= set(project["scripts"])
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    project = pyproject["project"]
+    # rgt-client's launcher is a script file of ours (pip's console-script one imports re first)
+    launchers = set(project["scripts"]) | {Path(p).name for p in pyproject["tool"]["setuptools"]["script-files"]}
+    assert {"rgt-client", "rgt-agent"} <= launchers
+    assert all((REPO / p).is_file() for p in pyproject["tool"]["setuptools"]["script-files"])
     dev = " ".join(project["optional-dependencies"]["dev"])
     assert all(tool in dev for tool in ("pytest", "vermin", "mkdocs"))
 
