@@ -1,0 +1,86 @@
+"""Families read from the sources that the sixth wave's blind field set (tests/triage/field/
+wave6: simulation codes, cryo-EM, protein folding, renderers, RL simulators, graph learning,
+RAPIDS/dask, hashcat, FFmpeg) missed: each test writes the source's own message shapes (not a
+case's log) into a log, runs the whole engine (report) and checks the class; the look-alikes
+that mean something else keep their class."""
+from __future__ import annotations
+
+import pytest
+
+from boxagent.triage.cli import report
+
+BEFORE = ("[2025-03-02 10:00:01] INFO starting run on 1 device\n"
+          "step 100 energy -1.23e5 kJ/mol\n"
+          "step 200 energy -1.24e5 kJ/mol\n")
+
+
+def _cause(tmp_path, text: str, exit_code: int = 1):
+    p = tmp_path / "job.log"
+    p.write_text(text, encoding="utf-8")
+    return report(str(p), exit_code, [], "auto", None, probe_disks=False)["cause"]
+
+
+# -- the driver's PTX JIT compiler, as cuLinkAddData / cuModuleLoadDataEx hand its log back
+@pytest.mark.parametrize("text", [
+    # a program printing the driver's message, then the JIT log a few lines below
+    "cuLinkAddData(): the provided PTX was compiled with an unsupported toolchain.\n\n"
+    "* Device #1: Kernel ./OpenCL/shared.cl link failed. Error Log:\n\n"
+    "ptxas application ptx input, line 9; fatal   : Unsupported .version 8.1; current version "
+    "is '8.0'\n\n\n\n* Device #1: Kernel ./OpenCL/shared.cl build failed.\n",
+    # the JIT log alone (a program that prints only the log it got back)
+    "unknown CUDA error when building module log: ptxas application ptx input, line 9; fatal   : "
+    "Unsupported .version 8.5; current version is '8.4'\n",
+])
+def test_the_drivers_ptx_jit_refusing_a_newer_ptx_is_the_driver_too_old(tmp_path, text):
+    assert _cause(tmp_path, BEFORE + text)["class"] == "driver_too_old"
+
+
+def test_a_standalone_ptxas_older_than_the_ptx_stays_the_toolchain(tmp_path):
+    # Triton's (or the toolkit's) own ptxas names the file it read: the toolchain is too old
+    text = ("ptxas /tmp/tmpb5kq.ptx, line 5; fatal   : Unsupported .version 8.7; current version "
+            "is '8.4'\nptxas fatal   : Ptx assembly aborted due to errors\n")
+    assert _cause(tmp_path, BEFORE + text)["class"] == "torch_arch_mismatch"
+
+
+# -- hand-written CUDA checks relaying the runtime's / driver's "out of memory"
+@pytest.mark.parametrize("text", [
+    "GPUassert: out of memory /home/u/sim/kernel.cu 211\n",
+    "CUDA error !!!!! <out of memory> !!!!!\nat CUDA call error code: # 2402\n"
+    "Abort(1) on node 0 (rank 0 in comm 0): application called MPI_Abort(MPI_COMM_WORLD, 1) - "
+    "process 0\n",
+    "Error while calling cudaMalloc(&data, n*sizeof(float)) in file /src/dlib/cuda/gpu_data.cpp:"
+    "188. code: 2, reason: out of memory\n",
+    # PyCUDA raises the driver's CUDA_ERROR_OUT_OF_MEMORY as its own MemoryError
+    "Traceback (most recent call last):\n  File \"refine.py\", line 20, in <module>\n"
+    "    d = gpuarray.to_gpu(x)\npycuda._driver.MemoryError: cuMemAlloc failed: out of memory\n",
+    # "CUDA by Example"'s HANDLE_ERROR
+    "out of memory in /home/u/proj/src/solver.cu at line 77\n",
+    # a CUDA error report with its fields one per line
+    "CUDA Error:\n    File:       utilities/gpu_vector.cuh\n    Line:       83\n"
+    "    Error code: 2\n    Error text: out of memory\n",
+    # a C++ CUDA error class whose what() ends in the file and goes on below
+    "terminate called after throwing an instance of 'CUDA::error'\n"
+    "  what():  /opt/sim/include/mallocMC/pool.hpp(42):\nerror: out of memory\n",
+])
+def test_a_cuda_checks_out_of_memory_is_the_gpus(tmp_path, text):
+    assert _cause(tmp_path, BEFORE + text)["class"] == "cuda_oom"
+
+
+@pytest.mark.parametrize("text,cls", [
+    # the same header whose fields say another CUDA error: the job's own
+    ("CUDA Error:\n    File:       main.cu\n    Line:       140\n    Error code: 700\n"
+     "    Error text: an illegal memory access was encountered\n", "code_error"),
+    # host memory, whatever else the line holds
+    ("Traceback (most recent call last):\n  File \"prep.py\", line 3, in <module>\n"
+     "    buf = bytearray(n)\nMemoryError\n", "cgroup_oom"),
+    ("terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n",
+     "cgroup_oom"),
+])
+def test_look_alikes_of_a_cuda_out_of_memory_keep_their_class(tmp_path, text, cls):
+    assert _cause(tmp_path, BEFORE + text)["class"] == cls
+
+
+def test_a_cuda_check_printed_in_passing_by_a_run_that_exits_0_is_no_failure(tmp_path):
+    text = BEFORE + "GPUassert: out of memory kernel.cu 12 (retrying with a smaller tile)\n" \
+        "step 300 energy -1.25e5 kJ/mol\nRun finished.\n"
+    assert _cause(tmp_path, text, 0) is None
