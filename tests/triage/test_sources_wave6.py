@@ -84,3 +84,21 @@ def test_a_cuda_check_printed_in_passing_by_a_run_that_exits_0_is_no_failure(tmp
     text = BEFORE + "GPUassert: out of memory kernel.cu 12 (retrying with a smaller tile)\n" \
         "step 300 energy -1.25e5 kJ/mol\nRun finished.\n"
     assert _cause(tmp_path, text, 0) is None
+
+
+# -- Blender Cycles: cuew's words for the driver's CUresult, in Cycles' formats
+@pytest.mark.parametrize("text,cls", [
+    ("Out of memory in cuStreamCreate(&cuda_stream_, CU_STREAM_NON_BLOCKING) "
+     "(intern/cycles/device/cuda/queue.cpp:21)\n", "cuda_oom"),
+    ("Failed to load CUDA kernel from '/opt/blender-3.2/3.2/scripts/addons/cycles/lib/"
+     "kernel_sm_86.cubin' (Unsupported PTX version)\n", "driver_too_old"),
+    ("Unsupported PTX version in cuModuleLoadDataEx(&cuModule, cubin_data.c_str(), 0, NULL, NULL) "
+     "(intern/cycles/device/cuda/device_impl.cpp:410)\n", "driver_too_old"),
+    ("CUDA binary kernel for this graphics card compute capability (3.5) not found.\n",
+     "torch_arch_mismatch"),
+    ("Failed to load CUDA kernel from '/opt/blender/lib/kernel_sm_30.cubin' (No binary for GPU)\n",
+     "torch_arch_mismatch"),
+])
+def test_cycles_says_the_drivers_result_in_cuews_words(tmp_path, text, cls):
+    assert _cause(tmp_path, "Fra:1 Mem:13.28M (Peak 13.59M) | Time:00:00.28 | Syncing\n" + text
+                  + "Error: script failed, exiting.\n")["class"] == cls
