@@ -102,3 +102,18 @@ def test_a_cuda_check_printed_in_passing_by_a_run_that_exits_0_is_no_failure(tmp
 def test_cycles_says_the_drivers_result_in_cuews_words(tmp_path, text, cls):
     assert _cause(tmp_path, "Fra:1 Mem:13.28M (Peak 13.59M) | Time:00:00.28 | Syncing\n" + text
                   + "Error: script failed, exiting.\n")["class"] == cls
+
+
+# -- a molecular dynamics run blowing up, in OpenMM's words
+@pytest.mark.parametrize("line", [
+    "openmm.OpenMMException: Particle coordinate is NaN.  For more information, see "
+    "https://github.com/openmm/openmm/wiki/Frequently-Asked-Questions#nan",
+    "Exception: Particle coordinate is nan",
+    "ValueError: Energy is NaN.  For more information, see https://github.com/openmm/openmm/wiki/"
+    "Frequently-Asked-Questions#nan",
+    "ValueError: Particle position is NaN",
+])
+def test_openmms_non_finite_particles_are_the_run_diverging(tmp_path, line):
+    text = BEFORE + "Traceback (most recent call last):\n  File \"run_md.py\", line 138, in run_md\n" \
+        "    simulation.step(config[\"num_steps\"])\n" + line + "\n"
+    assert _cause(tmp_path, text)["class"] == "divergence"
