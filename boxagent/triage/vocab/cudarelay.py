@@ -4,14 +4,7 @@ cuML, XGBoost and Dask), Isaac Gym, and the missing CUDA user-space libraries as
 that look for them say it (the dynamic loader, CTranslate2's, cuDNN 8's and 9's).
 
 Each relays cudaGetErrorString's "out of memory" (or the allocator's own pool limit) behind
-its prefix: device memory, whatever prefix. So do the CUDA error checks that simulation and
-research codes write for themselves, in the few shapes they are copied in: a line naming CUDA
-or the failed call (`CUDA error !!!!! <out of memory> !!!!!`, `Error while calling
-cudaMalloc(...) ... reason: out of memory`, PyCUDA's `cuMemAlloc failed: out of memory`, the
-`GPUassert: out of memory file.cu 42` of the widely copied gpuErrchk macro); "CUDA by
-Example"'s HANDLE_ERROR (`out of memory in kernel.cu at line 42`, RELION's adds the code); and
-a `CUDA Error:` header whose fields follow on the lines below (`Error code: 2`, `Error text:
-out of memory`), read with them (emitters.py names it a CUDA error report). RMM raises it as a C++ std::bad_alloc that Python
+its prefix: device memory, whatever prefix. RMM raises it as a C++ std::bad_alloc that Python
 shows as MemoryError; the emitters table reads the CUDA names in it as device memory, not the
 host's. A CUDA library (cuBLAS, cuDNN, the runtime) that the loader cannot find or that lacks
 a versioned symbol is the environment's install: the torch/CUDA wheels and the system's CUDA
@@ -41,17 +34,6 @@ TVM = ("Apache TVM 0.16 src/runtime/cuda/cuda_common.h CUDA_CALL (CHECK(e == cud
        "src/runtime/cuda/cuda_common.h and BytePS")
 GYM = ("NVIDIA Isaac Gym Preview 4 carb.gym.plugin (\"Gym cuda error: %s: %s: %d\" with the CUDA "
        "error's text)")
-CHECKS = ("CUDA Runtime API 12.4 cudaGetErrorString(cudaErrorMemoryAllocation = 2) = \"out of "
-          "memory\", cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY) = \"out of memory\", as hand-written "
-          "checks print it: the gpuErrchk macro (\"GPUassert: %s %s %d\"), PyCUDA 2024.1 "
-          "src/cpp/cuda.hpp error::make_message (\"%s failed: %s\"), SPECFEM3D 4.1 "
-          "exit_on_cuda_error (\"CUDA error !!!!! <%s> !!!!!\"), dlib 19.24 cuda_errors.h "
-          "(\"Error while calling %s ... code: %d, reason: %s\")")
-HANDLE = ("\"CUDA by Example\" (Sanders & Kandrot 2010) common/book.h HandleError (\"%s in %s at line "
-          "%d\" with cudaGetErrorString), as RELION 4 src/acc/cuda/cuda_settings.h HANDLE_ERROR "
-          "(\"%s in %s at line %d (error-code %d)\") prints it")
-HEADER = ("GPUMD 3.9 src/utilities/error.cuh CHECK (\"CUDA Error:\" then \"File:\", \"Line:\", "
-          "\"Error code:\", \"Error text: %s\" with cudaGetErrorString, one per line)")
 LD = ("glibc 2.35 elf/dl-load.c (\"cannot open shared object file\"), elf/dl-lookup.c (\"undefined "
       "symbol: %s, version %s\"); CUDA Toolkit 12.4 library names (libcudart, libcublas, "
       "libcublasLt, libcudnn*, libnccl, libnvrtc, libcufft, libcurand, libcusparse, libcusolver, "
@@ -80,18 +62,6 @@ ROWS = (
     rx("cuda_oom", r"Gym cuda error: out of memory",
        "[Error] [carb.gym.plugin] Gym cuda error: out of memory: ../../../source/plugins/carb/gym/"
        "impl/Gym/GymPhysX.cpp: 1721", GYM, ("Gym cuda error: out of memory",), "isaacgym"),
-    # a hand-written CUDA check: the CUDA runtime's or driver's "out of memory" on a line that
-    # names CUDA or the call that failed
-    rx("cuda_oom", r"(CUDA|Cuda|GPUassert|cuda[A-Z]|cu[A-Z][a-z]+[A-Z]).*[^A-Za-z]out of memory",
-       "Error while calling cudaMalloc(&data, size) in file /src/dlib/cuda/gpu_data.cpp:188. code: "
-       "2, reason: out of memory", CHECKS, ("out of memory",), "cuda-check"),
-    rx("cuda_oom", r"out of memory in [^ ]+ at line [0-9]+",
-       "ERROR: out of memory in /opt/relion/src/acc/acc_projector_impl.h at line 38 (error-code 2)",
-       HANDLE, ("out of memory in ",), "cuda-check", False),
-    # a CUDA error report whose fields follow on the lines below: a CUDA error of the job's
-    # own until those lines say which (emitters.py reads them with the header)
-    rx("code_error", r"^ *CUDA [Ee]rror: *$", "CUDA Error:", HEADER, ("CUDA Error:", "CUDA error:"),
-       "cuda-check", False),
     # the CUDA user-space libraries missing or from another release
     rx("code_error", r"Unable to load any of \{libcudnn|Invalid handle\. Cannot load symbol cudnn",
        "Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9.1, libcudnn_ops.so.9, "

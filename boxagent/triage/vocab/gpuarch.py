@@ -5,12 +5,9 @@ architecture it does not know; the row matches every compute capability NVIDIA d
 later one, since the pattern reads the number, not a list.
 
 A PTX the DRIVER cannot JIT (`the provided PTX was compiled with an unsupported toolchain`)
-is the other direction: the driver is older than the toolkit that wrote the PTX. ptxas says
-"Unsupported .version X; current version is 'Y'" for both: a standalone ptxas (Triton's, the
-toolkit's) names the file it read (`ptxas /tmp/x.ptx, line 5`), while the driver's own JIT
-compiler, whose log cuLinkAddData / cuModuleLoadDataEx hand back (numba, hashcat, CuPy, OptiX
-programs print it), calls its in-memory input `application ptx input`: the driver is the
-older side there."""
+is the other direction: the driver is older than the toolkit that wrote the PTX; ptxas's
+"Unsupported .version" below is a standalone ptxas (it names the file it read), while the
+driver's own JIT saying it is ptxjit.py's."""
 from __future__ import annotations
 
 from boxagent.triage.vocab.table import lit, rx
@@ -20,9 +17,6 @@ PTXAS = ("CUDA Toolkit 12.9 ptxas (\"ptxas fatal   : Value 'sm_XX' is not define
 NVCC = "CUDA Toolkit 12.9 nvcc (\"nvcc fatal   : Unsupported gpu architecture 'compute_XX'\")"
 NVRTC = ("CUDA Toolkit 12.9 NVRTC nvrtc.h NVRTC_ERROR_INVALID_OPTION, program log \"nvrtc: error: "
          "invalid value for --gpu-architecture (-arch)\"")
-PTXJIT = ("CUDA Driver API 12.9 cuLinkAddData / cuModuleLoadDataEx CU_JIT_ERROR_LOG_BUFFER (the "
-          "driver's PTX JIT compiler, libnvidia-ptxjitcompiler: \"ptxas application ptx input, line "
-          "N; fatal : Unsupported .version X.Y; current version is 'A.B'\")")
 PTXVER = "CUDA Toolkit 12.9 ptxas (\"Unsupported .version X.Y; current version is 'A.B'\"), PTX ISA 8.8 release notes"
 TRITON = "Triton 3.3 python/triton/backends/nvidia/compiler.py (PTXASError, ptx_get_version)"
 FA = ("flash-attention 2.6 csrc/flash_attn/flash_api.cpp (TORCH_CHECK(is_sm8x || is_sm90, "
@@ -57,12 +51,6 @@ ROWS = (
     rx("torch_arch_mismatch", r"PTX \.version [0-9.]+ does not support \.target sm_[0-9]+[af]?",
        "ptxas /tmp/tmpx.ptx, line 5; error   : PTX .version 8.4 does not support .target sm_120a",
        PTXVER, (" does not support .target sm_",), "ptxas")._replace(fix=_ARCH),
-    # the driver's JIT (its input is "application ptx input", not a file): driver_too_old
-    # outranks the toolchain row below on the same line
-    rx("driver_too_old", r"ptxas application ptx input, line [0-9]+; fatal +: [Uu]nsupported "
-       r"\.version [0-9.]+; current version is",
-       "ptxas application ptx input, line 9; fatal   : Unsupported .version 7.3; current version is "
-       "'7.2'", PTXJIT, ("ptxas application ptx input",), "cuda-driver"),
     rx("torch_arch_mismatch", r"[Uu]nsupported \.version [0-9.]+; current version is",
        "ptxas /tmp/tmpx.ptx, line 5; fatal   : Unsupported .version 8.7; current version is '8.4'",
        PTXVER, ("nsupported .version ",), "ptxas")._replace(fix=_ARCH),

@@ -2,13 +2,9 @@
 encoder (NVENC) and CUDA hardware context.
 
 Cycles reports device memory as "System is out of GPU memory" when an allocation fails and as
-"Out of memory in <call>" when a CUDA call inside its queue does: cuda_oom's class, as any
-allocator's. The text before " in <call>" (and inside "Failed to load CUDA kernel from '<file>'
-(<text>)") is cuew's cuewErrorString for the driver's CUresult, so the other results read as
-their enum does: "Unsupported PTX version" (a driver older than the toolkit that built the
-kernels), "No binary for GPU" (no kernel for this GPU's architecture, as Cycles' own "CUDA
-binary kernel for this graphics card compute capability (X.Y) not found"), "Uncorrectable ECC
-error detected". FFmpeg built against a newer NVENC SDK than the driver offers says which driver
+"Out of memory in <call>" when a CUDA call inside its queue does (any driver call: cuew's
+words for CUDA_ERROR_OUT_OF_MEMORY before Cycles' " in <call>"): cuda_oom's class, as any
+allocator's; cuew's words for the driver's other results are cuew.py's. FFmpeg built against a newer NVENC SDK than the driver offers says which driver
 it needs: the driver is older than the software, driver_too_old. FFmpeg's CUDA hardware
 context failing at cuInit with no device is the GPU not reachable (nogpu.py's reading).
 """
@@ -20,12 +16,6 @@ from boxagent.triage.vocab.table import rx
 CYCLES = ("Blender 4.1 intern/cycles/device/memory.cpp / device/cuda/device_impl.cpp (set_error(\"System "
           "is out of GPU memory\"), \"System is out of GPU and shared host memory\"), "
           "device/cuda/queue.cpp (\"%s in CUDA queue enqueue (%s)\" with the CUDA error's text)")
-CUEW = ("Blender 4.1 extern/cuew/src/cuew.c cuewErrorString (CUDA_ERROR_OUT_OF_MEMORY \"Out of "
-        "memory\", CUDA_ERROR_UNSUPPORTED_PTX_VERSION \"Unsupported PTX version\", "
-        "CUDA_ERROR_NO_BINARY_FOR_GPU \"No binary for GPU\", CUDA_ERROR_ECC_UNCORRECTABLE "
-        "\"Uncorrectable ECC error detected\"), intern/cycles/device/cuda/device_impl.cpp (cuda_assert "
-        "\"%s in %s (%s:%d)\", \"Failed to load CUDA kernel from '%s' (%s)\", \"CUDA binary kernel for "
-        "this graphics card compute capability (%d.%d) not found.\")")
 NVENC = ("FFmpeg 7.0 libavcodec/nvenc.c nvenc_check_capabilities / nvenc_load_libraries (\"Driver does "
          "not support the required nvenc API version. Required: %d.%d Found: %d.%d\", \"The minimum "
          "required Nvidia driver for nvenc is %s or newer\")")
@@ -37,20 +27,6 @@ ROWS = (
        r"enqueue|cu[A-Z][A-Za-z0-9_]*)",
        "Error: Out of memory in CUDA queue enqueue (integrator_shade_surface)", CYCLES,
        ("System is out of GPU", "Out of memory in "), "cycles"),
-    # cuew's words for the other results, in Cycles' two formats
-    rx("driver_too_old", r"Unsupported PTX version in (CUDA queue enqueue|cu[A-Z])|Failed to load "
-       r"CUDA kernel from .* \(Unsupported PTX version\)",
-       "Failed to load CUDA kernel from '/opt/blender/4.1/scripts/addons/cycles/lib/"
-       "kernel_compute_75.ptx' (Unsupported PTX version)", CUEW,
-       ("Unsupported PTX version",), "cycles"),
-    rx("torch_arch_mismatch", r"No binary for GPU in (CUDA queue enqueue|cu[A-Z])|Failed to load CUDA "
-       r"kernel from .* \(No binary for GPU\)|CUDA binary kernel for this graphics card compute "
-       r"capability \([0-9.]+\) not found",
-       "CUDA binary kernel for this graphics card compute capability (3.0) not found.", CUEW,
-       ("No binary for GPU", "CUDA binary kernel for this graphics card"), "cycles"),
-    rx("gpu_hardware", r"Uncorrectable ECC error detected in (CUDA queue enqueue|cu[A-Z])",
-       "Uncorrectable ECC error detected in cuCtxSynchronize() (intern/cycles/device/cuda/queue.cpp:"
-       "97)", CUEW, ("Uncorrectable ECC error detected in ",), "cycles"),
     rx("driver_too_old", r"Driver does not support the required nvenc API version|The minimum "
        r"required Nvidia driver for nvenc is",
        "[h264_nvenc @ 0x55747eaba200] Driver does not support the required nvenc API version. "

@@ -1,9 +1,5 @@
 """Non-finite numbers under other names: a library's validation that refuses NaN/inf values is
-the run diverging (or its inputs going bad), not a bug in the check that caught it. A
-molecular dynamics engine says it of its particles: OpenMM's "Particle coordinate is NaN" (the
-integrator's check), the app layer's "Energy is NaN" / "Particle position is NaN": the
-simulation blew up (a time step too large, a structure not minimized, clashing constraints),
-its loss=nan."""
+the run diverging (or its inputs going bad), not a bug in the check that caught it."""
 from __future__ import annotations
 
 from boxagent.triage.vocab.table import lit, rx
@@ -18,11 +14,6 @@ SKL = ("scikit-learn 1.5 sklearn/utils/validation.py _assert_all_finite (\"Input
 MEGATRON = ("Megatron-LM core_r0.8 megatron/core/distributed/param_and_grad_buffer.py "
             "check_for_nan_in_grad (\"Rank %d: found NaN in local grad norm in backward pass before "
             "data-parallel communication collective\")")
-OPENMM = ("OpenMM 8.1 platforms (ContextImpl / CudaContext / OpenCLContext: \"Particle coordinate is "
-          "NaN.  For more information, see https://github.com/openmm/openmm/wiki/Frequently-Asked-"
-          "Questions#nan\"; 7.x: \"Particle coordinate is nan\"), wrappers/python/openmm/app/"
-          "statedatareporter.py (\"Energy is NaN.\", \"Energy is infinite.\"), app/pdbfile.py "
-          "writeModel (\"Particle position is NaN\", \"Particle position is infinite\")")
 NP = "NumPy 1.26 numpy/lib/function_base.py asarray_chkfinite (\"array must not contain infs or NaNs\")"
 
 ROWS = (
@@ -38,11 +29,6 @@ ROWS = (
     lit("divergence", "found NaN in local grad norm",
         "RuntimeError: Rank 3: found NaN in local grad norm in backward pass before data-parallel "
         "communication collective. Device: 3, node: gpu-node-7", MEGATRON, "megatron"),
-    rx("divergence", r"Particle (coordinate|position) is ([Nn]a[Nn]|infinite)|Energy is (NaN|"
-       r"infinite)\.",
-       "openmm.OpenMMException: Particle coordinate is NaN.  For more information, see "
-       "https://github.com/openmm/openmm/wiki/Frequently-Asked-Questions#nan", OPENMM,
-       ("Particle coordinate is ", "Particle position is ", "Energy is "), "openmm"),
     lit("divergence", "array must not contain infs or NaNs",
         "ValueError: array must not contain infs or NaNs", NP, "numpy"),
 )
