@@ -117,3 +117,14 @@ def test_openmms_non_finite_particles_are_the_run_diverging(tmp_path, line):
     text = BEFORE + "Traceback (most recent call last):\n  File \"run_md.py\", line 138, in run_md\n" \
         "    simulation.step(config[\"num_steps\"])\n" + line + "\n"
     assert _cause(tmp_path, text)["class"] == "divergence"
+
+
+# -- NumPy writing to a full disk, in its own words
+@pytest.mark.parametrize("line,cls", [
+    ("OSError: Not enough free space to write 292626432 bytes", "disk_full"),
+    ("OSError: 536870912 requested and 0 written", "disk_full"),
+])
+def test_numpys_short_write_is_the_disk(tmp_path, line, cls):
+    text = BEFORE + "Traceback (most recent call last):\n  File \"save.py\", line 9, in <module>\n" \
+        "    np.save(fname, frame)\n" + line + "\n"
+    assert _cause(tmp_path, text)["class"] == cls
