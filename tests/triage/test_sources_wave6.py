@@ -128,3 +128,15 @@ def test_numpys_short_write_is_the_disk(tmp_path, line, cls):
     text = BEFORE + "Traceback (most recent call last):\n  File \"save.py\", line 9, in <module>\n" \
         "    np.save(fname, frame)\n" + line + "\n"
     assert _cause(tmp_path, text)["class"] == cls
+
+
+# -- UCX's endpoint errors as its bindings log them
+@pytest.mark.parametrize("text", [
+    "[1662343841.790321] [gpu12.cluster:3241] UCXPY  DEBUG Error callback for endpoint "
+    "0x2b492843d3c8 called with status -6: Destination is unreachable\n"
+    "2022-09-04 22:11:08,567 - distributed.worker - INFO - Waiting to connect to:  "
+    "ucx://10.3.1.11:8786\n",
+    "ucp._libs.exceptions.UCXError: <stream_recv>: Connection reset by remote peer\n",
+])
+def test_ucx_bindings_reporting_the_peer_gone_is_the_interconnect(tmp_path, text):
+    assert _cause(tmp_path, BEFORE + text)["class"] == "nccl"
