@@ -140,3 +140,12 @@ def test_numpys_short_write_is_the_disk(tmp_path, line, cls):
 ])
 def test_ucx_bindings_reporting_the_peer_gone_is_the_interconnect(tmp_path, text):
     assert _cause(tmp_path, BEFORE + text)["class"] == "nccl"
+
+
+# -- PyTorch 1.x c10d's socket helpers timing out
+def test_c10d_socket_timeout_is_the_ranks_not_meeting(tmp_path):
+    text = BEFORE + "Traceback (most recent call last):\n  File \"train_dist.py\", line 171, in " \
+        "pad_data\n    dist.all_reduce(num_nodes, dist.ReduceOp.MAX)\n  File \"/opt/conda/lib/" \
+        "python3.8/site-packages/torch/distributed/distributed_c10d.py\", line 1285, in all_reduce\n" \
+        "    work = default_pg.allreduce([tensor], opts)\nRuntimeError: Socket Timeout\n"
+    assert _cause(tmp_path, text)["class"] == "nccl"
