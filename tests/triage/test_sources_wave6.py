@@ -149,3 +149,10 @@ def test_c10d_socket_timeout_is_the_ranks_not_meeting(tmp_path):
         "python3.8/site-packages/torch/distributed/distributed_c10d.py\", line 1285, in all_reduce\n" \
         "    work = default_pg.allreduce([tensor], opts)\nRuntimeError: Socket Timeout\n"
     assert _cause(tmp_path, text)["class"] == "nccl"
+
+
+# -- PhysX's GPU allocator
+def test_physx_failing_to_allocate_device_memory_is_the_gpus(tmp_path):
+    text = BEFORE + "+++ Using GPU PhysX\nPhysics Engine: PhysX\nPhysics Device: cuda:0\n" \
+        "PxgCudaDeviceMemoryAllocator fail to allocate memory 268435456 bytes!! Result = 2\n"
+    assert _cause(tmp_path, text)["class"] == "cuda_oom"
