@@ -156,3 +156,10 @@ def test_physx_failing_to_allocate_device_memory_is_the_gpus(tmp_path):
     text = BEFORE + "+++ Using GPU PhysX\nPhysics Engine: PhysX\nPhysics Device: cuda:0\n" \
         "PxgCudaDeviceMemoryAllocator fail to allocate memory 268435456 bytes!! Result = 2\n"
     assert _cause(tmp_path, text)["class"] == "cuda_oom"
+
+
+# -- AWS Batch's short form of a host going away, at a SIGKILL's end
+def test_aws_batchs_host_terminated_is_a_preemption_not_an_oom(tmp_path):
+    text = BEFORE + "Status Reason: Host EC2 Terminated\n"
+    cause = _cause(tmp_path, text, 137)
+    assert cause["class"] == "preempted"
