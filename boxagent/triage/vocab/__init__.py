@@ -70,7 +70,8 @@ TABLES += (("bashmsg", bashmsg),)
 TABLES += (("fsspec_io", fsspec_io), ("ggml_check", ggml_check))
 # read after the sixth wave's blind set was scored: the families its misses belong to
 TABLES += (("ptxjit", ptxjit), ("cudacheck", cudacheck), ("cuew", cuew), ("openmm_nan", openmm_nan),
-           ("npwrite", npwrite), ("ucxpy", ucxpy), ("c10dsock", c10dsock), ("physx", physx), ("awsbatch", awsbatch))
+           ("npwrite", npwrite), ("ucxpy", ucxpy), ("c10dsock", c10dsock), ("physx", physx),
+           ("awsbatch", awsbatch))
 
 # Field cases held out for this process (comma-separated paths under tests/triage/field/):
 # set by the scorer's leave-one-ecosystem-out for the fold it scores; unset, every row is on.
