@@ -163,3 +163,11 @@ def test_aws_batchs_host_terminated_is_a_preemption_not_an_oom(tmp_path):
     text = BEFORE + "Status Reason: Host EC2 Terminated\n"
     cause = _cause(tmp_path, text, 137)
     assert cause["class"] == "preempted"
+
+
+def test_physx_internal_errors_before_a_segfault_are_the_jobs(tmp_path):
+    text = BEFORE + "/buildAgent/work/1/source/gpucommon/include/PxgCudaUtils.h (54) : internal error " \
+        ": SynchronizeStreams cuEventRecord failed\n\n/buildAgent/work/1/source/gpunarrowphase/src/" \
+        "PxgNarrowphaseCore.cpp (2408) : internal error : memcpy failed fail!\n  700\n\n" \
+        "Segmentation fault (core dumped)\n"
+    assert _cause(tmp_path, text, 139)["class"] == "code_error"
