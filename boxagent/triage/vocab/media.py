@@ -4,8 +4,9 @@ encoder (NVENC) and CUDA hardware context.
 Cycles reports device memory as "System is out of GPU memory" when an allocation fails and as
 "Out of memory in <call>" when a CUDA call inside its queue does (any driver call: cuew's
 words for CUDA_ERROR_OUT_OF_MEMORY before Cycles' " in <call>"): cuda_oom's class, as any
-allocator's; cuew's words for the driver's other results are cuew.py's. FFmpeg built against a newer NVENC SDK than the driver offers says which driver
-it needs: the driver is older than the software, driver_too_old. FFmpeg's CUDA hardware
+allocator's; cuew's words for the driver's other results are cuew.py's. FFmpeg built against
+a newer NVENC SDK than the driver offers says which driver it needs: the driver is older than
+the software, driver_too_old. FFmpeg's CUDA hardware
 context failing at cuInit with no device is the GPU not reachable (nogpu.py's reading).
 """
 from __future__ import annotations
