@@ -33,6 +33,14 @@ EMITTERS: Tuple[Tuple[str, str, str, str], ...] = (
      "Khronos OpenCL 3.0 CL/cl.h CL_MEM_OBJECT_ALLOCATION_FAILURE; Vulkan 1.3 "
      "VK_ERROR_OUT_OF_DEVICE_MEMORY; Level Zero 1.9 ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY; "
      "CUDA Runtime 12.4 cudaErrorMemoryAllocation; RMM 24.06 include/rmm/detail/error.hpp"),
+    # a CUDA error check naming CUDA or the call that failed: PyCUDA raises the driver's
+    # CUDA_ERROR_OUT_OF_MEMORY as `pycuda._driver.MemoryError: cuMemAlloc failed: out of
+    # memory`, a C++ code throws `CUDA::error`, a macro prints `CUDA Error:` and its fields
+    (r"CUDA::error|CUDA [Ee]rror|Cuda [Ee]rror|GPUassert|[^A-Za-z]cu[A-Z][a-z]+[A-Z][A-Za-z0-9_]* "
+     r"failed: ", "a CUDA error check's report", "gpu_memory",
+     "PyCUDA 2024.1 src/cpp/cuda.hpp error::make_message (\"%s failed: %s\", MemoryError for "
+     "CUDA_ERROR_OUT_OF_MEMORY); the gpuErrchk macro (\"GPUassert: %s\"); GPUMD error.cuh "
+     "(\"CUDA Error:\")"),
     # host RAM
     (r"Out of memory: Kill|oom-kill:|oom_kill_process|Memory cgroup out of memory|"
      r"invoked oom-killer", "kernel OOM killer", "host_memory",

@@ -116,8 +116,9 @@ def _native(f: Dict[str, Any]) -> Optional[Cause]:
     i, text, shape = found
     read = emitters.reread({"class": "code_error", "line": text, "severity": "critical"})
     if read["class"] != "code_error":            # numpy's _ArrayMemoryError: host RAM
-        return make_cause(read["class"], "host memory ran out: %s (said by %s)" % (
-            clip(text, 140), read["emitter"]), ["the log's last lines: %s" % clip(text, 200)] +
+        what = "GPU memory" if read["class"] == "cuda_oom" else "host memory"
+        return make_cause(read["class"], "%s ran out: %s (said by %s)" % (
+            what, clip(text, 140), read["emitter"]), ["the log's last lines: %s" % clip(text, 200)] +
             exit_ev(f), confidence="medium", runner_up="code_error")
     frame = tailread.innermost_frame(lines, i)
     ev = ["the log's last lines: %s (%s)" % (clip(text, 200), shape)] + \

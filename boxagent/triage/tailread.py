@@ -72,9 +72,26 @@ def _cpp_exception(lines: List[str]) -> Optional[Found]:
         for j in range(i + 1, min(len(lines), i + 4)):
             w = _WHAT.match(_clean(lines[j]))
             if w:
-                return j, "%s: %s" % (m.group(1), w.group(1).strip()), "C++ exception"
+                what = w.group(1).strip()
+                if _GOES_ON.search(what):
+                    # what() is "file.hpp(42):" and the error itself is on the next line
+                    # (mallocMC's CUDA::error: "error: out of memory")
+                    what = " ".join([what] + _next_lines(lines, j, 2))
+                return j, "%s: %s" % (m.group(1), what), "C++ exception"
         return i, _clean(lines[i]), "C++ exception"
     return None
+
+
+def _next_lines(lines: List[str], i: int, most: int) -> List[str]:
+    """Up to `most` non-empty lines after lines[i], cleaned."""
+    out: List[str] = []
+    for nxt in lines[i + 1:]:
+        clean = _clean(nxt).strip()
+        if clean:
+            out.append(clean)
+        if len(out) >= most:
+            break
+    return out
 
 
 def _assertion(lines: List[str]) -> Optional[Found]:

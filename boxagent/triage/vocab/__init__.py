@@ -30,6 +30,8 @@ from boxagent.triage.vocab import (ascend, batchsys, c10dstore, cudarelay, extbu
                                    llmstacks, media, mounts, mpi, nogpu, nvsystem, rocm, storage,
                                    transfer, tritonrt, xpu)
 from boxagent.triage.vocab import bashmsg, fsspec_io, ggml_check
+from boxagent.triage.vocab import (awsbatch, c10dsock, cudacheck, cuew, npwrite, openmm_nan, physx,
+                                   ptxjit, ucxpy)
 from boxagent.triage.vocab.table import Row
 
 # name -> module; the order is only the order rows are listed in
@@ -66,6 +68,10 @@ TABLES += (("rocm", rocm), ("xpu", xpu), ("gaudi", gaudi), ("ascend", ascend),
 TABLES += (("bashmsg", bashmsg),)
 # read after the fifth wave's blind sets were scored: the misses' own libraries
 TABLES += (("fsspec_io", fsspec_io), ("ggml_check", ggml_check))
+# read after the sixth wave's blind set was scored: the families its misses belong to
+TABLES += (("ptxjit", ptxjit), ("cudacheck", cudacheck), ("cuew", cuew), ("openmm_nan", openmm_nan),
+           ("npwrite", npwrite), ("ucxpy", ucxpy), ("c10dsock", c10dsock), ("physx", physx),
+           ("awsbatch", awsbatch))
 
 # Field cases held out for this process (comma-separated paths under tests/triage/field/):
 # set by the scorer's leave-one-ecosystem-out for the fold it scores; unset, every row is on.

@@ -5,7 +5,9 @@ architecture it does not know; the row matches every compute capability NVIDIA d
 later one, since the pattern reads the number, not a list.
 
 A PTX the DRIVER cannot JIT (`the provided PTX was compiled with an unsupported toolchain`)
-is the other direction: the driver is older than the toolkit that wrote the PTX."""
+is the other direction: the driver is older than the toolkit that wrote the PTX; ptxas's
+"Unsupported .version" below is a standalone ptxas (it names the file it read), while the
+driver's own JIT saying it is ptxjit.py's."""
 from __future__ import annotations
 
 from boxagent.triage.vocab.table import lit, rx

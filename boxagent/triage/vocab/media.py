@@ -2,9 +2,11 @@
 encoder (NVENC) and CUDA hardware context.
 
 Cycles reports device memory as "System is out of GPU memory" when an allocation fails and as
-"Out of memory in <call>" when a CUDA call inside its queue does: cuda_oom's class, as any
-allocator's. FFmpeg built against a newer NVENC SDK than the driver offers says which driver
-it needs: the driver is older than the software, driver_too_old. FFmpeg's CUDA hardware
+"Out of memory in <call>" when a CUDA call inside its queue does (any driver call: cuew's
+words for CUDA_ERROR_OUT_OF_MEMORY before Cycles' " in <call>"): cuda_oom's class, as any
+allocator's; cuew's words for the driver's other results are cuew.py's. FFmpeg built against
+a newer NVENC SDK than the driver offers says which driver it needs: the driver is older than
+the software, driver_too_old. FFmpeg's CUDA hardware
 context failing at cuInit with no device is the GPU not reachable (nogpu.py's reading).
 """
 from __future__ import annotations
@@ -23,7 +25,7 @@ HWCTX = ("FFmpeg 7.0 libavutil/hwcontext_cuda.c with compat/cuda check (\"cu->cu
 
 ROWS = (
     rx("cuda_oom", r"System is out of GPU (and shared host )?memory|Out of memory in (CUDA queue "
-       r"enqueue|cuMemAlloc|cuLaunchKernel|cuMemcpy)",
+       r"enqueue|cu[A-Z][A-Za-z0-9_]*)",
        "Error: Out of memory in CUDA queue enqueue (integrator_shade_surface)", CYCLES,
        ("System is out of GPU", "Out of memory in "), "cycles"),
     rx("driver_too_old", r"Driver does not support the required nvenc API version|The minimum "

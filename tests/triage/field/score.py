@@ -66,7 +66,7 @@ DESIGN_CLASSES = (
     "preflight_failed", "node_failure", "nonzero_exit")
 CASE_KEYS = ("file", "class", "exit_code", "source", "url", "why")
 # The later waves' folders of blind sets, each named as its cases' `added`.
-WAVE_SETS = ("wave4", "wave5")
+WAVE_SETS = ("wave4", "wave5", "wave6")
 
 
 def default_indexes() -> List[Path]:
