@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rgt_client.box import earlyproc, sshmux, transport
-from tests.conftest import fuzz_examples
+from tests.conftest import REPO, fuzz_examples
 
 FUZZ = settings(max_examples=fuzz_examples(400), deadline=None)
 WORDS = st.text(alphabet=st.sampled_from(list("aZ09_@%+=:,./-'\" \t\n$`\\!*?[]é~#;&|<>(){}") + ["\x00", "\U0001f600"]),
@@ -46,6 +46,27 @@ def test_an_include_matches_what_glob_matches(tmp_path):
                     "*/x", ".*.conf"):
         full = str(tmp_path / pattern)
         assert sshmux._matching(full) == sorted(glob.glob(full)), pattern
+
+
+def test_a_pathological_include_pattern_does_not_hold_status(tmp_path):
+    """`*a*a*a*a*a*a*a*a*b` over a folder holding one long name of `a`s: the matcher that split at
+    every `*` tried every way to place eight stars (15 s at five stars and 60 letters; this case
+    would run for years). A real process, so a hang is ended and seen as one. The bound is not a
+    speed figure: a pass takes milliseconds, the old code never finishes."""
+    folder = tmp_path / "conf.d"
+    folder.mkdir()
+    (folder / ("a" * 200)).write_text("ControlMaster no\n")
+    (folder / ("a" * 40 + "b")).write_text("ControlPath none\n")
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text("Include %s/%s\n" % (folder, "*a" * 8 + "*b"))
+    code = "from rgt_client.box import sshmux; print(sshmux._config_mentions_control(%r))" % str(cfg)
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
+                             env=dict(os.environ, PYTHONPATH=str(REPO)))
+    except subprocess.TimeoutExpired:
+        raise AssertionError("reading an Include with eight stars did not end within 30 s") from None
+    assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr
+    assert sshmux._matching(str(folder / ("*a" * 8 + "*b"))) == [str(folder / ("a" * 40 + "b"))]
 
 
 _OLD_CONTROL = re.compile(r"^\s*control(master|path|persist)\b", re.I | re.M)
