@@ -28,11 +28,18 @@ BOOT = """# Written by rgt-agent.pyz --rgt-precompile (and rewritten by the next
 # without reading the zip; anything off and it runs the .pyz as `python rgt-agent.pyz` would.
 import sys
 
-PYZ, CACHE, TAG, STAMP = %r, %r, %r, %r
+BUILD, TAG, STAMP = %r, %r, %r
+# Where this file lies, not where it was written: a home moved or copied elsewhere must not run
+# the .pyz at its old path, which another user may since have made (a sticky /tmp). The script's
+# folder leaves sys.path first, so `os` (not loaded yet under -S) comes from the standard library.
+del sys.path[0]
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYZ, CACHE = os.path.join(os.path.dirname(HERE), "rgt-agent.pyz"), os.path.join(HERE, BUILD, TAG)
 
 
 def cached_main():
-    import os
     import marshal
     try:
         from _frozen_importlib_external import MAGIC_NUMBER
@@ -49,7 +56,8 @@ def cached_main():
         return None
 
 
-sys.argv[0] = sys.path[0] = PYZ
+sys.argv[0] = PYZ
+sys.path.insert(0, PYZ)
 code = cached_main()
 if code is None:
     import runpy
@@ -253,7 +261,8 @@ def precompile(finder):
             os.chmod(builds, 0o700)
     except OSError:
         pass
-    finder.write(builds, "boot.py", (BOOT % (finder.pyz, finder.cache, tag, stamp)).encode("utf-8"))
+    build = os.path.basename(os.path.dirname(finder.cache))
+    finder.write(builds, "boot.py", (BOOT % (build, tag, stamp)).encode("utf-8"))
     for old in os.listdir(builds):
         if old != os.path.basename(os.path.dirname(finder.cache)) and os.path.isdir(os.path.join(builds, old)):
             shutil.rmtree(os.path.join(builds, old), ignore_errors=True)

@@ -164,3 +164,57 @@ def test_boot_of_a_pyz_that_changed_since_its_precompile_runs_the_pyz_itself(tmp
     assert json.loads(out)["agent"]["build_sha256"] == sha
     assert "zlib" in imported, "the modules were not read from the zip"
     assert ("runpy" in imported) == (change != "index open to others")
+
+
+@pytest.mark.root
+def test_boot_of_a_moved_home_never_runs_the_pyz_at_its_old_path(tmp_path):
+    """boot.py named the .pyz by the absolute path it was written at. A home moved elsewhere (out
+    of a sticky, world-writable /tmp, say) kept a boot.py that ran whatever .pyz stood at the old
+    path: there another local user (`nobody`, a real second uid) made one, and the owner's next
+    `status` ran their code. boot.py now runs only the .pyz beside its own folder."""
+    import pwd
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to act as a second unix user")
+    try:
+        other = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no `nobody` user on this machine to play the other local user")
+    import tempfile
+    shared = Path(tempfile.mkdtemp(prefix="rgt-shared-tmp-", dir="/tmp"))   # reachable as /tmp is
+    try:
+        os.chmod(shared, 0o1777)
+        old = shared / "rgt"
+        old.mkdir(mode=0o700)
+        pyz, sha = build_agent(old / "rgt-agent.pyz")
+        (old / "agent.sha256").write_text(sha + "\n")
+        assert _run(sys.executable, pyz, "--rgt-precompile").returncode == 0
+        home = tmp_path / "home"
+        shutil.move(str(old), str(home))
+        hostile = ("import os\nopen(os.environ['MARK'], 'w').write('the other user ran code')\n"
+                   "print('{}')\n")
+
+        def plant() -> None:                 # the other user, at the path the home left
+            os.mkdir(old)
+            with zipfile.ZipFile(old / "rgt-agent.pyz", "w") as zf:
+                zf.writestr("__main__.py", hostile)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.setgroups([])
+                os.setgid(other.pw_gid)
+                os.setuid(other.pw_uid)
+                plant()
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, "the other user's step failed"
+        assert (old / "rgt-agent.pyz").stat().st_uid == other.pw_uid
+        mark = tmp_path / "mark"
+        out = subprocess.run([sys.executable, "-S", str(home / ".agent-pyc" / "boot.py"), "version", "--json"],
+                             capture_output=True, text=True, timeout=60, env=dict(os.environ, MARK=str(mark)))
+        assert not mark.exists(), "the owner's status ran the other user's .pyz"
+        assert out.returncode == 0 and sha in out.stdout, out.stderr
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
