@@ -35,6 +35,10 @@ GONE_WAIT_S = 1.0       # the shim's process gone: this long for its exit file t
 def node_home(tag):
     """This node's folder for one head home and cluster: this user's own, private."""
     base = os.environ.get("RGT_NODE_HOME") or os.path.join(os.path.expanduser("~"), ".rgt-node")
+    # The tag is one name, 12 hex (raytasks.py): `../..` in it made, and passed, this user's new
+    # folder inside another user's, who could swap it for their own before the launch record.
+    if not isinstance(tag, str) or len(tag) != 12 or tag.strip("0123456789abcdef"):
+        raise RuntimeError("rgt's node folder tag %r is not 12 hex digits" % (tag,))
     path = os.path.join(base, tag)
     os.makedirs(path, mode=0o700, exist_ok=True)
     for folder in (base, path):

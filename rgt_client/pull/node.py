@@ -85,16 +85,19 @@ def _node_folder(v: Any, node_home: str | None) -> str | None:
     if folder is None or os.path.normpath(folder) != folder:
         return None
     parent, tag = os.path.split(folder)
-    if os.path.basename(parent) != "ray-node" or not re.match(r"^[0-9a-f]{12}$", tag):
+    # fullmatch: `$` also matched before a last newline, and `<tag>\n` passed as a folder
+    if os.path.basename(parent) != "ray-node" or not re.fullmatch(r"[0-9a-f]{12}", tag):
         return None
-    if node_home and os.path.dirname(parent) != os.path.normpath(node_home):
+    # The node box's RGT_HOME unknown here: nothing says the folder is rgt's, so it is not taken
+    # (any `/x/ray-node/<tag>`, in a /tmp another user writes, passed).
+    if not node_home or os.path.dirname(parent) != os.path.normpath(node_home):
         return None
     return folder
 
 
 def _home(v: Any) -> str | None:
     """The head's RGT_HOME as its agent said (where the client knows none): the shared path."""
-    ok = isinstance(v, str) and v.startswith("/") and len(v) < 1000 and re.match(r"^[A-Za-z0-9._/@+-]+$", v)
+    ok = isinstance(v, str) and v.startswith("/") and len(v) < 1000 and re.fullmatch(r"[A-Za-z0-9._/@+-]+", v)
     return v if ok else None
 
 
