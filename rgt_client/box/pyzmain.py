@@ -31,8 +31,10 @@ import sys
 BUILD, TAG, STAMP = %r, %r, %r
 # Where this file lies, not where it was written: a home moved or copied elsewhere must not run
 # the .pyz at its old path, which another user may since have made (a sticky /tmp). The script's
-# folder leaves sys.path first, so `os` (not loaded yet under -S) comes from the standard library.
-del sys.path[0]
+# folder leaves sys.path first, so `os` (not loaded yet under -S) comes from the standard library
+# (with PYTHONSAFEPATH, or -I, Python never put it there: the first entry is then its own).
+if not (getattr(sys.flags, "safe_path", False) or sys.flags.isolated):
+    del sys.path[0]
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
