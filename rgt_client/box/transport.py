@@ -28,6 +28,7 @@ REMOTE_DEFAULT_HOME = '"${RGT_HOME:-$HOME/.rgt}"'
 # "no python" and "not installed" are told apart from the agent's own errors without parsing text.
 RC_NO_PYTHON = 121
 RC_NOT_INSTALLED = 120
+RC_NOT_OURS = 122
 RC_SSH_FAILED = 255
 # The first thing the remote shell says (on stderr): the connection is up. A timeout after it is
 # "the box answered too slowly", not "unreachable" (a loaded box was once reported as down).
@@ -152,6 +153,10 @@ def preamble(target: Target, need_agent: bool = True) -> str:
     if need_agent:
         parts.append("[ -f \"$RGT_HOME/rgt-agent.pyz\" ] || { echo \"rgt: no agent in $RGT_HOME\" >&2; "
                      "exit %d; }" % RC_NOT_INSTALLED)
+        # A home another local user made first (RGT_HOME in a shared /tmp) held their .pyz, and
+        # any command ran it as you; install refuses such a folder (its chmod), and so does this.
+        parts.append("[ -O \"$RGT_HOME\" ] && [ -O \"$RGT_HOME/rgt-agent.pyz\" ] || { echo \"rgt: $RGT_HOME is "
+                     "not yours\" >&2; exit %d; }" % RC_NOT_OURS)
     return "; ".join(parts) + "; "
 
 
@@ -448,6 +453,11 @@ def check_reach(target: Target, res: Result) -> Result:
         raise ClientError("the rgt agent is not installed on %s (home %s)"
                           % (target.host, target.home_shown()),
                           "install it: rgt-client install %s" % quote(target.host), exitcodes.AGENT_DOWN)
+    if res.rc == RC_NOT_OURS:
+        raise ClientError("rgt's folder on %s (home %s) or its agent file belongs to another user; not run"
+                          % (target.host, target.home_shown()),
+                          "use a home of your own: rgt-client install %s --home '~/.rgt'" % quote(target.host),
+                          exitcodes.USAGE)
     return res
 
 

@@ -218,3 +218,56 @@ def test_boot_of_a_moved_home_never_runs_the_pyz_at_its_old_path(tmp_path):
         assert out.returncode == 0 and sha in out.stdout, out.stderr
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("command", [["status", "local"], ["logs", "local", "r1"]])
+def test_a_home_another_user_made_first_is_never_run(tmp_path, command):
+    """RGT_HOME in a shared, sticky /tmp: another local user (`nobody`, a real second uid) makes
+    that folder first, with an rgt-agent.pyz and a boot.py of their own. Install refused such a
+    folder (its chmod), but status (via boot.py) and every other command ran their code as you.
+    The real client, against `local`, refuses the folder and runs nothing from it."""
+    import pwd
+    from tests.clientproc import client_argv
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to act as a second unix user")
+    try:
+        other = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no `nobody` user on this machine to play the other local user")
+    import tempfile
+    shared = Path(tempfile.mkdtemp(prefix="rgt-shared-tmp-", dir="/tmp"))
+    try:
+        os.chmod(shared, 0o1777)
+        home, mark = shared / "rgt", tmp_path / "mark"
+        hostile = "import os\nopen(%r, 'w').write('the other user ran code')\n" % str(mark)
+
+        def plant() -> None:
+            os.mkdir(home, 0o755)
+            with zipfile.ZipFile(home / "rgt-agent.pyz", "w") as zf:
+                zf.writestr("__main__.py", hostile)
+            os.mkdir(home / ".agent-pyc", 0o755)
+            (home / ".agent-pyc" / "boot.py").write_text(hostile)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.setgroups([])
+                os.setgid(other.pw_gid)
+                os.setuid(other.pw_uid)
+                plant()
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, "the other user's step failed"
+        env = {k: v for k, v in os.environ.items() if k != "RGT_HOME"}
+        env["RGT_CLIENT_CONFIG_DIR"] = str(tmp_path / "client")
+        res = subprocess.run(client_argv(command + ["--home", str(home)]), env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert not mark.exists(), "the owner's %s ran the other user's code" % command[0]
+        assert res.returncode == 2 and "belongs to another user" in res.stderr and "Hint:" in res.stderr, \
+            res.stdout + res.stderr
+        assert "Traceback" not in res.stderr
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
