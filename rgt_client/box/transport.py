@@ -169,8 +169,9 @@ def agent_command(target: Target, args: list[str]) -> str:
     # site-packages (a conda site's .pth files cost every status tens of milliseconds). And it
     # starts from boot.py where the agent's precompile left one (bundle's pyzmain: the cached
     # code, without runpy or the zip; half of what status cost on the box): a box without it, or
-    # whose boot.py no longer matches the .pyz, runs the .pyz itself.
-    return preamble(target) + ("a=\"$RGT_HOME/.agent-pyc/boot.py\"; [ -f \"$a\" ] || a=\"$RGT_HOME/rgt-agent.pyz\"; "
+    # whose boot.py no longer matches the .pyz, runs the .pyz itself. A boot.py that is not yours
+    # (planted in a home you opened to others) is passed over for the .pyz, checked as yours above.
+    return preamble(target) + ("a=\"$RGT_HOME/.agent-pyc/boot.py\"; [ -O \"$a\" ] || a=\"$RGT_HOME/rgt-agent.pyz\"; "
                                "exec %s -S \"$a\" %s" % (target.python_word(), words))
 
 

@@ -271,3 +271,54 @@ def test_a_home_another_user_made_first_is_never_run(tmp_path, command):
         assert "Traceback" not in res.stderr
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+@pytest.mark.root
+def test_a_boot_py_another_user_planted_is_passed_over_for_your_pyz(tmp_path):
+    """Your home, opened to others (mode 0777): another local user (`nobody`) cannot replace your
+    .pyz unnoticed (theirs would not be yours, and is refused), but moved `.agent-pyc` aside and
+    left a boot.py of their own, which `status` ran as you. It now runs your .pyz instead."""
+    import pwd
+    from tests.clientproc import client_argv
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to act as a second unix user")
+    try:
+        other = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no `nobody` user on this machine to play the other local user")
+    import tempfile
+    shared = Path(tempfile.mkdtemp(prefix="rgt-shared-tmp-", dir="/tmp"))
+    try:
+        os.chmod(shared, 0o1777)
+        home, mark = shared / "rgt", tmp_path / "mark"
+        home.mkdir()
+        pyz, sha = build_agent(home / "rgt-agent.pyz")
+        (home / "agent.sha256").write_text(sha + "\n")
+        assert _run(sys.executable, pyz, "--rgt-precompile").returncode == 0
+        home.chmod(0o777)
+
+        def plant() -> None:
+            os.rename(home / ".agent-pyc", home / ".aside")
+            os.mkdir(home / ".agent-pyc")
+            (home / ".agent-pyc" / "boot.py").write_text("open(%r, 'w').write('theirs ran')\n" % str(mark))
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.setgroups([])
+                os.setgid(other.pw_gid)
+                os.setuid(other.pw_uid)
+                plant()
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, "the other user's step failed"
+        env = {k: v for k, v in os.environ.items() if k != "RGT_HOME"}
+        env["RGT_CLIENT_CONFIG_DIR"] = str(tmp_path / "client")
+        res = subprocess.run(client_argv(["status", "local", "--home", str(home)]), env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert not mark.exists(), "the owner's status ran the other user's boot.py"
+        assert "Traceback" not in res.stderr and "belongs to another user" not in res.stderr, res.stderr
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
