@@ -67,9 +67,11 @@ EXPLAINS: Tuple[Tuple[str, Optional[str], str, Optional[str], str, bool], ...] =
      r"ReadTimeout", "code_error", r"from versions: none|No matching distribution found",
      "an index pip could not reach lists no versions of anything", False),
     # NCCL relays the CUDA error it hit: "Cuda failure 2 'out of memory'" in its WARN line,
-    # then "unhandled cuda error" from every collective after it
+    # then "unhandled cuda error" from every collective after it; PyTorch's watchdog logs the
+    # CUDA error its work check hit, then throws it on as c10::DistBackendError ("terminate
+    # called after throwing an instance of 'c10::DistBackendError'", ProcessGroupNCCL.cpp)
     ("*", r"Cuda failure|cuda failure|CUDA error", "nccl", r"unhandled cuda error|"
-     r"ncclUnhandledCudaError|Call to CUDA function failed",
+     r"ncclUnhandledCudaError|Call to CUDA function failed|DistBackendError'?$",
      "NCCL reports the CUDA failure it hit: the CUDA error it relayed decides", False),
     # A wait on a request that cannot reach its server ends in a cancel: asyncio.wait_for
     # cancels the awaited task (CancelledError inside it) and raises TimeoutError from it

@@ -32,6 +32,7 @@ from boxagent.triage.vocab import (ascend, batchsys, c10dstore, cudarelay, extbu
 from boxagent.triage.vocab import bashmsg, fsspec_io, ggml_check
 from boxagent.triage.vocab import (awsbatch, c10dsock, cudacheck, cuew, npwrite, openmm_nan, physx,
                                    ptxjit, ucxpy)
+from boxagent.triage.vocab import winsock
 from boxagent.triage.vocab.table import Row
 
 # name -> module; the order is only the order rows are listed in
@@ -72,6 +73,8 @@ TABLES += (("fsspec_io", fsspec_io), ("ggml_check", ggml_check))
 TABLES += (("ptxjit", ptxjit), ("cudacheck", cudacheck), ("cuew", cuew), ("openmm_nan", openmm_nan),
            ("npwrite", npwrite), ("ucxpy", ucxpy), ("c10dsock", c10dsock), ("physx", physx),
            ("awsbatch", awsbatch))
+# read after the sixth wave's second blind set (F) was scored
+TABLES += (("winsock", winsock),)
 
 # Field cases held out for this process (comma-separated paths under tests/triage/field/):
 # set by the scorer's leave-one-ecosystem-out for the fold it scores; unset, every row is on.

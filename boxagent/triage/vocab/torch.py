@@ -69,8 +69,15 @@ ROWS: Tuple[Row, ...] = (
         "milliseconds before timing out.", PG, "torch"),
     lit("nccl", "NCCL communicator was aborted", "RuntimeError: NCCL communicator was aborted on "
         "rank 1.", PG, "torch"),
-    rx("nccl", r"NCCL (timeout|watchdog)", "[E ProcessGroupNCCL.cpp:475] NCCL watchdog thread "
-       "terminated with exception", PG, ("NCCL timeout", "NCCL watchdog"), "torch"),
+    # the watchdog relays what its work check threw; a CUDA error it relays (`NCCL watchdog
+    # thread terminated with exception: CUDA error: an illegal memory access was encountered`,
+    # ProcessGroupNCCL::ncclCommWatchdog catching c10_cuda_check's error) is that error's,
+    # read by the CUDA rows on the same line, not the collective's (POSIX ERE: grep reads
+    # these rows too, so no look-ahead; `C[^U]` keeps NCCL's own `Cuda failure`)
+    rx("nccl", r"NCCL timeout|NCCL watchdog( timeout| thread terminated with exception: "
+       r"([^C]|C[^U]))", "[E ProcessGroupNCCL.cpp:475] NCCL watchdog thread terminated with "
+       "exception: [Rank 0] Watchdog caught collective operation timeout", PG,
+       ("NCCL timeout", "NCCL watchdog"), "torch"),
     rx("nccl", r"ProcessGroupNCCL.*([Tt]imeout|timed out)", "[E ProcessGroupNCCL.cpp:828] [Rank "
        "3] Some NCCL operations have failed or timed out.", PG, ("ProcessGroupNCCL",), "torch"),
     lit("nccl", "DistBackendError", "torch.distributed.DistBackendError: NCCL error in: "
