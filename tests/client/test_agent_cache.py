@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from rgt_client.box.bundle import build_agent
+from tests.localuser import as_user, other_user, shared_tmp
 
 PY38 = "/root/.pyenv/versions/3.8.18/bin/python3.8"
 PYTHONS = [sys.executable] + ([PY38] if Path(PY38).exists() else [])
@@ -172,17 +173,8 @@ def test_boot_of_a_moved_home_never_runs_the_pyz_at_its_old_path(tmp_path):
     of a sticky, world-writable /tmp, say) kept a boot.py that ran whatever .pyz stood at the old
     path: there another local user (`nobody`, a real second uid) made one, and the owner's next
     `status` ran their code. boot.py now runs only the .pyz beside its own folder."""
-    import pwd
-    if os.geteuid() != 0:
-        pytest.skip("needs root, to act as a second unix user")
-    try:
-        other = pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("no `nobody` user on this machine to play the other local user")
-    import tempfile
-    shared = Path(tempfile.mkdtemp(prefix="rgt-shared-tmp-", dir="/tmp"))   # reachable as /tmp is
-    try:
-        os.chmod(shared, 0o1777)
+    other = other_user()
+    with shared_tmp() as shared:
         old = shared / "rgt"
         old.mkdir(mode=0o700)
         pyz, sha = build_agent(old / "rgt-agent.pyz")
@@ -197,27 +189,13 @@ def test_boot_of_a_moved_home_never_runs_the_pyz_at_its_old_path(tmp_path):
             os.mkdir(old)
             with zipfile.ZipFile(old / "rgt-agent.pyz", "w") as zf:
                 zf.writestr("__main__.py", hostile)
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.setgroups([])
-                os.setgid(other.pw_gid)
-                os.setuid(other.pw_uid)
-                plant()
-                code = 0
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0, "the other user's step failed"
+        as_user(other, plant)
         assert (old / "rgt-agent.pyz").stat().st_uid == other.pw_uid
         mark = tmp_path / "mark"
         out = subprocess.run([sys.executable, "-S", str(home / ".agent-pyc" / "boot.py"), "version", "--json"],
                              capture_output=True, text=True, timeout=60, env=dict(os.environ, MARK=str(mark)))
         assert not mark.exists(), "the owner's status ran the other user's .pyz"
         assert out.returncode == 0 and sha in out.stdout, out.stderr
-    finally:
-        shutil.rmtree(shared, ignore_errors=True)
 
 
 @pytest.mark.root
@@ -227,18 +205,9 @@ def test_a_home_another_user_made_first_is_never_run(tmp_path, command):
     that folder first, with an rgt-agent.pyz and a boot.py of their own. Install refused such a
     folder (its chmod), but status (via boot.py) and every other command ran their code as you.
     The real client, against `local`, refuses the folder and runs nothing from it."""
-    import pwd
     from tests.clientproc import client_argv
-    if os.geteuid() != 0:
-        pytest.skip("needs root, to act as a second unix user")
-    try:
-        other = pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("no `nobody` user on this machine to play the other local user")
-    import tempfile
-    shared = Path(tempfile.mkdtemp(prefix="rgt-shared-tmp-", dir="/tmp"))
-    try:
-        os.chmod(shared, 0o1777)
+    other = other_user()
+    with shared_tmp() as shared:
         home, mark = shared / "rgt", tmp_path / "mark"
         hostile = "import os\nopen(%r, 'w').write('the other user ran code')\n" % str(mark)
 
@@ -248,19 +217,7 @@ def test_a_home_another_user_made_first_is_never_run(tmp_path, command):
                 zf.writestr("__main__.py", hostile)
             os.mkdir(home / ".agent-pyc", 0o755)
             (home / ".agent-pyc" / "boot.py").write_text(hostile)
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.setgroups([])
-                os.setgid(other.pw_gid)
-                os.setuid(other.pw_uid)
-                plant()
-                code = 0
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0, "the other user's step failed"
+        as_user(other, plant)
         env = {k: v for k, v in os.environ.items() if k != "RGT_HOME"}
         env["RGT_CLIENT_CONFIG_DIR"] = str(tmp_path / "client")
         res = subprocess.run(client_argv(command + ["--home", str(home)]), env=env, capture_output=True,
@@ -269,8 +226,6 @@ def test_a_home_another_user_made_first_is_never_run(tmp_path, command):
         assert res.returncode == 2 and "belongs to another user" in res.stderr and "Hint:" in res.stderr, \
             res.stdout + res.stderr
         assert "Traceback" not in res.stderr
-    finally:
-        shutil.rmtree(shared, ignore_errors=True)
 
 
 @pytest.mark.root
@@ -278,18 +233,9 @@ def test_a_boot_py_another_user_planted_is_passed_over_for_your_pyz(tmp_path):
     """Your home, opened to others (mode 0777): another local user (`nobody`) cannot replace your
     .pyz unnoticed (theirs would not be yours, and is refused), but moved `.agent-pyc` aside and
     left a boot.py of their own, which `status` ran as you. It now runs your .pyz instead."""
-    import pwd
     from tests.clientproc import client_argv
-    if os.geteuid() != 0:
-        pytest.skip("needs root, to act as a second unix user")
-    try:
-        other = pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("no `nobody` user on this machine to play the other local user")
-    import tempfile
-    shared = Path(tempfile.mkdtemp(prefix="rgt-shared-tmp-", dir="/tmp"))
-    try:
-        os.chmod(shared, 0o1777)
+    other = other_user()
+    with shared_tmp() as shared:
         home, mark = shared / "rgt", tmp_path / "mark"
         home.mkdir()
         pyz, sha = build_agent(home / "rgt-agent.pyz")
@@ -301,24 +247,10 @@ def test_a_boot_py_another_user_planted_is_passed_over_for_your_pyz(tmp_path):
             os.rename(home / ".agent-pyc", home / ".aside")
             os.mkdir(home / ".agent-pyc")
             (home / ".agent-pyc" / "boot.py").write_text("open(%r, 'w').write('theirs ran')\n" % str(mark))
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.setgroups([])
-                os.setgid(other.pw_gid)
-                os.setuid(other.pw_uid)
-                plant()
-                code = 0
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0, "the other user's step failed"
+        as_user(other, plant)
         env = {k: v for k, v in os.environ.items() if k != "RGT_HOME"}
         env["RGT_CLIENT_CONFIG_DIR"] = str(tmp_path / "client")
         res = subprocess.run(client_argv(["status", "local", "--home", str(home)]), env=env, capture_output=True,
                              text=True, timeout=60)
         assert not mark.exists(), "the owner's status ran the other user's boot.py"
         assert "Traceback" not in res.stderr and "belongs to another user" not in res.stderr, res.stderr
-    finally:
-        shutil.rmtree(shared, ignore_errors=True)

@@ -5,15 +5,12 @@ local users. The folder the head names for a pull is taken only where it is prov
 from __future__ import annotations
 
 import os
-import pwd
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from boxagent.engine import raycell
 from rgt_client.pull.node import _home, _node_folder
+from tests.localuser import as_user, other_user, shared_tmp
 
 NODE = "/home/u/.rgt"
 OWN = NODE + "/ray-node/0123456789ab"
@@ -47,30 +44,14 @@ def test_a_node_tag_climbing_into_another_users_folder_is_refused(tmp_path, monk
     """`../../<their folder>/x` as the tag: makedirs made x (ours, 0700) inside a folder another
     user (`nobody`, a real second uid) owns, the check of x alone passed, and that user could
     swap x for their own folder before the launch record (the stage's env, tokens) was written."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root, to act as a second unix user")
-    try:
-        other = pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("no `nobody` user on this machine to play the other local user")
-    shared = Path(tempfile.mkdtemp(prefix="rgt-shared-tmp-", dir="/tmp"))
-    try:
-        os.chmod(shared, 0o1777)
+    other = other_user()
+    with shared_tmp() as shared:
         theirs = shared / "theirs"
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.setgroups([])
-                os.setgid(other.pw_gid)
-                os.setuid(other.pw_uid)
-                os.mkdir(theirs, 0o777)
-                os.chmod(theirs, 0o777)
-                code = 0
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0, "the other user's step failed"
+
+        def make_theirs() -> None:
+            os.mkdir(theirs, 0o777)
+            os.chmod(theirs, 0o777)
+        as_user(other, make_theirs)
         base = tmp_path / "node"
         base.mkdir(mode=0o700)
         monkeypatch.setenv("RGT_NODE_HOME", str(base))
@@ -80,5 +61,3 @@ def test_a_node_tag_climbing_into_another_users_folder_is_refused(tmp_path, monk
                 raycell.node_home(tag)
         assert not (theirs / "x").exists()
         assert raycell.node_home("0123456789ab") == str(base / "0123456789ab")
-    finally:
-        shutil.rmtree(shared, ignore_errors=True)

@@ -9,7 +9,6 @@ sticky folder, and a second unix user (`nobody`) plants what an attacker would."
 from __future__ import annotations
 
 import os
-import pwd
 import shutil
 import stat
 import subprocess
@@ -19,34 +18,9 @@ from pathlib import Path
 import pytest
 
 from tests.clientproc import client_argv
+from tests.localuser import as_user, other_user
 
 pytestmark = [pytest.mark.ssh, pytest.mark.root]
-
-
-def _other_user() -> pwd.struct_passwd:
-    if os.geteuid() != 0:
-        pytest.skip("needs root, to act as a second unix user")
-    try:
-        return pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("no `nobody` user on this machine to play the other local user")
-
-
-def _as(user: pwd.struct_passwd, fn) -> None:
-    """Run fn() in a child process as `user` (a real second uid, not a mock)."""
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.setgroups([])
-            os.setgid(user.pw_gid)
-            os.setuid(user.pw_uid)
-            fn()
-            code = 0
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the other user's step failed"
 
 
 @pytest.fixture
@@ -84,11 +58,11 @@ def _sockets(root) -> list:
 
 def test_claim_a_control_dir_symlinked_by_another_user_is_refused(shared_tmp, tmp_path):
     shared, cfg, env = shared_tmp
-    nobody = _other_user()
+    nobody = other_user()
     victim_owned = tmp_path / "victims-own-dir"
     victim_owned.mkdir(mode=0o700)
     link = shared / ("rgt-ssh-%d" % os.getuid())
-    _as(nobody, lambda: os.symlink(str(victim_owned), str(link)))
+    as_user(nobody, lambda: os.symlink(str(victim_owned), str(link)))
     assert os.lstat(link).st_uid == nobody.pw_uid
     res = _status(cfg, env)
     assert "Traceback" not in res.stderr
@@ -99,13 +73,13 @@ def test_claim_a_control_dir_symlinked_by_another_user_is_refused(shared_tmp, tm
 
 def test_claim_a_control_dir_made_by_another_user_is_refused(shared_tmp):
     shared, cfg, env = shared_tmp
-    nobody = _other_user()
+    nobody = other_user()
     planted = shared / ("rgt-ssh-%d" % os.getuid())
 
     def plant():
         os.mkdir(str(planted))
         os.chmod(str(planted), 0o777)
-    _as(nobody, plant)
+    as_user(nobody, plant)
     res = _status(cfg, env)
     assert "belongs to another user" in res.stderr, res.stderr
     assert _sockets(planted) == []
