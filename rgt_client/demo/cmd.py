@@ -8,6 +8,7 @@ this client has them. The daemon is stopped at the end; everything stays on disk
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 import tempfile
@@ -127,6 +128,10 @@ def _follow(target: Target, sink: Path, max_wait_s: float, say: Callable[[str], 
     logs: dict[str, int] = {}
     offset, state, deadline = 0, None, time.monotonic() + max_wait_s
     while time.monotonic() < deadline:
+        # Only the notifications already sent when the status is read are shown after it: the
+        # run's end message, sent between that read and this turn's printing, came out before
+        # the last stage's "succeeded" (a full test run under load saw it).
+        sent = _size(sink)
         hs = fetch_status(target, events=0)
         run = find_run(hs.status or {}, "demo") or {}
         for st in run.get("stages") or []:
@@ -142,7 +147,7 @@ def _follow(target: Target, sink: Path, max_wait_s: float, say: Callable[[str], 
             seen[st.get("name")] = st.get("state")
         # Notifications after the stages' output: a message about the run's end printed before
         # the last stage's lines read as if the demo finished before its eval ran.
-        offset = _show_notifications(sink, offset, say)
+        offset = _show_notifications(sink, offset, say, sent)
         state = run.get("state")
         if state in ("succeeded", "failed", "cancelled", "interrupted"):
             time.sleep(0.5)  # let the last notification reach the sink
@@ -153,12 +158,20 @@ def _follow(target: Target, sink: Path, max_wait_s: float, say: Callable[[str], 
     return state
 
 
-def _new_lines(path: "str | Path", offset: int) -> "tuple[list[str], int]":
-    """Complete lines appended to `path` since `offset` (the box is this machine: read it directly)."""
+def _size(path: "str | Path") -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _new_lines(path: "str | Path", offset: int, upto: int | None = None) -> "tuple[list[str], int]":
+    """Complete lines appended to `path` since `offset`, up to byte `upto` (the box is this
+    machine: read it directly)."""
     try:
         with open(path, "rb") as fh:
             fh.seek(offset)
-            data = fh.read()
+            data = fh.read() if upto is None else fh.read(max(0, upto - offset))
     except OSError:
         return [], offset
     complete = data[: data.rfind(b"\n") + 1]
@@ -172,8 +185,8 @@ def _show_log(stage: str, path: str, offset: int, say: Callable[[str], None]) ->
     return offset
 
 
-def _show_notifications(sink: Path, offset: int, say: Callable[[str], None]) -> int:
-    lines, offset = _new_lines(sink, offset)
+def _show_notifications(sink: Path, offset: int, say: Callable[[str], None], upto: int | None = None) -> int:
+    lines, offset = _new_lines(sink, offset, upto)
     for line in lines:
         say("   notify > %s" % safe_line(_one_line(line)))
     return offset

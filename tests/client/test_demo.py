@@ -88,3 +88,38 @@ def test_demo_from_a_fresh_venv(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     check_demo_output(out.stdout, base)
     assert "Traceback" not in out.stderr
+
+
+def test_a_run_end_message_sent_during_a_status_read_comes_after_the_stages_that_read_missed(tmp_path,
+                                                                                           monkeypatch):
+    """The run's end message reached the sink between a status read (the last stage still
+    running) and that turn's printing, and came out before the stage's "succeeded" (seen once
+    in a full run under load). The daemon is played at the one seam, fetch_status."""
+    from rgt_client.box.transport import Target
+    from rgt_client.demo import cmd as demo_cmd
+    from rgt_client.status import fetch
+    sink = tmp_path / "notifications.jsonl"
+    sink.write_text("")
+    log = tmp_path / "agg.log"
+    log.write_text("report written\n")
+
+    class Seen:
+        def __init__(self, stage_state: str, run_state: str) -> None:
+            self.status = {"runs": [{"name": "demo", "state": run_state, "stages": [
+                {"name": "aggregate", "state": stage_state, "log": str(log)}]}]}
+
+    reads = [Seen("running", "running"), Seen("succeeded", "succeeded")]
+
+    def fake_fetch(target, events=0):
+        seen = reads.pop(0)
+        if seen.status["runs"][0]["state"] == "running":   # the end happens right after this read
+            with open(sink, "a") as fh:
+                fh.write(json.dumps({"severity": "info", "title": "local · demo done"}) + "\n")
+        return seen
+    monkeypatch.setattr(fetch, "fetch_status", fake_fetch)
+    monkeypatch.setattr(demo_cmd.time, "sleep", lambda s: None)
+    said: list = []
+    assert demo_cmd._follow(Target("local"), sink, 30, said.append) == "succeeded"
+    done = [i for i, line in enumerate(said) if "demo done" in line]
+    last_stage = max(i for i, line in enumerate(said) if line.startswith("   stage "))
+    assert done and last_stage < done[0], said
